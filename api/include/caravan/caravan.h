@@ -1,0 +1,110 @@
+/* Caravan public C API: push_pull for worker programs.
+ *
+ * A worker program calls caravan_init() once, then caravan_push_pull() (or
+ * the asynchronous form) for every gradient tensor and step, then
+ * caravan_shutdown(). The job is described by the environment
+ * (DMLC_ROLE=worker, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT, DMLC_NUM_WORKER,
+ * DMLC_NUM_SERVER, ...; see README.md); caravan-launch sets it up locally.
+ *
+ * Every call returns 0 (or a non-negative value) on success and a negative
+ * CARAVAN_ERR_* code on failure; caravan_strerror() gives the message, with
+ * the details of the most recent failure on the calling thread. The library
+ * never aborts or exits its caller's process. Every blocking call has a
+ * deadline (CARAVAN_OP_TIMEOUT seconds, default 600; start-up uses
+ * CARAVAN_CONNECT_TIMEOUT, default 60) and fails naming who it waited for.
+ *
+ * Thread safety: all calls may be made from any thread once caravan_init()
+ * has returned; caravan_init() and caravan_shutdown() must not race with
+ * other calls.
+ *
+ * Compiles as C99 and as C++.
+ */
+#ifndef CARAVAN_CARAVAN_H
+#define CARAVAN_CARAVAN_H
+
+#include <stddef.h>
+
+#include "caravan/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CARAVAN_API_VERSION_MAJOR 1
+#define CARAVAN_API_VERSION_MINOR 0
+
+/* Error codes (negative). */
+enum {
+  CARAVAN_OK = 0,
+  CARAVAN_ERR_INVALID_ARGUMENT = -1, /* NULL pointer, zero count, bad dtype, bad handle */
+  CARAVAN_ERR_NOT_INITIALIZED = -2,  /* called before caravan_init() or after shutdown */
+  CARAVAN_ERR_MISMATCH = -3,         /* a name reused with another count or dtype */
+  CARAVAN_ERR_BUSY = -4,             /* that tensor already has a push_pull in flight */
+  CARAVAN_ERR_TIMEOUT = -5,          /* a deadline passed; the message says who was missing */
+  CARAVAN_ERR_PEER_LOST = -6,        /* a node of the job failed or the job was aborted */
+  CARAVAN_ERR_CONFIG = -7,           /* a malformed or missing environment variable */
+  CARAVAN_ERR_PLUGIN = -8,           /* a plugin could not be loaded or initialised */
+  CARAVAN_ERR_TRANSPORT = -9,        /* the van failed to send or receive */
+  CARAVAN_ERR_STATE = -10,           /* init twice, or a call in the wrong role */
+  CARAVAN_ERR_INTERNAL = -11,        /* a bug: please report it with the message */
+  CARAVAN_ERR_SERVER = -12           /* a server refused the request; the message says why */
+};
+
+typedef struct caravan_handle_s* caravan_handle;
+
+/* Joins the job the environment describes as a worker: loads the van,
+ * registers with the scheduler, connects to the servers and waits at the
+ * start-up barrier. Blocks up to CARAVAN_CONNECT_TIMEOUT seconds.
+ * Errors: CONFIG (names the variable and value), PLUGIN (lists every path
+ * tried), TIMEOUT (names the missing nodes), PEER_LOST, STATE (already
+ * initialised). */
+int caravan_init(void);
+
+/* Waits for this worker's operations in flight, then leaves the job at the
+ * shutdown barrier (all workers and servers) and frees everything. Blocks
+ * until every worker has called it or CARAVAN_OP_TIMEOUT passes. Handles
+ * not yet waited for become invalid. Errors: NOT_INITIALIZED, TIMEOUT,
+ * PEER_LOST (the job still ends for this process). */
+int caravan_shutdown(void);
+
+/* This worker's rank in 0..size-1, or NOT_INITIALIZED. Never blocks. */
+int caravan_rank(void);
+
+/* The number of workers in the job, or NOT_INITIALIZED. Never blocks. */
+int caravan_size(void);
+
+/* Sums `data` (count elements of dtype) over all workers, in place: on
+ * return, data holds the element-wise sum. `name` identifies the tensor: the
+ * same name must have the same count and dtype on every worker and every
+ * call. Higher `priority` goes first. Blocks until the sum arrived or the
+ * deadline passed. Errors: INVALID_ARGUMENT, NOT_INITIALIZED, MISMATCH,
+ * BUSY, TIMEOUT, PEER_LOST, TRANSPORT, SERVER. */
+int caravan_push_pull(const char* name, void* data, size_t count, caravan_dtype dtype,
+                      int priority);
+
+/* Starts the same operation and returns at once with a handle in *out.
+ * `data` must stay valid and untouched until caravan_wait() returned or
+ * caravan_poll() returned 1. Errors as caravan_push_pull() (those found
+ * before sending); later errors come from caravan_wait(). */
+int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                            int priority, caravan_handle* out);
+
+/* 1 when the operation is done (successfully: the handle then still needs
+ * caravan_wait() to be released), 0 when pending, a negative error when it
+ * failed. Never blocks. */
+int caravan_poll(caravan_handle h);
+
+/* Blocks until the operation ends or the deadline passes, releases the
+ * handle, and returns 0 or the operation's negative error. */
+int caravan_wait(caravan_handle h);
+
+/* A message for an error code: the details of the most recent failure on
+ * this thread when it had that code, otherwise a generic text. The string
+ * stays valid until the next Caravan call on this thread. Never NULL. */
+const char* caravan_strerror(int code);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CARAVAN_CARAVAN_H */

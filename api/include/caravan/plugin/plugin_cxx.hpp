@@ -1,0 +1,93 @@
+// C++17 conveniences for writing a plugin against the C ABI (header-only,
+// part of the SDK). Nothing here crosses the boundary: the plugin still
+// exports only its entry symbol and speaks the C tables.
+#ifndef CARAVAN_PLUGIN_PLUGIN_CXX_HPP
+#define CARAVAN_PLUGIN_PLUGIN_CXX_HPP
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "caravan/plugin/plugin.h"
+
+namespace caravan::plugin {
+
+// An error with the status the boundary returns for it.
+class Error : public std::runtime_error {
+ public:
+  Error(caravan_status status, const std::string& what) : std::runtime_error(what), status_(status) {}
+  caravan_status status() const noexcept { return status_; }
+
+ private:
+  caravan_status status_;
+};
+
+// The host services of one instance, with C++ conveniences.
+class Host {
+ public:
+  explicit Host(const caravan_host_v1* host) : host_(host) {}
+
+  void log(caravan_log_level level, const std::string& message) const {
+    if (host_ && host_->log) host_->log(host_->host_ctx, level, message.c_str());
+  }
+  std::optional<std::string> param(const char* name) const {
+    const char* v = host_ && host_->get_param ? host_->get_param(host_->host_ctx, name) : nullptr;
+    if (!v) return std::nullopt;
+    return std::string(v);
+  }
+  std::optional<std::string> env(const char* name) const {
+    const char* v = host_ && host_->get_env ? host_->get_env(host_->host_ctx, name) : nullptr;
+    if (!v) return std::nullopt;
+    return std::string(v);
+  }
+  // A parameter read as a non-negative integer; a malformed value is an
+  // INVALID_ARGUMENT error naming the parameter and the value.
+  long long param_int(const char* name, long long fallback) const {
+    auto text = param(name);
+    if (!text) return fallback;
+    char* end = nullptr;
+    long long v = std::strtoll(text->c_str(), &end, 10);
+    if (text->empty() || *end != '\0' || v < 0)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  std::string("plugin parameter ") + name + "='" + *text +
+                      "' is not a non-negative integer");
+    return v;
+  }
+  void set_error(const std::string& message) const {
+    if (host_ && host_->set_error) host_->set_error(host_->host_ctx, message.c_str());
+  }
+  const caravan_host_v1* raw() const { return host_; }
+
+ private:
+  const caravan_host_v1* host_;
+};
+
+// Runs `body` (returning caravan_status) so that no exception crosses the
+// C boundary: errors become status codes and their text goes to set_error.
+template <class Body>
+caravan_status guarded(const Host& host, Body&& body) noexcept {
+  try {
+    return body();
+  } catch (const Error& e) {
+    host.set_error(e.what());
+    return e.status();
+  } catch (const std::bad_alloc&) {
+    host.set_error("out of memory");
+    return CARAVAN_STATUS_NO_MEMORY;
+  } catch (const std::exception& e) {
+    host.set_error(e.what());
+    return CARAVAN_STATUS_INTERNAL;
+  } catch (...) {
+    host.set_error("unknown exception");
+    return CARAVAN_STATUS_INTERNAL;
+  }
+}
+
+}  // namespace caravan::plugin
+
+#endif  // CARAVAN_PLUGIN_PLUGIN_CXX_HPP

@@ -1,0 +1,84 @@
+/* Caravan reducer (summation) ABI, major version 1.
+ *
+ * A reducer adds arrays element-wise. Every operation takes an element count
+ * (not bytes), a caravan_dtype and a `stream`: NULL for host memory reducers;
+ * a cudaStream_t for device reducers, on which the work is enqueued (the call
+ * then returns before the work is done; the caller synchronises the stream).
+ *
+ * Numerics every reducer follows:
+ *  - integer types wrap around modulo 2^bits, exactly;
+ *  - float16 and bfloat16 are widened to float32 for the add and rounded back
+ *    to nearest-even;
+ *  - NaN and infinity follow IEEE 754.
+ *
+ * Pointers need no alignment; any count, 0 included, is valid. Destination
+ * and sources may be the same array where noted, and must not otherwise
+ * overlap.
+ *
+ * Released: never edited; additions inside major 1 are appended to
+ * caravan_reducer_ops_v1 and announced by abi_minor.
+ */
+#ifndef CARAVAN_PLUGIN_REDUCER_V1_H
+#define CARAVAN_PLUGIN_REDUCER_V1_H
+
+#include "caravan/plugin/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CARAVAN_REDUCER_ABI_MAJOR_V1 1
+#define CARAVAN_REDUCER_ABI_MINOR_V1 0
+
+/* Capability bits reported by properties(). */
+#define CARAVAN_REDUCER_CAP_HOST_MEMORY (1ull << 0)   /* works on host pointers */
+#define CARAVAN_REDUCER_CAP_DEVICE_MEMORY (1ull << 1) /* works on GPU pointers */
+#define CARAVAN_REDUCER_CAP_ASYNC_STREAM (1ull << 2)  /* returns before the work is done */
+
+typedef struct caravan_reducer_properties_v1 {
+  size_t struct_size; /* set by the caller before the call */
+  uint64_t caps;      /* CARAVAN_REDUCER_CAP_* bits */
+  uint32_t dtypes;    /* bit (1u << dtype) for every caravan_dtype supported */
+  const char* kernel; /* the kernel family chosen at init, e.g. "avx2"; static text */
+} caravan_reducer_properties_v1;
+
+typedef struct caravan_reducer_ops_v1 {
+  size_t struct_size; /* sizeof(caravan_reducer_ops_v1) as the plugin built it */
+
+  /* Creates an instance and picks its kernels from what the machine offers.
+   * UNAVAILABLE when the hardware it needs is missing (explained through
+   * host->set_error). Blocks only for local set-up. */
+  caravan_status (*init)(const caravan_host_v1* host, void** out_ctx);
+
+  /* Waits for this instance's work to end and frees it. */
+  caravan_status (*finalize)(void* ctx);
+
+  /* Fills `out` (the caller sets out->struct_size). Never blocks. */
+  caravan_status (*properties)(void* ctx, caravan_reducer_properties_v1* out);
+
+  /* dst[i] += src[i] for i < count. Errors: INVALID_ARGUMENT (NULL pointer
+   * with count > 0), UNSUPPORTED (dtype). Blocks until done unless
+   * CAP_ASYNC_STREAM. */
+  caravan_status (*sum)(void* ctx, void* dst, const void* src, size_t count,
+                        caravan_dtype dtype, void* stream);
+
+  /* dst[i] = a[i] + b[i]; dst may be a or b. Errors as sum(). */
+  caravan_status (*sum2)(void* ctx, void* dst, const void* a, const void* b, size_t count,
+                         caravan_dtype dtype, void* stream);
+
+  /* dst[i] = srcs[0][i] + ... + srcs[num_srcs-1][i] in one pass over memory;
+   * dst may be srcs[0]. num_srcs >= 1. Errors as sum(). */
+  caravan_status (*sum_many)(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
+                             size_t count, caravan_dtype dtype, void* stream);
+
+  /* data[i] *= factor, computed in float64 for float64, in float32 for the
+   * other floating types; integer types are UNSUPPORTED. */
+  caravan_status (*scale)(void* ctx, void* data, size_t count, caravan_dtype dtype,
+                          double factor, void* stream);
+} caravan_reducer_ops_v1;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CARAVAN_PLUGIN_REDUCER_V1_H */

@@ -1,0 +1,142 @@
+#include "engine/control/scheduler_link.h"
+
+#include <chrono>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/base/net.h"
+
+namespace caravan {
+
+SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
+    : config_(config),
+      on_failure_(std::move(on_failure)),
+      hub_([this](int, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(h, std::move(b)); },
+           [this](int, const std::string& why) {
+             fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why);
+           }) {}
+
+SchedulerLink::~SchedulerLink() { close(); }
+
+std::string SchedulerLink::scheduler_name() const {
+  return config_.root_uri + ":" + std::to_string(config_.root_port);
+}
+
+std::string SchedulerLink::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+void SchedulerLink::fail(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_ || !failure_.empty()) return;
+    failure_ = why;
+    cv_.notify_all();
+  }
+  CARAVAN_LOG(ERROR) << why;
+  if (on_failure_) on_failure_(why);
+}
+
+void SchedulerLink::on_message(const wire::Header& head, std::vector<uint8_t>&& body) {
+  switch (head.type) {
+    case wire::Type::kNodeTable: {
+      std::vector<NodeInfo> table;
+      try {
+        table = decode_node_table(body);
+      } catch (const std::exception& e) {
+        fail(std::string("malformed node table from the scheduler: ") + e.what());
+        return;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      table_ = std::move(table);
+      my_id_ = head.recipient;
+      have_table_ = true;
+      cv_.notify_all();
+      break;
+    }
+    case wire::Type::kBarrierDone: {
+      std::lock_guard<std::mutex> lock(mu_);
+      barriers_done_[(head.flags & wire::kFinal) ? -1 : head.cmd]++;
+      cv_.notify_all();
+      break;
+    }
+    case wire::Type::kAbort:
+      fail("the scheduler aborted the job: " + std::string(body.begin(), body.end()));
+      break;
+    default:
+      CARAVAN_LOG(WARNING) << "dropping unexpected control message type "
+                           << static_cast<int>(head.type) << " from the scheduler";
+  }
+}
+
+std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
+  long long deadline = net::now_ms() + 1000LL * config_.connect_timeout_s;
+  std::string err;
+  int fd = net::connect_tcp(config_.root_uri, config_.root_port, deadline, &err);
+  if (fd < 0)
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                "cannot reach the scheduler at " + scheduler_name() +
+                    " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " +
+                    std::to_string(config_.connect_timeout_s) +
+                    " s (CARAVAN_CONNECT_TIMEOUT): " + err);
+  conn_ = hub_.adopt(fd);
+  hub_.start();
+  wire::Header h;
+  h.type = wire::Type::kRegister;
+  if (!hub_.send(conn_, h, encode_register(self)))
+    throw Error(CARAVAN_ERR_PEER_LOST, "the scheduler at " + scheduler_name() +
+                                           " closed the connection during registration");
+  CARAVAN_VLOG(1) << "registered with the scheduler at " << scheduler_name() << " as "
+                  << self.describe();
+  std::unique_lock<std::mutex> lock(mu_);
+  bool ok = cv_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline - net::now_ms()),
+                           [&] { return have_table_ || !failure_.empty(); });
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  if (!ok)
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                "the scheduler at " + scheduler_name() + " did not complete start-up within " +
+                    std::to_string(config_.connect_timeout_s) +
+                    " s (CARAVAN_CONNECT_TIMEOUT): other nodes are missing (check "
+                    "DMLC_NUM_WORKER and DMLC_NUM_SERVER on every node)");
+  for (auto& n : table_)
+    if (n.id == my_id_) self = n;
+  return table_;
+}
+
+void SchedulerLink::barrier(int group, bool final, int timeout_s) {
+  int key = final ? -1 : group;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  int before = barriers_done_[key];
+  lock.unlock();
+  wire::Header h;
+  h.type = wire::Type::kBarrier;
+  h.sender = my_id_;
+  h.cmd = group;
+  h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
+  if (!hub_.send(conn_, h, {}))
+    throw Error(CARAVAN_ERR_PEER_LOST, "lost the scheduler at " + scheduler_name());
+  lock.lock();
+  auto done = [&] { return barriers_done_[key] > before || !failure_.empty(); };
+  if (timeout_s < 0) {
+    cv_.wait(lock, done);
+  } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                std::string(final ? "the shutdown barrier" : "a barrier") + " timed out after " +
+                    std::to_string(timeout_s) +
+                    " s: the scheduler at " + scheduler_name() +
+                    " is still waiting for other nodes to arrive");
+  }
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+}
+
+void SchedulerLink::close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+  }
+  hub_.stop();
+}
+
+}  // namespace caravan

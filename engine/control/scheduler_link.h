@@ -1,0 +1,56 @@
+// A server's or worker's connection to the scheduler: registration, the
+// node table, barriers, and the news that the job failed.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/control/control_hub.h"
+#include "engine/control/node_info.h"
+#include "engine/core/config.h"
+
+namespace caravan {
+
+class SchedulerLink {
+ public:
+  // Called once, on the control thread, when the job fails: the scheduler
+  // sent ABORT or the connection to it broke.
+  using FailureHandler = std::function<void(const std::string& why)>;
+
+  SchedulerLink(const JobConfig& config, FailureHandler on_failure);
+  ~SchedulerLink();
+
+  // Connects, registers `self` and waits for the node table (deadline:
+  // CARAVAN_CONNECT_TIMEOUT). Returns the table; fills self.id and rank.
+  std::vector<NodeInfo> join(NodeInfo& self);
+  // Waits until every node of `group` arrived (final: the shutdown barrier
+  // of all nodes). timeout_s < 0 waits as long as the job is alive.
+  void barrier(int group, bool final, int timeout_s);
+  // Hangs up; after the shutdown barrier this is the clean end.
+  void close();
+  std::string failure() const;
+
+ private:
+  void on_message(const wire::Header& head, std::vector<uint8_t>&& body);
+  void fail(const std::string& why);
+  std::string scheduler_name() const;
+
+  JobConfig config_;
+  FailureHandler on_failure_;
+  ControlHub hub_;
+  int conn_ = -1;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool have_table_ = false;
+  std::vector<NodeInfo> table_;
+  int my_id_ = 0;
+  std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
+  bool closing_ = false;
+  std::string failure_;
+};
+
+}  // namespace caravan

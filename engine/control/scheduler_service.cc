@@ -1,0 +1,204 @@
+#include "engine/control/scheduler_service.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/wire/bytes.h"
+
+namespace caravan {
+
+SchedulerService::SchedulerService(const JobConfig& config)
+    : config_(config),
+      hub_([this](int c, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(c, h, std::move(b)); },
+           [this](int c, const std::string& why) { on_closed(c, why); }) {}
+
+int SchedulerService::node_of(int conn) const {
+  auto it = nodes_.find(conn);
+  return it == nodes_.end() ? 0 : it->second.id;
+}
+
+std::string SchedulerService::missing_summary() const {
+  int servers = 0, workers = 0;
+  for (auto& [c, n] : pending_) (n.role == Role::kServer ? servers : workers)++;
+  std::string s = "registered " + std::to_string(servers) + " of " +
+                  std::to_string(config_.num_servers) + " servers (DMLC_NUM_SERVER) and " +
+                  std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
+                  " workers (DMLC_NUM_WORKER); missing " +
+                  std::to_string(config_.num_servers - servers) + " server(s) and " +
+                  std::to_string(config_.num_workers - workers) + " worker(s)";
+  return s;
+}
+
+void SchedulerService::abort_job(const std::string& why) {
+  if (!failure_.empty()) return;
+  failure_ = why;
+  CARAVAN_LOG(ERROR) << "aborting the job: " << why;
+  wire::Header h;
+  h.type = wire::Type::kAbort;
+  h.sender = kSchedulerId;
+  std::vector<uint8_t> body(why.begin(), why.end());
+  for (auto* m : {&pending_, &nodes_})
+    for (auto& [conn, n] : *m) hub_.send(conn, h, body);
+  cv_.notify_all();
+}
+
+void SchedulerService::on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  switch (head.type) {
+    case wire::Type::kRegister:
+      handle_register(conn, std::move(body));
+      break;
+    case wire::Type::kBarrier:
+      handle_barrier(conn, head);
+      break;
+    default:
+      CARAVAN_LOG(WARNING) << "scheduler: dropping unexpected message type "
+                           << static_cast<int>(head.type) << " from " << hub_.peer(conn);
+  }
+}
+
+void SchedulerService::handle_register(int conn, std::vector<uint8_t>&& body) {
+  NodeInfo n;
+  try {
+    n = decode_register(body);
+  } catch (const std::exception& e) {
+    CARAVAN_LOG(WARNING) << "scheduler: dropping malformed registration from " << hub_.peer(conn)
+                         << ": " << e.what();
+    hub_.close(conn);
+    return;
+  }
+  auto refuse = [&](const std::string& why) {
+    CARAVAN_LOG(WARNING) << "scheduler: refusing " << n.describe() << ": " << why;
+    wire::Header h;
+    h.type = wire::Type::kAbort;
+    std::vector<uint8_t> b(why.begin(), why.end());
+    hub_.send(conn, h, b);
+    hub_.close(conn);
+  };
+  if (n.role == Role::kScheduler) return refuse("a second scheduler tried to register");
+  if (table_sent_) return refuse("the job has already started with all its nodes");
+  int have = 0;
+  for (auto& [c, p] : pending_) have += p.role == n.role;
+  int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
+  if (have >= want)
+    return refuse(std::string("the job already has its ") + std::to_string(want) + " " +
+                  role_name(n.role) + "s (" +
+                  (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
+                  " on the scheduler is " + std::to_string(want) + ")");
+  pending_[conn] = n;
+  CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
+  if (static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers) send_table();
+}
+
+void SchedulerService::send_table() {
+  std::vector<NodeInfo> all;
+  for (auto& [c, n] : pending_) all.push_back(n);
+  try {
+    assign_ranks(all, config_.num_servers, config_.num_workers);
+  } catch (const Error& e) {
+    abort_job(e.what());
+    return;
+  }
+  size_t i = 0;
+  for (auto& [c, n] : pending_) nodes_[c] = all[i++];
+  pending_.clear();
+  auto body = encode_node_table(all);
+  for (auto& [conn, n] : nodes_) {
+    wire::Header h;
+    h.type = wire::Type::kNodeTable;
+    h.sender = kSchedulerId;
+    h.recipient = n.id;
+    hub_.send(conn, h, body);
+  }
+  table_sent_ = true;
+  CARAVAN_VLOG(1) << "scheduler: all " << all.size() << " nodes registered; node table sent";
+  cv_.notify_all();
+}
+
+void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
+  int id = node_of(conn);
+  if (id == 0) {
+    CARAVAN_LOG(WARNING) << "scheduler: dropping barrier from unregistered " << hub_.peer(conn);
+    return;
+  }
+  int group = head.cmd;
+  bool final = head.flags & wire::kFinal;
+  int key = final ? -1 : group;
+  auto& arrived = barrier_arrived_[key];
+  arrived.insert(id);
+  size_t expected = 0;
+  for (auto& [c, n] : nodes_) {
+    int g = n.role == Role::kServer ? kServerGroup : kWorkerGroup;
+    if (final || (group & g)) ++expected;
+  }
+  CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group))
+                  << ": " << arrived.size() << " of " << expected << " arrived";
+  if (arrived.size() < expected) return;
+  wire::Header h;
+  h.type = wire::Type::kBarrierDone;
+  h.sender = kSchedulerId;
+  h.cmd = group;
+  h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
+  for (auto& [c, n] : nodes_)
+    if (arrived.count(n.id)) hub_.send(c, h, {});
+  barrier_arrived_.erase(key);
+  if (final) {
+    finished_ = true;
+    cv_.notify_all();
+  }
+}
+
+void SchedulerService::on_closed(int conn, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = pending_.find(conn); it != pending_.end()) {
+    // A node that dies before the table exists would otherwise leave the
+    // others waiting for the start-up deadline.
+    NodeInfo n = it->second;
+    pending_.erase(it);
+    abort_job("lost " + n.describe() + " during start-up: " + why);
+    return;
+  }
+  auto it = nodes_.find(conn);
+  if (it == nodes_.end()) return;
+  NodeInfo n = it->second;
+  nodes_.erase(it);
+  if (finished_) {
+    cv_.notify_all();
+    return;
+  }
+  abort_job("lost " + n.describe() + ": its control connection closed (" + why +
+            "); the process exited or crashed before shutdown");
+}
+
+int SchedulerService::run() {
+  Log::set_node_label("scheduler");
+  // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
+  // reach us, which may be a NAT or DNS name rather than a local address.
+  hub_.listen("0.0.0.0", config_.root_port);
+  hub_.start();
+  CARAVAN_VLOG(1) << "scheduler: listening on port " << config_.root_port << " for "
+                  << config_.num_servers << " servers and " << config_.num_workers << " workers";
+  std::unique_lock<std::mutex> lock(mu_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
+  if (!cv_.wait_until(lock, deadline, [&] { return table_sent_ || !failure_.empty(); }))
+    abort_job("start-up timed out after " + std::to_string(config_.connect_timeout_s) +
+              " s (CARAVAN_CONNECT_TIMEOUT): " + missing_summary());
+  cv_.wait(lock, [&] { return finished_ || !failure_.empty(); });
+  if (!failure_.empty()) {
+    lock.unlock();
+    hub_.stop();
+    return 1;
+  }
+  // Give nodes a moment to hang up after the shutdown barrier, so none of
+  // them sees the scheduler vanish first and reports a failure.
+  cv_.wait_for(lock, std::chrono::seconds(10), [&] { return nodes_.empty(); });
+  lock.unlock();
+  hub_.stop();
+  CARAVAN_VLOG(1) << "scheduler: job finished";
+  return 0;
+}
+
+}  // namespace caravan

@@ -1,0 +1,94 @@
+#include "engine/core/config.h"
+
+#include <cctype>
+
+#include "engine/base/env.h"
+#include "engine/base/error.h"
+
+namespace caravan {
+namespace {
+
+bool is_plugin_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+// A plugin is named by a short name or an absolute path; anything else
+// (a relative path, spaces, shell characters) is a typo worth reporting.
+std::string plugin_choice(const char* var, const std::string& value) {
+  if (!value.empty() && value[0] == '/') return value;
+  if (is_plugin_name(value)) return value;
+  throw config_error(std::string(var) + "='" + value +
+                     "' is neither a plugin name (letters, digits, '-', '_') nor an absolute path");
+}
+
+Role parse_role(const std::string& v) {
+  if (v == "scheduler") return Role::kScheduler;
+  if (v == "server") return Role::kServer;
+  if (v == "worker") return Role::kWorker;
+  throw config_error("DMLC_ROLE='" + v + "' is not one of scheduler, server, worker");
+}
+
+}  // namespace
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::kScheduler: return "scheduler";
+    case Role::kServer: return "server";
+    case Role::kWorker: return "worker";
+  }
+  return "?";
+}
+
+void resolve_van(JobConfig& cfg) {
+  if (auto v = env::get("CARAVAN_VAN")) {
+    cfg.van = plugin_choice("CARAVAN_VAN", *v);
+    cfg.van_source = "CARAVAN_VAN=" + *v;
+    return;
+  }
+  auto rdma = env::get("DMLC_ENABLE_RDMA");
+  if (!rdma || *rdma == "0" || *rdma == "zmq") {
+    cfg.van = "zmq";
+    cfg.van_source = rdma ? "DMLC_ENABLE_RDMA=" + *rdma : "the default";
+  } else if (*rdma == "1" || *rdma == "ibverbs") {
+    cfg.van = "verbs";
+  } else if (*rdma == "fabric") {
+    cfg.van = "efa";
+  } else {
+    cfg.van = plugin_choice("DMLC_ENABLE_RDMA", *rdma);
+  }
+  if (rdma) cfg.van_source = "DMLC_ENABLE_RDMA=" + *rdma;
+}
+
+JobConfig JobConfig::from_env(std::optional<Role> forced_role) {
+  JobConfig c;
+  c.role = forced_role ? *forced_role
+                       : parse_role(env::required("DMLC_ROLE", "scheduler, server or worker"));
+  c.root_uri = env::required("DMLC_PS_ROOT_URI", "the scheduler's address");
+  c.root_port = static_cast<int>(env::required_integer("DMLC_PS_ROOT_PORT", 1, 65535));
+  c.num_workers = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
+  c.num_servers = static_cast<int>(env::required_integer("DMLC_NUM_SERVER", 1, 1 << 20));
+  if (c.role == Role::kWorker) {
+    if (auto id = env::get("DMLC_WORKER_ID"))
+      c.preferred_rank =
+          static_cast<int>(env::parse_integer("DMLC_WORKER_ID", *id, 0, c.num_workers - 1));
+  } else if (c.role == Role::kServer) {
+    if (auto id = env::get("CARAVAN_SERVER_ID"))
+      c.preferred_rank =
+          static_cast<int>(env::parse_integer("CARAVAN_SERVER_ID", *id, 0, c.num_servers - 1));
+  }
+  c.interface = env::get("DMLC_INTERFACE").value_or("");
+  c.node_host = env::get("DMLC_NODE_HOST").value_or("");
+  c.port = static_cast<int>(env::integer("DMLC_PORT", 1, 65535, 0));
+  resolve_van(c);
+  c.reducer = plugin_choice("CARAVAN_REDUCER", env::get("CARAVAN_REDUCER").value_or("cpu"));
+  c.plugin_path = env::get("CARAVAN_PLUGIN_PATH").value_or("");
+  c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
+  c.connect_timeout_s = static_cast<int>(env::integer("CARAVAN_CONNECT_TIMEOUT", 1, 86400, 60));
+  c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
+  return c;
+}
+
+}  // namespace caravan

@@ -1,0 +1,43 @@
+// The job as the environment describes it (DMLC_*, PS_*, BYTEPS_*,
+// CARAVAN_*), parsed and validated once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace caravan {
+
+enum class Role { kScheduler, kServer, kWorker };
+const char* role_name(Role r);
+
+struct JobConfig {
+  Role role = Role::kWorker;
+  std::string root_uri;  // DMLC_PS_ROOT_URI
+  int root_port = 0;     // DMLC_PS_ROOT_PORT
+  int num_workers = 0;   // DMLC_NUM_WORKER
+  int num_servers = 0;   // DMLC_NUM_SERVER
+  std::optional<int> preferred_rank;  // DMLC_WORKER_ID or CARAVAN_SERVER_ID
+  std::string interface;              // DMLC_INTERFACE
+  std::string node_host;              // DMLC_NODE_HOST
+  int port = 0;                       // DMLC_PORT, 0 = any
+
+  std::string van;          // plugin name or absolute path
+  std::string van_source;   // "DMLC_ENABLE_RDMA=fabric", for error messages
+  std::string reducer;      // CARAVAN_REDUCER, name or absolute path
+  std::string plugin_path;  // CARAVAN_PLUGIN_PATH
+
+  int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
+  int connect_timeout_s = 60;         // CARAVAN_CONNECT_TIMEOUT
+  int op_timeout_s = 600;             // CARAVAN_OP_TIMEOUT
+
+  // Reads and checks every variable; throws a CARAVAN_ERR_CONFIG error
+  // naming the first variable at fault. `forced_role` skips DMLC_ROLE.
+  static JobConfig from_env(std::optional<Role> forced_role = std::nullopt);
+};
+
+// Maps DMLC_ENABLE_RDMA / CARAVAN_VAN to a van plugin name or path.
+// Exposed for tests.
+void resolve_van(JobConfig& cfg);
+
+}  // namespace caravan

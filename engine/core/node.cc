@@ -1,0 +1,62 @@
+#include "engine/core/node.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/base/net.h"
+
+namespace caravan {
+
+Node::Node(const JobConfig& config, KVEndpoint::RequestHandler on_request)
+    : config_(config), link_(config, [this](const std::string& why) { on_failure(why); }) {
+  Log::set_node_label(role_name(config.role));
+  van_ = open_van(config);
+  std::string host = net::advertised_host(config.node_host, config.interface);
+  self_.role = config.role;
+  self_.host = host;
+  self_.pid = static_cast<int>(getpid());
+  self_.preferred_rank = config.preferred_rank.value_or(-1);
+  self_.van_address = van_->listen(host, config.port);
+  CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
+                  << ") listening at " << self_.van_address;
+  table_ = link_.join(self_);
+  Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
+  kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(on_request));
+  // Workers talk only to servers and servers only to workers.
+  Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;
+  for (const NodeInfo* n : nodes_of(peers)) van_->connect(static_cast<uint64_t>(n->id), n->van_address);
+  kv_->start();
+  link_.barrier(kServerGroup + kWorkerGroup, false, config.connect_timeout_s);
+  CARAVAN_VLOG(1) << "joined the job as " << self_.describe();
+}
+
+Node::~Node() {
+  if (kv_) kv_->stop();
+  link_.close();
+  kv_.reset();
+  van_.reset();
+}
+
+std::vector<const NodeInfo*> Node::nodes_of(Role role) const {
+  std::vector<const NodeInfo*> out;
+  for (auto& n : table_)
+    if (n.role == role) out.push_back(&n);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->rank < b->rank; });
+  return out;
+}
+
+void Node::on_failure(const std::string& why) {
+  if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
+}
+
+void Node::leave(int timeout_s) {
+  link_.barrier(kServerGroup + kWorkerGroup, true, timeout_s);
+  kv_->stop();
+  link_.close();
+  CARAVAN_VLOG(1) << "left the job";
+}
+
+}  // namespace caravan

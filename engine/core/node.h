@@ -1,0 +1,47 @@
+// This process as a server or worker of the job: its van, its link to the
+// scheduler, the node table and the KV endpoint, from joining to leaving.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/control/node_info.h"
+#include "engine/control/scheduler_link.h"
+#include "engine/core/config.h"
+#include "engine/kv/kv_endpoint.h"
+#include "engine/van/van.h"
+
+namespace caravan {
+
+class Node {
+ public:
+  // Loads the van, registers, connects to the peers and passes the start-up
+  // barrier. `on_request` serves requests (servers); it is in place before
+  // any peer can send. Throws caravan::Error.
+  Node(const JobConfig& config, KVEndpoint::RequestHandler on_request);
+  ~Node();
+
+  // The shutdown barrier of every node; timeout_s < 0 waits as long as the
+  // job is alive. Then stops receiving and hangs up.
+  void leave(int timeout_s);
+
+  const NodeInfo& self() const { return self_; }
+  const std::vector<NodeInfo>& table() const { return table_; }
+  std::vector<const NodeInfo*> nodes_of(Role role) const;  // ordered by rank
+  KVEndpoint& kv() { return *kv_; }
+  Van& van() { return *van_; }
+  std::string failure() const { return link_.failure(); }
+
+ private:
+  void on_failure(const std::string& why);
+
+  JobConfig config_;
+  std::unique_ptr<Van> van_;
+  SchedulerLink link_;
+  NodeInfo self_;
+  std::vector<NodeInfo> table_;
+  std::unique_ptr<KVEndpoint> kv_;
+};
+
+}  // namespace caravan

@@ -1,0 +1,76 @@
+#include "engine/core/roles.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/control/scheduler_service.h"
+#include "engine/core/node.h"
+#include "engine/reducer/reducer.h"
+#include "engine/server/sum_server.h"
+
+namespace caravan {
+
+int run_scheduler(const JobConfig& config) {
+  SchedulerService service(config);
+  return service.run();
+}
+
+int run_server(const JobConfig& config) {
+  auto reducer = open_reducer(config.reducer, config.plugin_path);
+  std::unique_ptr<SumServer> server;
+  std::mutex server_mu;
+  std::condition_variable server_ready;
+  // Workers may send as soon as the start-up barrier opens, which is
+  // before the Node constructor returns and `server` exists.
+  Node node(config, [&](KVMessage&& req) {
+    std::unique_lock<std::mutex> lock(server_mu);
+    server_ready.wait(lock, [&] { return server != nullptr; });
+    server->handle(std::move(req));
+  });
+  {
+    std::lock_guard<std::mutex> lock(server_mu);
+    server = std::make_unique<SumServer>(node.kv(), *reducer, config.num_workers);
+  }
+  server_ready.notify_all();
+  CARAVAN_LOG(INFO) << "serving with reducer " << reducer->description();
+  try {
+    node.leave(-1);
+  } catch (const Error& e) {
+    CARAVAN_LOG(ERROR) << e.what();
+    std::lock_guard<std::mutex> lock(server_mu);
+    server->clear();
+    return 1;
+  }
+  std::lock_guard<std::mutex> lock(server_mu);
+  server->clear();
+  return 0;
+}
+
+int run_role_from_env(const char* program) {
+  Log::configure_from_env();
+  try {
+    JobConfig config = JobConfig::from_env();
+    switch (config.role) {
+      case Role::kScheduler: return run_scheduler(config);
+      case Role::kServer: return run_server(config);
+      case Role::kWorker:
+        std::fprintf(stderr,
+                     "%s: DMLC_ROLE=worker: this program runs the scheduler and server roles; "
+                     "workers are your training program linked with libcaravan\n",
+                     program);
+        return 2;
+    }
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return e.code() == CARAVAN_ERR_CONFIG ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", program, e.what());
+    return 1;
+  }
+  return 1;
+}
+
+}  // namespace caravan

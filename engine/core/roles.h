@@ -1,0 +1,18 @@
+// The scheduler and server roles as whole programs (caravan-server runs
+// them); workers are user programs using the C API instead.
+#pragma once
+
+#include "engine/core/config.h"
+
+namespace caravan {
+
+// Each returns the process exit code: 0 after a clean shutdown, 1 when the
+// job failed (the reason is logged).
+int run_scheduler(const JobConfig& config);
+int run_server(const JobConfig& config);
+
+// Reads the environment and runs the role DMLC_ROLE names (scheduler or
+// server); prints configuration errors naming the variable.
+int run_role_from_env(const char* program);
+
+}  // namespace caravan

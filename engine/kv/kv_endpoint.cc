@@ -1,0 +1,190 @@
+#include "engine/kv/kv_endpoint.h"
+
+#include <cstring>
+#include <vector>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+
+namespace caravan {
+namespace {
+
+// Values can be larger than 4 GiB; a declared length beyond this is garbage.
+constexpr uint64_t kMaxSegmentBytes = 1ull << 40;
+constexpr int kPollMs = 100;
+
+// The header bytes and everything the segments borrow, alive until the van
+// is done with the message.
+struct Outgoing {
+  uint8_t header[wire::kHeaderBytes];
+  KVMessage msg;
+  KVEndpoint::SentHandler on_sent;
+};
+
+}  // namespace
+
+KVEndpoint::KVEndpoint(Van& van, int my_id, RequestHandler on_request)
+    : van_(van), my_id_(my_id), on_request_(std::move(on_request)) {}
+
+KVEndpoint::~KVEndpoint() { stop(); }
+
+void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
+
+void KVEndpoint::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+KVMessage KVEndpoint::local_error(const wire::Header& request, int code, const std::string& why) {
+  KVMessage m;
+  m.head = request;
+  m.head.flags &= ~wire::kRequest;
+  m.head.status = code;
+  auto text = std::make_shared<std::string>(why);
+  m.vals.data = text->data();
+  m.vals.len = text->size();
+  m.vals.keep = text;
+  return m;
+}
+
+void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
+  auto out = std::make_shared<Outgoing>();
+  msg.head.seg_len[0] = msg.keys.len;
+  msg.head.seg_len[1] = msg.vals.len;
+  msg.head.seg_len[2] = msg.lens.len;
+  wire::encode(msg.head, out->header);
+  out->msg = std::move(msg);
+  out->on_sent = std::move(on_sent);
+  caravan_segment_v1 segs[4] = {{out->header, wire::kHeaderBytes},
+                                {out->msg.keys.data, out->msg.keys.len},
+                                {out->msg.vals.data, out->msg.vals.len},
+                                {out->msg.lens.data, out->msg.lens.len}};
+  CARAVAN_VLOG(2) << "kv: send to node " << recipient << " ts " << out->msg.head.timestamp
+                  << " flags " << out->msg.head.flags << " vals " << out->msg.vals.len << " B";
+  van_.send(static_cast<uint64_t>(recipient), segs, 4, [out](caravan_status s) {
+    if (out->on_sent) out->on_sent(s);
+  });
+}
+
+void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_response,
+                         SentHandler on_sent) {
+  int32_t ts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_code_ != 0) throw Error(failed_code_, failure_);
+    ts = next_timestamp_++;
+    if (next_timestamp_ == INT32_MAX) next_timestamp_ = 1;
+    pending_[ts] = Pending{recipient, std::move(on_response)};
+  }
+  msg.head.type = wire::Type::kKV;
+  msg.head.flags |= wire::kRequest;
+  msg.head.sender = my_id_;
+  msg.head.recipient = recipient;
+  msg.head.timestamp = ts;
+  try {
+    transmit(recipient, msg, std::move(on_sent));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.erase(ts);
+    throw;
+  }
+}
+
+void KVEndpoint::respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent) {
+  wire::Header h = request_head;
+  h.flags &= ~wire::kRequest;
+  h.sender = my_id_;
+  h.recipient = request_head.sender;
+  h.status = msg.head.status;
+  h.dtype = msg.head.dtype;
+  msg.head = h;
+  transmit(request_head.sender, msg, std::move(on_sent));
+}
+
+void KVEndpoint::fail_all(int code, const std::string& why) {
+  std::unordered_map<int32_t, Pending> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_code_ == 0) {
+      failed_code_ = code;
+      failure_ = why;
+    }
+    pending.swap(pending_);
+  }
+  for (auto& [ts, p] : pending) {
+    wire::Header h;
+    h.timestamp = ts;
+    h.recipient = p.recipient;
+    p.on_response(local_error(h, code, why));
+  }
+}
+
+void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
+  std::shared_ptr<Van::Received> r(std::move(received));
+  const std::string& peer = r->peer;
+  auto drop = [&](const std::string& why) {
+    CARAVAN_LOG(WARNING) << "dropping a malformed message from " << peer << ": " << why;
+  };
+  if (r->num_segments != 4)
+    return drop(std::to_string(r->num_segments) + " segments, expected 4");
+  KVMessage m;
+  std::string why;
+  if (!wire::decode(r->segments[0].data, r->segments[0].len, kMaxSegmentBytes, &m.head, &why))
+    return drop(why);
+  if (m.head.type != wire::Type::kKV)
+    return drop("message type " + std::to_string(static_cast<int>(m.head.type)) +
+                " does not belong on the data plane");
+  Blob* blobs[3] = {&m.keys, &m.vals, &m.lens};
+  for (size_t i = 0; i < 3; ++i) {
+    auto& seg = r->segments[i + 1];
+    if (seg.len != m.head.seg_len[i])
+      return drop("segment " + std::to_string(i + 1) + " has " + std::to_string(seg.len) +
+                  " bytes, the header declares " + std::to_string(m.head.seg_len[i]));
+    blobs[i]->data = seg.data;
+    blobs[i]->len = seg.len;
+    blobs[i]->keep = r;
+  }
+  if (m.keys.len % sizeof(uint64_t) != 0) return drop("keys are not a whole number of uint64");
+  if (m.lens.len % sizeof(int32_t) != 0) return drop("lens are not a whole number of int32");
+  if (m.head.recipient != my_id_)
+    return drop("addressed to node " + std::to_string(m.head.recipient) + ", this is node " +
+                std::to_string(my_id_));
+  m.peer = peer;
+  CARAVAN_VLOG(2) << "kv: recv from node " << m.head.sender << " ts " << m.head.timestamp
+                  << " flags " << m.head.flags << " vals " << m.vals.len << " B";
+  if (m.head.flags & wire::kRequest) {
+    on_request_(std::move(m));
+    return;
+  }
+  ResponseHandler handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(m.head.timestamp);
+    if (it == pending_.end() || it->second.recipient != m.head.sender)
+      return drop("a response to unknown request " + std::to_string(m.head.timestamp));
+    handler = std::move(it->second.on_response);
+    pending_.erase(it);
+  }
+  handler(std::move(m));
+}
+
+void KVEndpoint::loop() {
+  while (!stop_) {
+    std::unique_ptr<Van::Received> r;
+    try {
+      r = van_.recv(kPollMs);
+    } catch (const Error& e) {
+      if (stop_) break;
+      fail_all(CARAVAN_ERR_TRANSPORT, e.what());
+      break;
+    }
+    if (!r) continue;
+    try {
+      deliver(std::move(r));
+    } catch (const std::exception& e) {
+      CARAVAN_LOG(ERROR) << "kv: handling a message failed: " << e.what();
+    }
+  }
+}
+
+}  // namespace caravan

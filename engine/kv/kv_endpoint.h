@@ -1,0 +1,64 @@
+// Key-value messaging over a van: requests with a response each, matched by
+// timestamp; incoming requests handed to the application's handler. One
+// thread receives from the van; nothing spins.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/kv/kv_message.h"
+#include "engine/van/van.h"
+
+namespace caravan {
+
+class KVEndpoint {
+ public:
+  // Runs on the receive thread.
+  using RequestHandler = std::function<void(KVMessage&& request)>;
+  // The response, or an error response (head.status < 0) made locally when
+  // the request could not be sent or the job failed. Runs once.
+  using ResponseHandler = std::function<void(KVMessage&& response)>;
+  // The van no longer reads the request's memory (status OK or an error).
+  using SentHandler = std::function<void(caravan_status)>;
+
+  KVEndpoint(Van& van, int my_id, RequestHandler on_request);
+  ~KVEndpoint();
+
+  void start();
+  void stop();
+
+  // Sends a request to node `recipient`; fills head.sender/recipient/
+  // timestamp and the request flag. Throws when the job already failed.
+  void request(int recipient, KVMessage msg, ResponseHandler on_response, SentHandler on_sent);
+  // Answers `request_head` with `msg` (keys, vals, status set by caller).
+  void respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent);
+  // Every pending and later request fails with `why` (code < 0).
+  void fail_all(int code, const std::string& why);
+
+ private:
+  struct Pending {
+    int recipient;
+    ResponseHandler on_response;
+  };
+  void loop();
+  void deliver(std::unique_ptr<Van::Received> received);
+  void transmit(int recipient, KVMessage& msg, SentHandler on_sent);
+  static KVMessage local_error(const wire::Header& request, int code, const std::string& why);
+
+  Van& van_;
+  int my_id_;
+  RequestHandler on_request_;
+  std::mutex mu_;
+  std::unordered_map<int32_t, Pending> pending_;
+  int32_t next_timestamp_ = 1;
+  int failed_code_ = 0;
+  std::string failure_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace caravan

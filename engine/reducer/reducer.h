@@ -1,0 +1,29 @@
+// The summation interface inside the engine; PluginReducer adapts a reducer
+// plugin's C table to it.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "caravan/dtype.h"
+
+namespace caravan {
+
+class Reducer {
+ public:
+  virtual ~Reducer() = default;
+  // "cpu (avx2)": name and kernel, for logs.
+  virtual const std::string& description() const = 0;
+  // dst += src; throws on failure.
+  virtual void sum(void* dst, const void* src, size_t count, caravan_dtype dtype) = 0;
+};
+
+// Size in bytes of one element; 0 for an invalid dtype.
+size_t dtype_size(int dtype);
+const char* dtype_name(int dtype);
+
+// Loads `choice` (CARAVAN_REDUCER) and creates an instance.
+std::unique_ptr<Reducer> open_reducer(const std::string& choice, const std::string& plugin_path);
+
+}  // namespace caravan

@@ -1,0 +1,58 @@
+// The wire header: the first 72 bytes of every message, on the control
+// channel and on every van. Fixed little-endian layout, written field by
+// field (never a raw struct), with a magic number, a format version and
+// 64-bit segment lengths, all checked on receipt.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace caravan::wire {
+
+constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
+constexpr uint16_t kVersion = 1;
+constexpr size_t kHeaderBytes = 72;
+constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
+
+enum class Type : uint16_t {
+  // Data plane (vans).
+  kKV = 1,
+  // Control plane (scheduler TCP channel).
+  kRegister = 10,
+  kNodeTable = 11,
+  kBarrier = 12,
+  kBarrierDone = 13,
+  kAbort = 14,
+};
+
+enum Flags : uint32_t {
+  kRequest = 1u << 0,
+  kPush = 1u << 1,
+  kPull = 1u << 2,
+  kFinal = 1u << 3,  // barrier: the shutdown barrier
+};
+
+struct Header {
+  Type type = Type::kKV;
+  uint32_t flags = 0;
+  int32_t sender = 0;
+  int32_t recipient = 0;
+  int32_t app_id = 0;
+  int32_t customer_id = 0;
+  int32_t timestamp = 0;  // request id, echoed in the response
+  int32_t cmd = 0;        // application command; barrier group
+  int32_t priority = 0;
+  uint8_t dtype = 0;
+  int32_t status = 0;     // 0, or a negative CARAVAN_ERR_* in a response
+  uint64_t seg_len[kSegments] = {0, 0, 0};
+};
+
+void encode(const Header& h, uint8_t out[kHeaderBytes]);
+
+// Checks size, magic, version, type and that every length is at most
+// `max_segment_bytes`; on failure returns false and says why in *why.
+bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* out,
+            std::string* why);
+
+}  // namespace caravan::wire

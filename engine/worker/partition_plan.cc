@@ -1,0 +1,54 @@
+#include "engine/worker/partition_plan.h"
+
+#include <algorithm>
+
+namespace caravan {
+
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  // splitmix64 finaliser: FNV alone leaves low bits poorly mixed.
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
+                                       size_t element_bytes, size_t partition_bytes,
+                                       int num_servers) {
+  size_t elements = total_bytes / element_bytes;
+  // A partition holds whole elements, at least one.
+  size_t max_elems = std::max<size_t>(1, partition_bytes / element_bytes);
+  size_t parts = (elements + max_elems - 1) / max_elems;
+  if (parts == 0) parts = 1;
+  if (total_bytes >= kSpreadMinBytes && num_servers > 1) {
+    size_t m = static_cast<size_t>(num_servers);
+    parts = (parts + m - 1) / m * m;
+    parts = std::min(parts, elements);
+  }
+  uint64_t h = name_hash(name);
+  int first = static_cast<int>(h % static_cast<uint64_t>(num_servers));
+  std::vector<Partition> out;
+  out.reserve(parts);
+  // Equal shares, the remainder spread one element each over the first ones.
+  size_t base = elements / parts, extra = elements % parts, offset = 0;
+  for (size_t i = 0; i < parts; ++i) {
+    size_t n = base + (i < extra ? 1 : 0);
+    Partition p;
+    p.key = name_hash(name + "#" + std::to_string(i));
+    p.server = static_cast<int>((first + i) % static_cast<size_t>(num_servers));
+    p.offset = offset * element_bytes;
+    p.bytes = n * element_bytes;
+    offset += n;
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace caravan

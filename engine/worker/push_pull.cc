@@ -1,0 +1,200 @@
+#include "engine/worker/push_pull.h"
+
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/reducer/reducer.h"
+
+namespace caravan {
+
+PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers,
+                               size_t partition_bytes, int op_timeout_s)
+    : kv_(kv),
+      servers_(std::move(servers)),
+      partition_bytes_(partition_bytes),
+      op_timeout_s_(op_timeout_s),
+      scheduler_(make_fifo_scheduler()) {}
+
+TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int dtype) {
+  auto it = tensors_.find(name);
+  if (it != tensors_.end()) {
+    TensorPlan& t = *it->second;
+    if (t.count != count || t.dtype != dtype)
+      throw Error(CARAVAN_ERR_MISMATCH,
+                  "tensor '" + name + "' was first used with " + std::to_string(t.count) + " " +
+                      dtype_name(t.dtype) + " elements, now with " + std::to_string(count) + " " +
+                      dtype_name(dtype));
+    return t;
+  }
+  auto plan = std::make_unique<TensorPlan>();
+  plan->name = name;
+  plan->count = count;
+  plan->dtype = dtype;
+  plan->partitions = plan_partitions(name, count * dtype_size(dtype), dtype_size(dtype),
+                                     partition_bytes_, static_cast<int>(servers_.size()));
+  for (auto& p : plan->partitions) {
+    auto [k, fresh] = keys_.emplace(p.key, name);
+    if (!fresh)
+      throw Error(CARAVAN_ERR_MISMATCH, "tensor names '" + k->second + "' and '" + name +
+                                            "' hash to the same key; rename one of them");
+  }
+  return *tensors_.emplace(name, std::move(plan)).first->second;
+}
+
+std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
+                                                  size_t count, int dtype, int priority) {
+  std::shared_ptr<Operation> op;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TensorPlan& plan = declare(name, count, dtype);
+    if (plan.in_flight)
+      throw Error(CARAVAN_ERR_BUSY, "tensor '" + name +
+                                        "' already has a push_pull in flight; wait for it first");
+    plan.in_flight = true;
+    ++ops_in_flight_;
+    op = std::make_shared<Operation>(&plan, static_cast<char*>(data));
+    op->events_left = 2 * plan.partitions.size();
+    op->answered.assign(plan.partitions.size(), false);
+  }
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    for (size_t i = 0; i < op->plan->partitions.size(); ++i)
+      scheduler_->add(PendingSend{priority, sequence_++,
+                                  [this, op, i, priority] { send_partition(op, i, priority); }});
+  }
+  pump();
+  return op;
+}
+
+void PushPullClient::pump() {
+  for (;;) {
+    std::optional<PendingSend> next;
+    {
+      std::lock_guard<std::mutex> lock(send_mu_);
+      next = scheduler_->next();
+    }
+    if (!next) return;
+    next->start();
+  }
+}
+
+void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t index,
+                                    int priority) {
+  const Partition& part = op->plan->partitions[index];
+  auto key = std::make_shared<uint64_t>(part.key);
+  KVMessage msg;
+  msg.head.flags = wire::kPush | wire::kPull;
+  msg.head.priority = priority;
+  msg.head.dtype = static_cast<uint8_t>(op->plan->dtype);
+  msg.keys = Blob{key.get(), sizeof(uint64_t), key};
+  msg.vals = Blob{op->data + part.offset, part.bytes, nullptr};
+  const ServerAddress& server = servers_[static_cast<size_t>(part.server)];
+  auto on_response = [this, op, index, &part, &server](KVMessage&& r) {
+    if (r.is_error()) {
+      std::string why = r.error_text();
+      if (r.head.status != CARAVAN_ERR_PEER_LOST) why = server.name + ": " + why;
+      finish_event(*op, r.head.status, why);
+      return;
+    }
+    std::unique_lock<std::mutex> lock(op->mu);
+    if (op->abandoned) return;
+    if (r.vals.len != part.bytes) {
+      lock.unlock();
+      finish_event(*op, CARAVAN_ERR_SERVER,
+                   server.name + " answered tensor '" + op->plan->name + "' partition " +
+                       std::to_string(index) + " with " + std::to_string(r.vals.len) +
+                       " bytes, expected " + std::to_string(part.bytes));
+      return;
+    }
+    op->answered[index] = true;
+    lock.unlock();
+    std::memcpy(op->data + part.offset, r.vals.data, part.bytes);
+    finish_event(*op, 0, "");
+  };
+  auto on_sent = [this, op, &server](caravan_status s) {
+    if (s == CARAVAN_STATUS_OK)
+      finish_event(*op, 0, "");
+    else
+      finish_event(*op, CARAVAN_ERR_TRANSPORT,
+                   "sending to " + server.name + " failed (van status " + std::to_string(s) + ")");
+  };
+  try {
+    kv_.request(server.node_id, std::move(msg), on_response, on_sent);
+  } catch (const Error& e) {
+    // Neither handler will run: account for both events here.
+    finish_event(*op, e.code(), e.what());
+    finish_event(*op, e.code(), e.what());
+  }
+}
+
+void PushPullClient::finish_event(Operation& op, int code, const std::string& error) {
+  bool now_done = false;
+  {
+    std::lock_guard<std::mutex> lock(op.mu);
+    if (code != 0 && op.code == 0) {
+      op.code = code;
+      op.error = "push_pull of '" + op.plan->name + "' failed: " + error;
+    }
+    if (--op.events_left == 0) {
+      op.done = true;
+      now_done = true;
+    }
+  }
+  if (!now_done) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    op.plan->in_flight = false;
+    --ops_in_flight_;
+  }
+  idle_cv_.notify_all();
+  op.cv.notify_all();
+}
+
+int PushPullClient::poll(Operation& op, std::string* error) {
+  std::lock_guard<std::mutex> lock(op.mu);
+  if (!op.done) return 0;
+  if (op.code != 0) {
+    *error = op.error;
+    return op.code;
+  }
+  return 1;
+}
+
+std::string PushPullClient::outstanding(const Operation& op) const {
+  std::map<int, int> by_server;
+  for (size_t i = 0; i < op.answered.size(); ++i)
+    if (!op.answered[i]) by_server[op.plan->partitions[i].server]++;
+  std::string s;
+  for (auto& [rank, n] : by_server)
+    s += (s.empty() ? "" : ", ") + servers_[static_cast<size_t>(rank)].name + " (" +
+         std::to_string(n) + " partition" + (n == 1 ? "" : "s") + ")";
+  return s;
+}
+
+int PushPullClient::wait(Operation& op, std::string* error) {
+  std::unique_lock<std::mutex> lock(op.mu);
+  if (!op.cv.wait_for(lock, std::chrono::seconds(op_timeout_s_), [&] { return op.done; })) {
+    op.abandoned = true;
+    *error = "push_pull of '" + op.plan->name + "' timed out after " +
+             std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT) waiting for " +
+             outstanding(op);
+    return CARAVAN_ERR_TIMEOUT;
+  }
+  if (op.code != 0) *error = op.error;
+  return op.code;
+}
+
+void PushPullClient::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!idle_cv_.wait_for(lock, std::chrono::seconds(op_timeout_s_),
+                         [&] { return ops_in_flight_ == 0; }))
+    throw Error(CARAVAN_ERR_TIMEOUT, std::to_string(ops_in_flight_) +
+                                         " push_pull operations still in flight after " +
+                                         std::to_string(op_timeout_s_) +
+                                         " s (CARAVAN_OP_TIMEOUT)");
+}
+
+}  // namespace caravan

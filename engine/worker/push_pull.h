@@ -1,0 +1,88 @@
+// The worker side of push_pull: declares tensors, cuts them into
+// partitions, sends each partition to its server through the Scheduler, and
+// gathers the sums back into the caller's buffer.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv/kv_endpoint.h"
+#include "engine/worker/partition_plan.h"
+#include "engine/worker/scheduler.h"
+
+namespace caravan {
+
+struct ServerAddress {
+  int node_id;
+  std::string name;  // "server 1 (pid ... at ...)"
+};
+
+struct TensorPlan {
+  std::string name;
+  size_t count = 0;
+  int dtype = 0;
+  std::vector<Partition> partitions;
+  bool in_flight = false;  // guarded by the client's mutex
+};
+
+// One push_pull in progress. Two events finish each partition: the van is
+// done reading its memory, and its sum arrived.
+class Operation {
+ public:
+  Operation(TensorPlan* tensor, char* buffer) : plan(tensor), data(buffer) {}
+  TensorPlan* const plan;
+  char* const data;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t events_left = 0;
+  std::vector<bool> answered;  // per partition
+  int code = 0;
+  std::string error;
+  bool done = false;
+  bool abandoned = false;  // timed out: late answers are ignored
+};
+
+class PushPullClient {
+ public:
+  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, size_t partition_bytes,
+                 int op_timeout_s);
+
+  // Starts a push_pull; throws caravan::Error for misuse found up front.
+  std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
+                                    int priority);
+  // 1 done, 0 pending, or the negative error (message in *error).
+  int poll(Operation& op, std::string* error);
+  // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.
+  int wait(Operation& op, std::string* error);
+  // Waits until no operation is in flight (deadline: the op timeout).
+  void drain();
+
+ private:
+  TensorPlan& declare(const std::string& name, size_t count, int dtype);
+  void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
+  void finish_event(Operation& op, int code, const std::string& error);
+  void pump();
+  std::string outstanding(const Operation& op) const;
+
+  KVEndpoint& kv_;
+  std::vector<ServerAddress> servers_;
+  size_t partition_bytes_;
+  int op_timeout_s_;
+
+  std::mutex mu_;  // tensors_, keys_, in-flight counts
+  std::condition_variable idle_cv_;
+  int ops_in_flight_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<TensorPlan>> tensors_;
+  std::unordered_map<uint64_t, std::string> keys_;
+
+  std::mutex send_mu_;  // scheduler_ and sequence_
+  std::unique_ptr<Scheduler> scheduler_;
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace caravan

@@ -1,0 +1,118 @@
+// The AVX2 + F16C family. Only these functions carry the target, so the rest
+// of the plugin still runs on CPUs without AVX2 and init can refuse politely.
+#include "kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include "scalar.h"
+
+#define CARAVAN_SIMD_TARGET __attribute__((target("avx2,f16c,fma")))
+
+namespace caravan::reducer_cpu {
+namespace avx2 {
+namespace {
+
+using Byte = unsigned char;
+
+struct F32V {
+  using S = scalar::F32;
+  using Vec = __m256;
+  static constexpr size_t W = 8;
+  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_ps(reinterpret_cast<float*>(p), v); }
+  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_ps(static_cast<float>(f)); }
+};
+
+struct F64V {
+  using S = scalar::F64;
+  using Vec = __m256d;
+  static constexpr size_t W = 4;
+  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_pd(reinterpret_cast<const double*>(p)); }
+  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_pd(reinterpret_cast<double*>(p), v); }
+  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }
+  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_pd(a, b); }
+  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_pd(f); }
+};
+
+// The integer types differ only in their add; the loads are untyped.
+template <class Scalar, __m256i (*Add)(__m256i, __m256i)>
+struct IntV {
+  using S = Scalar;
+  using Vec = __m256i;
+  static constexpr size_t W = 32 / sizeof(typename S::Storage);
+  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
+  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return Add(a, b); }
+};
+
+CARAVAN_SIMD_TARGET inline __m256i add_u8(__m256i a, __m256i b) { return _mm256_add_epi8(a, b); }
+CARAVAN_SIMD_TARGET inline __m256i add_u32(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
+CARAVAN_SIMD_TARGET inline __m256i add_u64(__m256i a, __m256i b) { return _mm256_add_epi64(a, b); }
+using U8V = IntV<scalar::U8, add_u8>;
+using U32V = IntV<scalar::U32, add_u32>;
+using U64V = IntV<scalar::U64, add_u64>;
+
+// Halves travel as float32 vectors between load and store.
+struct HalfBase {
+  using Vec = __m256;
+  static constexpr size_t W = 8;
+  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_ps(static_cast<float>(f)); }
+};
+
+struct F16V : HalfBase {
+  using S = scalar::F16;
+  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+};
+
+struct BF16V : HalfBase {
+  using S = scalar::BF16;
+  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // Same rounding as f32_to_bf16: add 0x7fff plus the kept lsb, then shift;
+  // NaNs skip the add (it could carry them into infinity) and are quieted.
+  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i bias = _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff));
+    __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
+    __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+    // Every lane is below 0x10000, so the saturating pack only narrows.
+    __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), packed);
+  }
+};
+
+#include "kernels_simd.inc"
+
+}  // namespace
+}  // namespace avx2
+
+const KernelSet* avx2_kernels() {
+  static const KernelSet k = avx2::make_kernels("avx2");
+  return &k;
+}
+
+}  // namespace caravan::reducer_cpu
+
+#else
+
+namespace caravan::reducer_cpu {
+const KernelSet* avx2_kernels() { return nullptr; }
+}  // namespace caravan::reducer_cpu
+
+#endif

@@ -1,0 +1,527 @@
+// Drives libcaravan-van-zmq.so through its C table, the way the engine does:
+// dlopen, the entry symbol, and a small fake host.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <zmq.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "caravan/plugin/van_v1.h"
+
+namespace {
+
+using Params = std::map<std::string, std::string>;
+using Clock = std::chrono::steady_clock;
+constexpr auto kPatience = std::chrono::seconds(60);
+
+const caravan_plugin_descriptor* Descriptor() {
+  static const caravan_plugin_descriptor* desc = [] {
+    void* handle = dlopen(CARAVAN_VAN_ZMQ_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      ADD_FAILURE() << "dlopen: " << dlerror();
+      return static_cast<const caravan_plugin_descriptor*>(nullptr);
+    }
+    auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
+    return entry ? entry() : nullptr;
+  }();
+  return desc;
+}
+
+const caravan_van_ops_v1& Ops() {
+  return *static_cast<const caravan_van_ops_v1*>(Descriptor()->ops);
+}
+
+struct FakeHost {
+  caravan_host_v1 table{};
+  std::map<std::string, std::string> params;
+  std::mutex mu;
+  std::string last_error;
+  std::vector<std::string> warnings;
+
+  explicit FakeHost(Params p) : params(std::move(p)) {
+    table.struct_size = sizeof table;
+    table.host_ctx = this;
+    table.log = [](void* ctx, caravan_log_level level, const char* message) {
+      std::fprintf(stderr, "[van-zmq %d] %s\n", static_cast<int>(level), message);
+      auto* self = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> lock(self->mu);
+      if (level >= CARAVAN_LOG_WARNING) self->warnings.push_back(message);
+    };
+    table.get_param = [](void* ctx, const char* name) -> const char* {
+      auto* self = static_cast<FakeHost*>(ctx);
+      auto it = self->params.find(name);
+      return it == self->params.end() ? nullptr : it->second.c_str();
+    };
+    table.get_env = [](void*, const char*) -> const char* { return nullptr; };
+    table.set_error = [](void* ctx, const char* message) {
+      auto* self = static_cast<FakeHost*>(ctx);
+      std::lock_guard<std::mutex> lock(self->mu);
+      self->last_error = message;
+    };
+  }
+  std::string error() {
+    std::lock_guard<std::mutex> lock(mu);
+    return last_error;
+  }
+};
+
+struct Van {
+  FakeHost host;
+  void* ctx = nullptr;
+  std::string addr;
+
+  explicit Van(Params params = {}) : host(std::move(params)) {
+    EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_OK) << host.error();
+  }
+  ~Van() {
+    if (ctx) Ops().finalize(ctx);
+  }
+  void Finalize() {
+    EXPECT_EQ(Ops().finalize(ctx), CARAVAN_STATUS_OK);
+    ctx = nullptr;
+  }
+  caravan_status Listen(const char* h = "127.0.0.1", int port = 0) {
+    char buf[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
+    caravan_status s = Ops().listen(ctx, h, port, buf, sizeof buf);
+    if (s == CARAVAN_STATUS_OK) addr = buf;
+    return s;
+  }
+  caravan_status Send(uint64_t peer, const std::vector<caravan_segment_v1>& segs,
+                      caravan_send_done_fn done = nullptr, void* cookie = nullptr) {
+    return Ops().send(ctx, peer, segs.data(), segs.size(), done, cookie);
+  }
+  // Waits for one message (looping over short recv calls up to a deadline),
+  // hands it to `check` and releases it.
+  bool RecvOne(const std::function<void(const caravan_van_message_v1&)>& check) {
+    auto deadline = Clock::now() + kPatience;
+    while (Clock::now() < deadline) {
+      caravan_van_message_v1 msg{};
+      msg.struct_size = sizeof msg;
+      caravan_status s = Ops().recv(ctx, 200, &msg);
+      if (s == CARAVAN_STATUS_TIMEOUT) continue;
+      EXPECT_EQ(s, CARAVAN_STATUS_OK) << host.error();
+      if (s != CARAVAN_STATUS_OK) return false;
+      EXPECT_NE(msg.peer, nullptr);
+      check(msg);
+      EXPECT_EQ(Ops().release(ctx, &msg), CARAVAN_STATUS_OK);
+      return true;
+    }
+    ADD_FAILURE() << "no message within the deadline";
+    return false;
+  }
+};
+
+// Counts done calls per send; cookies point at the slots.
+class DoneLog {
+ public:
+  explicit DoneLog(size_t n) : slots_(n) {
+    for (size_t i = 0; i < n; ++i) slots_[i].log = this;
+  }
+  void* cookie(size_t i) { return &slots_[i]; }
+  static void Done(void* cookie, caravan_status status) {
+    auto* slot = static_cast<Slot*>(cookie);
+    slot->status.store(status);
+    slot->calls.fetch_add(1);
+    std::lock_guard<std::mutex> lock(slot->log->mu_);
+    ++slot->log->total_;
+    slot->log->cv_.notify_all();
+  }
+  bool WaitAll() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_until(lock, Clock::now() + kPatience, [&] { return total_ >= slots_.size(); });
+  }
+  size_t total() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return total_;
+  }
+  int calls(size_t i) const { return slots_[i].calls.load(); }
+  caravan_status status(size_t i) const { return slots_[i].status.load(); }
+
+ private:
+  struct Slot {
+    DoneLog* log = nullptr;
+    std::atomic<int> calls{0};
+    std::atomic<caravan_status> status{1};
+  };
+  std::vector<Slot> slots_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t total_ = 0;
+};
+
+std::vector<uint8_t> Pattern(size_t n, unsigned seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131u + (i >> 9) + seed * 7u);
+  return v;
+}
+
+caravan_segment_v1 Seg(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
+caravan_segment_v1 Seg(const uint64_t& v) { return {&v, sizeof v}; }
+
+uint64_t ReadU64(const caravan_recv_segment_v1& s) {
+  uint64_t v = 0;
+  EXPECT_EQ(s.len, sizeof v);
+  if (s.len == sizeof v) std::memcpy(&v, s.data, sizeof v);
+  return v;
+}
+
+void ExpectSame(const caravan_recv_segment_v1& got, const std::vector<uint8_t>& want) {
+  ASSERT_EQ(got.len, want.size());
+  if (!want.empty()) {
+    EXPECT_EQ(std::memcmp(got.data, want.data(), want.size()), 0);
+  }
+}
+
+TEST(VanZmqDescriptor, AbiFields) {
+  const caravan_plugin_descriptor* d = Descriptor();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->magic, CARAVAN_PLUGIN_MAGIC);
+  EXPECT_EQ(d->abi_major, static_cast<uint32_t>(CARAVAN_VAN_ABI_MAJOR_V1));
+  EXPECT_EQ(d->abi_minor, 0u);
+  EXPECT_EQ(d->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_VAN));
+  EXPECT_EQ(d->struct_size, sizeof(caravan_plugin_descriptor));
+  EXPECT_STREQ(d->name, "zmq");
+  EXPECT_NE(d->version, nullptr);
+  EXPECT_NE(d->description, nullptr);
+  ASSERT_GT(d->num_params, 0u);
+  ASSERT_NE(d->params, nullptr);
+  EXPECT_STREQ(d->params[0].name, "IO_THREADS");
+  EXPECT_STREQ(d->params[0].default_value, "1");
+  const auto* ops = static_cast<const caravan_van_ops_v1*>(d->ops);
+  ASSERT_NE(ops, nullptr);
+  EXPECT_EQ(ops->struct_size, sizeof(caravan_van_ops_v1));
+  for (auto fn : {(void*)ops->init, (void*)ops->finalize, (void*)ops->properties, (void*)ops->listen,
+                  (void*)ops->connect, (void*)ops->disconnect, (void*)ops->send, (void*)ops->recv,
+                  (void*)ops->release})
+    EXPECT_NE(fn, nullptr);
+
+  void* handle = dlopen(CARAVAN_VAN_ZMQ_PLUGIN, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  ASSERT_NE(handle, nullptr);
+  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry(), d);
+  dlclose(handle);
+}
+
+TEST(VanZmq, Properties) {
+  Van v;
+  caravan_van_properties_v1 p{};
+  p.struct_size = sizeof p;
+  ASSERT_EQ(Ops().properties(v.ctx, &p), CARAVAN_STATUS_OK);
+  EXPECT_TRUE(p.caps & CARAVAN_VAN_CAP_ZERO_COPY_SEND);
+  EXPECT_EQ(p.max_segments, 8u);
+  EXPECT_EQ(p.max_message_bytes, SIZE_MAX);
+  EXPECT_STREQ(p.transport, "tcp");
+  p.struct_size = 4;
+  EXPECT_EQ(Ops().properties(v.ctx, &p), CARAVAN_STATUS_INVALID_ARGUMENT);
+}
+
+TEST(VanZmq, BadParamFailsInit) {
+  FakeHost host(Params{{"IO_THREADS", "lots"}});
+  void* ctx = nullptr;
+  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(host.error().find("IO_THREADS"), std::string::npos) << host.error();
+}
+
+TEST(VanZmq, MaxMessageBytesParam) {
+  Van a(Params{{"MAX_MESSAGE_BYTES", "1000"}});
+  caravan_van_properties_v1 p{};
+  p.struct_size = sizeof p;
+  ASSERT_EQ(Ops().properties(a.ctx, &p), CARAVAN_STATUS_OK);
+  EXPECT_EQ(p.max_message_bytes, 1000u);
+  ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK);
+  ASSERT_EQ(Ops().connect(a.ctx, 1, a.addr.c_str()), CARAVAN_STATUS_OK);
+  auto big = Pattern(1001, 1);
+  EXPECT_EQ(a.Send(1, {Seg(big)}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  auto fits = Pattern(1000, 2);
+  ASSERT_EQ(a.Send(1, {Seg(fits)}), CARAVAN_STATUS_OK);
+  a.RecvOne([&](const caravan_van_message_v1& m) { ExpectSame(m.segments[0], fits); });
+}
+
+TEST(VanZmq, RecvTimeoutIsPrompt) {
+  Van v;
+  caravan_van_message_v1 msg{};
+  msg.struct_size = sizeof msg;
+  auto t0 = Clock::now();
+  EXPECT_EQ(Ops().recv(v.ctx, 50, &msg), CARAVAN_STATUS_TIMEOUT);  // before listen
+  ASSERT_EQ(v.Listen(), CARAVAN_STATUS_OK);
+  auto t1 = Clock::now();
+  EXPECT_EQ(Ops().recv(v.ctx, 100, &msg), CARAVAN_STATUS_TIMEOUT);
+  auto t2 = Clock::now();
+  EXPECT_EQ(Ops().recv(v.ctx, 0, &msg), CARAVAN_STATUS_TIMEOUT);
+  auto t3 = Clock::now();
+  using std::chrono::milliseconds;
+  EXPECT_GE(t1 - t0, milliseconds(45));
+  EXPECT_GE(t2 - t1, milliseconds(95));
+  EXPECT_LT(t2 - t1, milliseconds(1000));
+  EXPECT_LT(t3 - t2, milliseconds(50));
+}
+
+TEST(VanZmq, BadHostIsInvalidArgument) {
+  Van v;
+  EXPECT_EQ(v.Listen("256.1.1.1", 0), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.host.error().find("256.1.1.1"), std::string::npos) << v.host.error();
+  EXPECT_EQ(v.Listen("127.0.0.1", 70000), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.host.error().find("70000"), std::string::npos) << v.host.error();
+  EXPECT_EQ(v.Listen("127.0.0.1", 0), CARAVAN_STATUS_OK);  // failures left no trace
+}
+
+TEST(VanZmq, BusyPortIsInvalidArgument) {
+  Van a, b;
+  ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK);
+  std::string port = a.addr.substr(a.addr.rfind(':') + 1);
+  EXPECT_EQ(b.Listen("127.0.0.1", std::stoi(port)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(b.host.error().find("port " + port), std::string::npos) << b.host.error();
+  EXPECT_NE(b.host.error().find("127.0.0.1"), std::string::npos) << b.host.error();
+  EXPECT_EQ(a.Listen(), CARAVAN_STATUS_INVALID_ARGUMENT);  // once per instance
+}
+
+TEST(VanZmq, HostNameIsResolvedAndAdvertised) {
+  Van a;
+  ASSERT_EQ(a.Listen("localhost", 0), CARAVAN_STATUS_OK) << a.host.error();
+  EXPECT_EQ(a.addr.rfind("tcp://localhost:", 0), 0u) << a.addr;
+}
+
+class VanZmqPair : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK) << a.host.error();
+    ASSERT_EQ(b.Listen(), CARAVAN_STATUS_OK) << b.host.error();
+    EXPECT_EQ(a.addr.rfind("tcp://127.0.0.1:", 0), 0u) << a.addr;
+    ASSERT_EQ(Ops().connect(a.ctx, kB, b.addr.c_str()), CARAVAN_STATUS_OK) << a.host.error();
+    ASSERT_EQ(Ops().connect(b.ctx, kA, a.addr.c_str()), CARAVAN_STATUS_OK) << b.host.error();
+  }
+  static constexpr uint64_t kA = 1, kB = 2;
+  Van a, b;
+};
+
+TEST_F(VanZmqPair, ExchangeBothWays) {
+  auto ping = Pattern(100, 1), pong = Pattern(200, 2);
+  DoneLog log(2);
+  ASSERT_EQ(a.Send(kB, {Seg(ping)}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_OK);
+  b.RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_EQ(m.num_segments, 1u);
+    ExpectSame(m.segments[0], ping);
+    EXPECT_STREQ(m.peer, "tcp://127.0.0.1");
+  });
+  ASSERT_EQ(b.Send(kA, {Seg(pong)}, DoneLog::Done, log.cookie(1)), CARAVAN_STATUS_OK);
+  a.RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_EQ(m.num_segments, 1u);
+    ExpectSame(m.segments[0], pong);
+  });
+  ASSERT_TRUE(log.WaitAll());
+  EXPECT_EQ(log.status(0), CARAVAN_STATUS_OK);
+  EXPECT_EQ(log.status(1), CARAVAN_STATUS_OK);
+}
+
+TEST_F(VanZmqPair, SegmentSizesRoundTrip) {
+  const size_t sizes[] = {0, 1, 4095, size_t{1} << 20, size_t{64} << 20};
+  std::vector<std::vector<uint8_t>> bufs;
+  for (size_t i = 0; i < 5; ++i) bufs.push_back(Pattern(sizes[i], static_cast<unsigned>(i)));
+  DoneLog log(6);
+  for (size_t i = 0; i < 5; ++i)
+    ASSERT_EQ(a.Send(kB, {Seg(bufs[i])}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
+  std::vector<caravan_segment_v1> all;
+  for (auto& buf : bufs) all.push_back(Seg(buf));
+  ASSERT_EQ(a.Send(kB, all, DoneLog::Done, log.cookie(5)), CARAVAN_STATUS_OK);
+  for (size_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
+      ASSERT_EQ(m.num_segments, 1u);
+      ExpectSame(m.segments[0], bufs[i]);
+    }));
+  ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_EQ(m.num_segments, 5u);
+    for (size_t i = 0; i < 5; ++i) ExpectSame(m.segments[i], bufs[i]);
+  }));
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(log.calls(i), 1);
+    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK);
+  }
+}
+
+TEST_F(VanZmqPair, MultiSegmentMessages) {
+  // Sizes around the van's copy threshold and zmq's own small-message size.
+  const size_t sizes[] = {0, 33, 63, 64, 65, 5000, 0, 1 << 16};
+  std::vector<std::vector<uint8_t>> bufs;
+  for (size_t i = 0; i < 8; ++i) bufs.push_back(Pattern(sizes[i], static_cast<unsigned>(i + 10)));
+  DoneLog log(8);
+  for (size_t n = 1; n <= 8; ++n) {
+    std::vector<caravan_segment_v1> segs;
+    for (size_t i = 0; i < n; ++i) segs.push_back(Seg(bufs[(i + n) % 8]));
+    ASSERT_EQ(a.Send(kB, segs, DoneLog::Done, log.cookie(n - 1)), CARAVAN_STATUS_OK);
+  }
+  for (size_t n = 1; n <= 8; ++n)
+    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
+      ASSERT_EQ(m.num_segments, n);
+      for (size_t i = 0; i < n; ++i) ExpectSame(m.segments[i], bufs[(i + n) % 8]);
+    }));
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(log.calls(i), 1);
+}
+
+TEST_F(VanZmqPair, ThousandOutstandingArriveInOrder) {
+  constexpr size_t kN = 1000;
+  std::vector<uint64_t> seq(kN);
+  auto payload = Pattern(1000, 3);
+  DoneLog log(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    seq[i] = i;
+    ASSERT_EQ(a.Send(kB, {Seg(seq[i]), Seg(payload)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
+  }
+  for (size_t i = 0; i < kN; ++i)
+    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
+      ASSERT_EQ(m.num_segments, 2u);
+      EXPECT_EQ(ReadU64(m.segments[0]), i);
+      ExpectSame(m.segments[1], payload);
+    }));
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(log.calls(i), 1) << i;
+    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << i;
+  }
+}
+
+TEST_F(VanZmqPair, ConcurrentSendFromFourThreads) {
+  constexpr size_t kThreads = 4, kPer = 500;
+  std::vector<uint64_t> tags(kThreads * kPer);
+  auto payload = Pattern(300, 4);
+  DoneLog log(kThreads * kPer);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t i = 0; i < kPer; ++i) {
+        size_t k = t * kPer + i;
+        tags[k] = (uint64_t{t} << 32) | i;
+        EXPECT_EQ(a.Send(kB, {Seg(tags[k]), Seg(payload)}, DoneLog::Done, log.cookie(k)),
+                  CARAVAN_STATUS_OK);
+      }
+    });
+  std::vector<uint64_t> next(kThreads, 0);
+  for (size_t k = 0; k < kThreads * kPer; ++k)
+    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
+      ASSERT_EQ(m.num_segments, 2u);
+      uint64_t tag = ReadU64(m.segments[0]);
+      size_t t = tag >> 32;
+      ASSERT_LT(t, kThreads);
+      EXPECT_EQ(tag & 0xffffffffu, next[t]++);  // per-sender order holds
+      ExpectSame(m.segments[1], payload);
+    }));
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t k = 0; k < kThreads * kPer; ++k) EXPECT_EQ(log.calls(k), 1);
+}
+
+TEST_F(VanZmqPair, CallErrors) {
+  auto data = Pattern(10, 5);
+  EXPECT_EQ(Ops().connect(a.ctx, kB, b.addr.c_str()), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.host.error().find("peer 2"), std::string::npos) << a.host.error();
+  EXPECT_EQ(Ops().connect(a.ctx, 7, "nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.host.error().find("nonsense"), std::string::npos) << a.host.error();
+  EXPECT_EQ(Ops().disconnect(a.ctx, 42), CARAVAN_STATUS_INVALID_ARGUMENT);
+
+  DoneLog log(1);
+  EXPECT_EQ(a.Send(42, {Seg(data)}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.host.error().find("peer 42"), std::string::npos) << a.host.error();
+  std::vector<caravan_segment_v1> nine(9, Seg(data));
+  EXPECT_EQ(a.Send(kB, nine, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a.Send(kB, {}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(log.total(), 0u);  // refused sends never call done
+
+  caravan_van_message_v1 msg{};
+  msg.struct_size = sizeof msg;
+  EXPECT_EQ(Ops().release(a.ctx, &msg), CARAVAN_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(a.Send(kB, {Seg(data)}), CARAVAN_STATUS_OK);  // a NULL done is allowed
+  caravan_status s;
+  auto deadline = Clock::now() + kPatience;
+  while ((s = Ops().recv(b.ctx, 200, &msg)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
+  }
+  ASSERT_EQ(s, CARAVAN_STATUS_OK);
+  caravan_van_message_v1 copy = msg;
+  EXPECT_EQ(Ops().release(b.ctx, &msg), CARAVAN_STATUS_OK);
+  EXPECT_EQ(Ops().release(b.ctx, &copy), CARAVAN_STATUS_INVALID_ARGUMENT);  // twice
+}
+
+TEST_F(VanZmqPair, TooManySegmentsAreDroppedWithWarning) {
+  // A raw DEALER can send what the van never would: 9 data frames.
+  void* zctx = zmq_ctx_new();
+  void* dealer = zmq_socket(zctx, ZMQ_DEALER);
+  int zero = 0;
+  zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+  ASSERT_EQ(zmq_connect(dealer, b.addr.c_str()), 0);
+  for (int i = 0; i < 9; ++i) zmq_send(dealer, "x", 1, i < 8 ? ZMQ_SNDMORE : 0);
+  zmq_send(dealer, "ok", 2, 0);
+  b.RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_EQ(m.num_segments, 1u);
+    EXPECT_EQ(std::string(static_cast<char*>(m.segments[0].data), m.segments[0].len), "ok");
+  });
+  zmq_close(dealer);
+  zmq_ctx_term(zctx);
+  std::lock_guard<std::mutex> lock(b.host.mu);
+  ASSERT_EQ(b.host.warnings.size(), 1u);
+  EXPECT_NE(b.host.warnings[0].find("tcp://127.0.0.1"), std::string::npos) << b.host.warnings[0];
+}
+
+TEST_F(VanZmqPair, DisconnectDropsQueuedWithClosed) {
+  std::string dead;
+  {
+    Van gone;
+    ASSERT_EQ(gone.Listen(), CARAVAN_STATUS_OK);
+    dead = gone.addr;
+  }
+  ASSERT_EQ(Ops().connect(a.ctx, 9, dead.c_str()), CARAVAN_STATUS_OK);
+  auto mib = Pattern(1 << 20, 6);
+  DoneLog log(10);
+  for (size_t i = 0; i < 10; ++i)
+    ASSERT_EQ(a.Send(9, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
+  ASSERT_EQ(Ops().disconnect(a.ctx, 9), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(log.calls(i), 1);
+    EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED);
+  }
+  EXPECT_EQ(a.Send(9, {Seg(mib)}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Ops().connect(a.ctx, 9, b.addr.c_str()), CARAVAN_STATUS_OK);  // the id is free again
+}
+
+TEST_F(VanZmqPair, FinalizeWithMessagesInFlight) {
+  auto mib = Pattern(1 << 20, 7);
+  ASSERT_EQ(Ops().connect(a.ctx, 9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);  // never up
+  constexpr size_t kN = 200;
+  DoneLog log(kN + 10);
+  for (size_t i = 0; i < kN; ++i)
+    ASSERT_EQ(a.Send(kB, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
+  for (size_t i = 0; i < 10; ++i)
+    ASSERT_EQ(a.Send(9, {Seg(mib)}, DoneLog::Done, log.cookie(kN + i)), CARAVAN_STATUS_OK);
+  // b holds one message unreleased across its own finalize.
+  caravan_van_message_v1 held{};
+  held.struct_size = sizeof held;
+  caravan_status s;
+  auto deadline = Clock::now() + kPatience;
+  while ((s = Ops().recv(b.ctx, 200, &held)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
+  }
+  ASSERT_EQ(s, CARAVAN_STATUS_OK);
+  a.Finalize();
+  // Every accepted send is settled once finalize has returned.
+  EXPECT_EQ(log.total(), kN + 10);
+  for (size_t i = 0; i < kN + 10; ++i) {
+    EXPECT_EQ(log.calls(i), 1) << i;
+    caravan_status st = log.status(i);
+    EXPECT_TRUE(st == CARAVAN_STATUS_OK || st == CARAVAN_STATUS_CLOSED) << i << ": " << st;
+  }
+  for (size_t i = kN; i < kN + 10; ++i) EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED);
+  b.Finalize();
+}
+
+}  // namespace

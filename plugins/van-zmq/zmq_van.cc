@@ -1,0 +1,504 @@
+#include "zmq_van.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <zmq.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace caravan::van_zmq {
+namespace {
+
+using plugin::Error;
+using Clock = std::chrono::steady_clock;
+
+// Below this size a copy is cheaper than zmq's per-frame allocation, and
+// libzmq copies such frames itself anyway (without ever calling the free fn).
+constexpr size_t kCopyBelow = 64;
+
+std::string zmq_error() { return zmq_strerror(errno); }
+
+caravan_status status_of_errno(int err) {
+  return err == ETERM ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_IO;
+}
+
+int int_param(const plugin::Host& host, const char* name, int fallback) {
+  long long v = host.param_int(name, fallback);
+  if (v > INT_MAX)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                std::string("plugin parameter ") + name + " is too large");
+  return static_cast<int>(v);
+}
+
+void set_int(void* sock, int option, int value) {
+  if (zmq_setsockopt(sock, option, &value, sizeof value) != 0)
+    throw Error(CARAVAN_STATUS_INTERNAL, "zmq_setsockopt(" + std::to_string(option) +
+                                             ") failed: " + zmq_error());
+}
+
+bool is_numeric_host(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// Something meant as an IPv4 literal (even a malformed one like
+// "256.1.1.1") must not go to the resolver, whose lookup could block.
+bool looks_dotted(const std::string& host) {
+  return !host.empty() && host.find_first_not_of("0123456789.") == std::string::npos;
+}
+
+// zmq binds only to literals and interface names, but the ABI allows host
+// names: bind to what the name resolves to and advertise the name itself.
+std::string bindable_host(const std::string& host) {
+  if (host == "*" || is_numeric_host(host) || looks_dotted(host)) return host;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || !res)
+    // Not a resolvable name; zmq may still know it as an interface name.
+    return host;
+  char text[INET6_ADDRSTRLEN] = {0};
+  int rc2 = getnameinfo(res->ai_addr, res->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST);
+  freeaddrinfo(res);
+  return rc2 == 0 ? std::string(text) : host;
+}
+
+std::string tcp_endpoint(const std::string& host, const std::string& port) {
+  bool v6 = host.find(':') != std::string::npos;
+  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + port;
+}
+
+}  // namespace
+
+ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
+  int io_threads = int_param(host_, "IO_THREADS", 1);
+  if (io_threads < 1)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter IO_THREADS must be at least 1");
+  sndhwm_ = int_param(host_, "SNDHWM", 0);
+  rcvhwm_ = int_param(host_, "RCVHWM", 0);
+  // -1 is zmq's spelling of "unlimited"; accept it beside 0.
+  auto max_bytes = host_.param("MAX_MESSAGE_BYTES");
+  if (max_bytes && *max_bytes != "-1")
+    max_message_bytes_ = static_cast<size_t>(host_.param_int("MAX_MESSAGE_BYTES", 0));
+
+  ctx_ = zmq_ctx_new();
+  if (!ctx_)
+    throw Error(CARAVAN_STATUS_UNAVAILABLE, "zmq_ctx_new failed: " + zmq_error());
+  if (zmq_ctx_set(ctx_, ZMQ_IO_THREADS, io_threads) != 0) {
+    std::string why = zmq_error();
+    zmq_ctx_term(ctx_);
+    ctx_ = nullptr;
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "IO_THREADS=" + std::to_string(io_threads) + " rejected by zmq: " + why);
+  }
+}
+
+ZmqVan::~ZmqVan() { shutdown(); }
+
+void ZmqVan::properties(caravan_van_properties_v1* out) const {
+  if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
+  out->caps = CARAVAN_VAN_CAP_ZERO_COPY_SEND;
+  out->max_message_bytes = max_message_bytes_ ? max_message_bytes_ : SIZE_MAX;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->transport = "tcp";
+}
+
+void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
+  if (!host || !*host || !addr_out)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: host or address buffer missing");
+  std::string name = host;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']')
+    name = name.substr(1, name.size() - 2);
+  std::string where = "host '" + name + "' port " + std::to_string(port);
+  if (port < 0 || port > 65535)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + where + ": port out of range");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "listen on " + where + ": van is closing");
+    if (listened_) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen on " + where + ": already listening");
+    listened_ = true;  // claimed now so a racing second call fails
+  }
+  std::string bind_host = bindable_host(name);
+  std::string endpoint = tcp_endpoint(bind_host, port ? std::to_string(port) : "*");
+
+  void* sock = zmq_socket(ctx_, ZMQ_ROUTER);
+  auto fail = [&](caravan_status status, const std::string& why) {
+    if (sock) zmq_close(sock);
+    std::lock_guard<std::mutex> lock(mu_);
+    listened_ = false;
+    throw Error(status, "cannot listen on " + where + " (" + endpoint + "): " + why);
+  };
+  if (!sock) fail(status_of_errno(errno), zmq_error());
+  try {
+    set_int(sock, ZMQ_LINGER, 0);
+    set_int(sock, ZMQ_RCVHWM, rcvhwm_);
+    if (bind_host.find(':') != std::string::npos) set_int(sock, ZMQ_IPV6, 1);
+    // zmq checks this per frame, so it never trips on a message whose total
+    // is within the limit; a peer that exceeds it is disconnected.
+    int64_t max_frame = max_message_bytes_ ? static_cast<int64_t>(max_message_bytes_) : -1;
+    if (zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame) != 0)
+      throw Error(CARAVAN_STATUS_INTERNAL, "setting ZMQ_MAXMSGSIZE: " + zmq_error());
+  } catch (const Error& e) {
+    fail(e.status(), e.what());
+  }
+  if (zmq_bind(sock, endpoint.c_str()) != 0) {
+    int err = errno;
+    fail(err == ETERM ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_INVALID_ARGUMENT, zmq_strerror(err));
+  }
+  char last[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
+  size_t last_len = sizeof last;
+  if (zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, last, &last_len) != 0)
+    fail(CARAVAN_STATUS_IO, "reading the bound port: " + zmq_error());
+  const char* colon = std::strrchr(last, ':');
+  if (!colon) fail(CARAVAN_STATUS_INTERNAL, std::string("unexpected bound endpoint ") + last);
+
+  // Advertise the name the engine gave (it may be a host name) with the
+  // port zmq actually bound.
+  std::string advertised = tcp_endpoint(name, colon + 1);
+  if (advertised.size() + 1 > addr_cap)
+    fail(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + advertised);
+  std::memcpy(addr_out, advertised.c_str(), advertised.size() + 1);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_) {
+      zmq_close(sock);
+      throw Error(CARAVAN_STATUS_CLOSED, "listen on " + where + ": van is closing");
+    }
+    router_ = sock;
+  }
+  router_ready_.notify_all();
+  host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised + " (bound " + last + ")");
+}
+
+void ZmqVan::connect(uint64_t peer, const char* address) {
+  std::string who = "peer " + std::to_string(peer);
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
+  std::unique_lock<std::shared_mutex> lock(links_mu_);
+  if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "connect " + who + ": van is closing");
+  auto it = links_.find(peer);
+  if (it != links_.end())
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "connect " + who + " at " + address + ": already connected (to " + it->second->address + ")");
+
+  void* sock = zmq_socket(ctx_, ZMQ_DEALER);
+  if (!sock) throw Error(status_of_errno(errno), "connect " + who + " at " + address + ": " + zmq_error());
+  try {
+    set_int(sock, ZMQ_LINGER, 0);
+    set_int(sock, ZMQ_SNDHWM, sndhwm_);
+    set_int(sock, ZMQ_RCVHWM, rcvhwm_);
+    set_int(sock, ZMQ_TCP_KEEPALIVE, 1);
+    if (std::strchr(address, '[')) set_int(sock, ZMQ_IPV6, 1);
+    if (zmq_connect(sock, address) != 0) {
+      int err = errno;
+      throw Error(err == ETERM ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_INVALID_ARGUMENT,
+                  zmq_strerror(err));
+    }
+  } catch (const Error& e) {
+    zmq_close(sock);
+    throw Error(e.status(), "connect " + who + " at " + address + ": " + e.what());
+  }
+  auto link = std::make_shared<Link>();
+  link->sock = sock;
+  link->address = address;
+  links_.emplace(peer, std::move(link));
+}
+
+void ZmqVan::close_link(Link& link) noexcept {
+  std::lock_guard<std::mutex> lock(link.mu);
+  // Set before closing, so frames zmq discards report CLOSED.
+  link.dropped->store(true, std::memory_order_release);
+  if (link.sock) zmq_close(link.sock);
+  link.sock = nullptr;
+}
+
+void ZmqVan::disconnect(uint64_t peer) {
+  std::shared_ptr<Link> link;
+  {
+    std::unique_lock<std::shared_mutex> lock(links_mu_);
+    auto it = links_.find(peer);
+    if (it == links_.end())
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "disconnect peer " + std::to_string(peer) + ": not connected");
+    link = std::move(it->second);
+    links_.erase(it);
+  }
+  // Queued messages are dropped by zmq's reaper, which runs their free
+  // functions (and so done with CLOSED) shortly after, from its own thread.
+  close_link(*link);
+}
+
+caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
+                            caravan_send_done_fn done, void* cookie) {
+  // Built only on failure: send is the hot path.
+  std::shared_ptr<Link> link;
+  auto who = [&] {
+    return "send to peer " + std::to_string(peer) + (link ? " at " + link->address : std::string());
+  };
+  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V1 || !segments)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
+                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V1) + " allowed)");
+  size_t total = 0;
+  for (size_t i = 0; i < num_segments; ++i) {
+    if (!segments[i].data && segments[i].len)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  who() + ": segment " + std::to_string(i) + " has no data");
+    total += segments[i].len;
+  }
+  if (max_message_bytes_ && total > max_message_bytes_)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who() + ": " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES=" +
+                    std::to_string(max_message_bytes_));
+
+  {
+    std::shared_lock<std::shared_mutex> lock(links_mu_);
+    auto it = links_.find(peer);
+    if (it != links_.end()) link = it->second;
+  }
+  if (!link) {
+    if (closing_) throw Error(CARAVAN_STATUS_CLOSED, who() + ": van is closing");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who() + ": not connected");
+  }
+
+  auto* rec = new SendRecord(done, cookie, link->dropped);
+  zmq_msg_t frames[CARAVAN_VAN_MAX_SEGMENTS_V1];
+  size_t built = 0;
+  // Refuses the whole send: nothing reached zmq, so done must never run.
+  auto refuse = [&](size_t from, caravan_status status, const std::string& why) {
+    for (size_t i = from; i < built; ++i) zmq_msg_close(&frames[i]);
+    rec->cancel();
+    rec->release();
+    throw Error(status, who() + ": " + why);
+  };
+  for (; built < num_segments; ++built) {
+    const caravan_segment_v1& seg = segments[built];
+    zmq_msg_t* f = &frames[built];
+    if (seg.len < kCopyBelow) {
+      if (zmq_msg_init_size(f, seg.len) != 0) refuse(0, CARAVAN_STATUS_NO_MEMORY, zmq_error());
+      if (seg.len) std::memcpy(zmq_msg_data(f), seg.data, seg.len);
+      continue;
+    }
+    void* data = const_cast<void*>(seg.data);
+    if (zmq_msg_init_data(f, data, seg.len, &SendRecord::free_frame, rec) != 0)
+      refuse(0, CARAVAN_STATUS_NO_MEMORY, zmq_error());
+    // Only a frame that still points at the caller's memory gets its free
+    // function called; a libzmq that copied it keeps nothing of ours.
+    if (zmq_msg_data(f) == data) rec->add_ref();
+  }
+
+  std::unique_lock<std::mutex> lock(link->mu);
+  if (!link->sock) {
+    lock.unlock();
+    refuse(0, CARAVAN_STATUS_CLOSED, "link closed");
+  }
+  for (size_t i = 0; i < num_segments; ++i) {
+    int flags = i + 1 < num_segments ? ZMQ_SNDMORE : 0;
+    int rc;
+    do rc = zmq_msg_send(&frames[i], link->sock, flags);
+    while (rc < 0 && errno == EINTR);
+    if (rc >= 0) continue;
+    int err = errno;
+    caravan_status status = status_of_errno(err);
+    if (i == 0) {
+      lock.unlock();
+      refuse(0, status, zmq_strerror(err));
+    }
+    // Part of the message is inside zmq and cannot be taken back; a later
+    // send would be glued onto it, so the link is unusable from here on.
+    for (size_t j = i; j < num_segments; ++j) zmq_msg_close(&frames[j]);
+    rec->fail(status);
+    link->dropped->store(true, std::memory_order_release);
+    zmq_close(link->sock);
+    link->sock = nullptr;
+    lock.unlock();
+    host_.log(CARAVAN_LOG_ERROR, who() + " failed mid-message (" + zmq_strerror(err) +
+                                     "); link closed");
+    rec->release();
+    return CARAVAN_STATUS_OK;  // accepted: done reports the failure
+  }
+  lock.unlock();
+  rec->release();
+  return CARAVAN_STATUS_OK;
+}
+
+caravan_status ZmqVan::recv(int timeout_ms, caravan_van_message_v1* out) {
+  if (!out || out->struct_size < sizeof(caravan_van_message_v1))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "recv: message struct missing or too small");
+  // Negative means wait without limit, like zmq_poll.
+  const bool forever = timeout_ms < 0;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+  auto remaining_ms = [&]() -> long {
+    if (forever) return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return left > 0 ? static_cast<long>(left) : 0;
+  };
+
+  std::lock_guard<std::mutex> recv_lock(recv_mu_);
+  void* router;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto ready = [&] { return router_ || closing_; };
+    if (forever) router_ready_.wait(lock, ready);
+    else router_ready_.wait_until(lock, deadline, ready);
+    if (closing_) return CARAVAN_STATUS_CLOSED;
+    if (!router_) return CARAVAN_STATUS_TIMEOUT;
+    router = router_;
+  }
+
+  for (;;) {
+    zmq_pollitem_t item{router, 0, ZMQ_POLLIN, 0};
+    long wait = remaining_ms();
+    int rc = zmq_poll(&item, 1, wait);
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ETERM) return CARAVAN_STATUS_CLOSED;
+      throw Error(CARAVAN_STATUS_IO, "recv: zmq_poll failed: " + zmq_error());
+    }
+    if (rc > 0) {
+      switch (read_message(router, out)) {
+        case Read::kMessage: return CARAVAN_STATUS_OK;
+        case Read::kClosed: return CARAVAN_STATUS_CLOSED;
+        case Read::kDropped:
+        case Read::kNone: break;
+      }
+    }
+    if (closing_) return CARAVAN_STATUS_CLOSED;
+    if (!forever && remaining_ms() == 0) return CARAVAN_STATUS_TIMEOUT;
+  }
+}
+
+// Reads one multipart message: the ROUTER's identity frame, then the
+// segments. zmq delivers multipart messages whole, so once the first frame
+// is there the rest are too.
+ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
+  auto recv_frame = [&](zmq_msg_t* f, int flags) -> int {
+    zmq_msg_init(f);
+    int rc;
+    do rc = zmq_msg_recv(f, router, flags);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+      int err = errno;
+      zmq_msg_close(f);
+      errno = err;
+    }
+    return rc;
+  };
+  zmq_msg_t identity;
+  if (recv_frame(&identity, ZMQ_DONTWAIT) < 0) {
+    if (errno == EAGAIN) return Read::kNone;
+    if (errno == ETERM) return Read::kClosed;
+    throw Error(CARAVAN_STATUS_IO, "recv: reading a frame failed: " + zmq_error());
+  }
+  bool more = zmq_msg_more(&identity);
+  zmq_msg_close(&identity);
+
+  auto rec = std::make_unique<RecvRecord>();
+  size_t extra = 0;  // frames beyond the ABI's limit, counted and dropped
+  while (more) {
+    zmq_msg_t scratch;
+    bool keep = rec->num_frames < CARAVAN_VAN_MAX_SEGMENTS_V1;
+    zmq_msg_t* f = keep ? &rec->frames[rec->num_frames] : &scratch;
+    if (recv_frame(f, 0) < 0) {
+      if (errno == ETERM) return Read::kClosed;
+      throw Error(CARAVAN_STATUS_IO, "recv: reading a frame from " +
+                                         (rec->peer.empty() ? std::string("unknown") : rec->peer) +
+                                         " failed: " + zmq_error());
+    }
+    if (rec->peer.empty()) {
+      const char* ip = zmq_msg_gets(f, "Peer-Address");
+      rec->peer = ip && *ip ? std::string("tcp://") + ip : "unknown";
+    }
+    more = zmq_msg_more(f);
+    if (keep) {
+      ++rec->num_frames;
+    } else {
+      zmq_msg_close(f);
+      ++extra;
+    }
+  }
+  if (extra || rec->num_frames == 0) {
+    host_.log(CARAVAN_LOG_WARNING,
+              "dropped a message of " + std::to_string(rec->num_frames + extra) + " segments from " +
+                  (rec->peer.empty() ? std::string("unknown") : rec->peer) + " (1 to " +
+                  std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V1) + " allowed)");
+    return Read::kDropped;
+  }
+
+  out->num_segments = rec->num_frames;
+  for (size_t i = 0; i < rec->num_frames; ++i) {
+    out->segments[i].data = zmq_msg_data(&rec->frames[i]);
+    out->segments[i].len = zmq_msg_size(&rec->frames[i]);
+  }
+  out->peer = rec->peer.c_str();
+  {
+    std::lock_guard<std::mutex> lock(held_mu_);
+    held_.insert(rec.get());
+  }
+  out->van_token = rec.release();
+  return Read::kMessage;
+}
+
+void ZmqVan::release(caravan_van_message_v1* message) {
+  if (!message || !message->van_token)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: not a received message");
+  auto* rec = static_cast<RecvRecord*>(message->van_token);
+  {
+    std::lock_guard<std::mutex> lock(held_mu_);
+    if (held_.erase(rec) == 0)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: message unknown or released twice");
+  }
+  delete rec;
+  message->van_token = nullptr;
+  message->num_segments = 0;
+}
+
+// Why every done runs before this returns: all of our frames live inside
+// this instance's zmq context. Closing a socket (linger 0) hands its queued
+// and half-written messages to zmq's reaper, and zmq_ctx_term() waits until
+// the reaper and the I/O threads have destroyed them, which calls each
+// frame's free function. So once zmq_ctx_term() returns, every SendRecord
+// has reached zero and called done; links are flagged dropped first, so the
+// sends cut short report CLOSED. No callback can come after the plugin is
+// unloaded. zmq_ctx_shutdown() comes first so that a recv() blocked in
+// zmq_poll, or a send() blocked on a high-water mark, returns at once and
+// lets go of the socket we are about to close.
+void ZmqVan::shutdown() noexcept {
+  if (!ctx_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;
+  }
+  router_ready_.notify_all();
+  zmq_ctx_shutdown(ctx_);
+  {
+    std::lock_guard<std::mutex> recv_lock(recv_mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (router_) zmq_close(router_);
+    router_ = nullptr;
+  }
+  std::unordered_map<uint64_t, std::shared_ptr<Link>> links;
+  {
+    std::unique_lock<std::shared_mutex> lock(links_mu_);
+    links.swap(links_);
+  }
+  for (auto& entry : links) close_link(*entry.second);
+  while (zmq_ctx_term(ctx_) != 0 && errno == EINTR) {
+  }
+  ctx_ = nullptr;
+  // The ABI makes unreleased messages invalid now; free them.
+  std::lock_guard<std::mutex> lock(held_mu_);
+  for (RecvRecord* rec : held_) delete rec;
+  held_.clear();
+}
+
+}  // namespace caravan::van_zmq

@@ -1,0 +1,123 @@
+/* A worker written against caravan.h alone, in C: push_pulls tensors of
+ * every dtype and size and checks every element of every sum exactly.
+ * Usage: sum_check_worker [rounds] [max_elements]
+ * Exit 0 when every sum was right; 1 with a message naming the first
+ * wrong element otherwise. */
+#include <caravan/caravan.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t dtype_bytes(caravan_dtype t) {
+  switch (t) {
+    case CARAVAN_FLOAT64: case CARAVAN_INT64: return 8;
+    case CARAVAN_FLOAT32: case CARAVAN_INT32: return 4;
+    case CARAVAN_FLOAT16: case CARAVAN_BFLOAT16: return 2;
+    default: return 1;
+  }
+}
+
+/* Small integers, exactly representable in every dtype (float16 holds
+ * integers up to 2048 exactly, bfloat16 up to 256), so every sum must
+ * match exactly. */
+static int value(int rank, size_t i, int round, caravan_dtype t) {
+  int range = (t == CARAVAN_BFLOAT16 || t == CARAVAN_INT8 || t == CARAVAN_UINT8) ? 7 : 50;
+  return (int)((i * 7u + (size_t)rank * 13u + (size_t)round * 3u) % (size_t)range);
+}
+
+static uint16_t float_to_half(float f) { /* exact for small integers */
+  if (f == 0.0f) return 0;
+  uint32_t b; memcpy(&b, &f, 4);
+  uint32_t exp = ((b >> 23) & 0xff) - 127 + 15;
+  return (uint16_t)((exp << 10) | ((b >> 13) & 0x3ff));
+}
+static float half_to_float(uint16_t h) {
+  if ((h & 0x7fff) == 0) return 0.0f;
+  uint32_t exp = ((h >> 10) & 0x1f) - 15 + 127;
+  uint32_t b = (exp << 23) | ((uint32_t)(h & 0x3ff) << 13) | ((uint32_t)(h & 0x8000) << 16);
+  float f; memcpy(&f, &b, 4); return f;
+}
+
+static void store(void* p, size_t i, caravan_dtype t, double v) {
+  switch (t) {
+    case CARAVAN_FLOAT32: ((float*)p)[i] = (float)v; break;
+    case CARAVAN_FLOAT64: ((double*)p)[i] = v; break;
+    case CARAVAN_FLOAT16: ((uint16_t*)p)[i] = float_to_half((float)v); break;
+    case CARAVAN_BFLOAT16: { float f = (float)v; uint32_t b; memcpy(&b, &f, 4); ((uint16_t*)p)[i] = (uint16_t)(b >> 16); break; }
+    case CARAVAN_UINT8: ((uint8_t*)p)[i] = (uint8_t)v; break;
+    case CARAVAN_INT8: ((int8_t*)p)[i] = (int8_t)v; break;
+    case CARAVAN_INT32: ((int32_t*)p)[i] = (int32_t)v; break;
+    case CARAVAN_INT64: ((int64_t*)p)[i] = (int64_t)v; break;
+  }
+}
+static double load(const void* p, size_t i, caravan_dtype t) {
+  switch (t) {
+    case CARAVAN_FLOAT32: return ((const float*)p)[i];
+    case CARAVAN_FLOAT64: return ((const double*)p)[i];
+    case CARAVAN_FLOAT16: return half_to_float(((const uint16_t*)p)[i]);
+    case CARAVAN_BFLOAT16: { uint32_t b = (uint32_t)((const uint16_t*)p)[i] << 16; float f; memcpy(&f, &b, 4); return f; }
+    case CARAVAN_UINT8: return ((const uint8_t*)p)[i];
+    case CARAVAN_INT8: return ((const int8_t*)p)[i];
+    case CARAVAN_INT32: return ((const int32_t*)p)[i];
+    case CARAVAN_INT64: return (double)((const int64_t*)p)[i];
+  }
+  return 0;
+}
+
+#define CHECK_RC(call) do { int rc_ = (call); if (rc_ != 0) { \
+  fprintf(stderr, "%s failed: %d: %s\n", #call, rc_, caravan_strerror(rc_)); return 1; } } while (0)
+
+int main(int argc, char** argv) {
+  int rounds = argc > 1 ? atoi(argv[1]) : 2;
+  size_t max_elems = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : (64u << 20);
+  CHECK_RC(caravan_init());
+  int rank = caravan_rank(), size = caravan_size();
+  const caravan_dtype types[] = {CARAVAN_FLOAT32, CARAVAN_FLOAT64, CARAVAN_FLOAT16, CARAVAN_UINT8,
+                                 CARAVAN_INT32, CARAVAN_INT8, CARAVAN_INT64, CARAVAN_BFLOAT16};
+  const size_t byte_sizes[] = {1, 4096, (4u << 20) + 3, 64u << 20};
+  enum { NT = 8, NS = 4 };
+  void* bufs[NT * NS];
+  size_t counts[NT * NS];
+  caravan_handle handles[NT * NS];
+  char names[NT * NS][64];
+  for (int round = 0; round < rounds; ++round) {
+    /* Every tensor of the round in flight at once through the async API. */
+    for (int t = 0; t < NT; ++t) {
+      for (int s = 0; s < NS; ++s) {
+        int k = t * NS + s;
+        size_t n = byte_sizes[s] / dtype_bytes(types[t]);
+        if (n == 0) n = 1;
+        if (n > max_elems) n = max_elems;
+        counts[k] = n;
+        if (round == 0) bufs[k] = malloc(n * dtype_bytes(types[t]));
+        for (size_t i = 0; i < n; ++i) store(bufs[k], i, types[t], value(rank, i, round, types[t]));
+        snprintf(names[k], sizeof names[k], "t%d_s%d", t, s);
+        CHECK_RC(caravan_push_pull_async(names[k], bufs[k], n, types[t], t, &handles[k]));
+      }
+    }
+    for (int k = 0; k < NT * NS; ++k) CHECK_RC(caravan_wait(handles[k]));
+    for (int t = 0; t < NT; ++t) {
+      for (int s = 0; s < NS; ++s) {
+        int k = t * NS + s;
+        for (size_t i = 0; i < counts[k]; ++i) {
+          double want = 0;
+          for (int r = 0; r < size; ++r) want += value(r, i, round, types[t]);
+          if (types[t] == CARAVAN_INT8) want = (double)(int8_t)(int)want;
+          if (types[t] == CARAVAN_UINT8) want = (double)(uint8_t)(int)want;
+          double got = load(bufs[k], i, types[t]);
+          if (got != want) {
+            fprintf(stderr, "worker %d round %d tensor %s: element %zu is %g, expected %g\n", rank,
+                    round, names[k], i, got, want);
+            return 1;
+          }
+        }
+      }
+    }
+  }
+  for (int k = 0; k < NT * NS; ++k) free(bufs[k]);
+  CHECK_RC(caravan_shutdown());
+  printf("worker %d of %d: %d rounds of %d tensors, all sums exact\n", rank, size, rounds, NT * NS);
+  return 0;
+}

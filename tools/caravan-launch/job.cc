@@ -1,0 +1,415 @@
+#include "job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "prefixer.h"
+
+extern char** environ;
+
+namespace caravan::launch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kGrace = std::chrono::seconds(5);
+constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
+
+// Self-pipe: the handler only records the signal; the poll loop acts on it.
+int g_signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  int saved = errno;
+  unsigned char b = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(g_signal_pipe[1], &b, 1);
+  (void)ignored;  // a full pipe already holds a wake-up
+  errno = saved;
+}
+
+void Say(const std::string& msg) {
+  std::string line = "caravan-launch: " + msg + "\n";
+  ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+  (void)ignored;
+}
+
+void WriteAll(int fd, const std::string& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};  // stdout may be a non-blocking fd we inherited
+      poll(&p, 1, -1);
+    } else {
+      return;  // nobody is reading our stdout any more; keep supervising
+    }
+  }
+}
+
+std::string DescribeStatus(int status) {
+  char buf[128];
+  if (WIFEXITED(status)) {
+    snprintf(buf, sizeof buf, "exited with status %d", WEXITSTATUS(status));
+  } else {
+    int sig = WTERMSIG(status);
+    const char* what = strsignal(sig);
+    snprintf(buf, sizeof buf, "killed by signal %d (%s)", sig, what ? what : "unknown");
+  }
+  return buf;
+}
+
+bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
+
+// Everything a forked child needs, built before fork so the child does no
+// allocation between fork and exec.
+struct ExecPlan {
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  explicit ExecPlan(const ChildSpec& spec) {
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
+};
+
+[[noreturn]] void ExecChild(ExecPlan& plan, int out_w, int err_w, int devnull,
+                            pid_t parent, const sigset_t& original_mask) {
+  setpgid(0, 0);
+  // The launcher's death must take the job with it, even under SIGKILL.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the launcher died before prctl
+  for (int sig : kHandledSignals) signal(sig, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive exec
+  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  // Several children sharing a terminal's stdin would steal each other's input.
+  dup2(devnull, STDIN_FILENO);
+  dup2(out_w, STDOUT_FILENO);
+  dup2(err_w, STDERR_FILENO);
+  environ = plan.envp.data();
+  execvp(plan.argv[0], plan.argv.data());
+  char msg[512];
+  int n = snprintf(msg, sizeof msg, "caravan-launch: cannot execute '%s': %s\n", plan.argv[0],
+                   strerror(errno));
+  if (n > 0) {
+    ssize_t ignored = write(STDERR_FILENO, msg, std::min(static_cast<size_t>(n), sizeof msg - 1));
+    (void)ignored;
+  }
+  _exit(127);
+}
+
+struct Child {
+  const ChildSpec* spec;
+  pid_t pid = -1;
+  bool running = false;
+  int fds[2] = {-1, -1};  // read ends of the child's stdout and stderr
+  // One per stream, so a line on stderr never splits a line on stdout.
+  std::unique_ptr<LinePrefixer> prefixers[2];
+  std::string Label() const { return spec->name + " (pid " + std::to_string(pid) + ")"; }
+};
+
+class Supervisor {
+ public:
+  Supervisor(const std::vector<ChildSpec>& specs, double timeout_seconds)
+      : timeout_seconds_(timeout_seconds) {
+    for (const auto& s : specs) {
+      Child c;
+      c.spec = &s;
+      for (auto& p : c.prefixers) p = std::make_unique<LinePrefixer>("[" + s.name + "] ");
+      children_.push_back(std::move(c));
+    }
+  }
+
+  JobOutcome Run();
+
+ private:
+  bool Start(Child& c, int devnull, const sigset_t& original_mask);
+  void ReadOnce(Child& c, int stream);
+  void Drain(Child& c);
+  void CloseStream(Child& c, int stream);
+  void ReapAll();
+  void OnChildExit(Child& c, int status);
+  void OnStopSignal(int sig);
+  void Fail(int exit_code, std::string reason);
+  void Stop();
+  void CheckDeadlines();
+  int PollTimeoutMs() const;
+  bool AnyRunning() const {
+    return std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
+  }
+
+  double timeout_seconds_;
+  std::vector<Child> children_;
+  Clock::time_point start_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  Clock::time_point kill_deadline_;
+  JobOutcome outcome_;
+};
+
+JobOutcome Supervisor::Run() {
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    Say(std::string("cannot create a pipe: ") + strerror(errno));
+    return {1, "internal error"};
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_NOCLDSTOP;
+  for (int sig : kHandledSignals) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Blocked across fork so no handler runs in a child before it resets them.
+  sigset_t handled, original_mask;
+  sigemptyset(&handled);
+  for (int sig : kHandledSignals) sigaddset(&handled, sig);
+  start_ = Clock::now();
+  for (auto& c : children_) {
+    sigprocmask(SIG_BLOCK, &handled, &original_mask);
+    bool ok = Start(c, devnull, original_mask);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    if (!ok) break;
+  }
+  if (devnull >= 0) close(devnull);
+
+  std::vector<pollfd> pfds;
+  std::vector<std::pair<Child*, int>> owners;
+  char scratch[256];
+  while (AnyRunning()) {
+    pfds.assign(1, pollfd{g_signal_pipe[0], POLLIN, 0});
+    owners.assign(1, {nullptr, 0});
+    for (auto& c : children_) {
+      for (int s = 0; s < 2; ++s) {
+        if (c.fds[s] < 0) continue;
+        pfds.push_back(pollfd{c.fds[s], POLLIN, 0});
+        owners.emplace_back(&c, s);
+      }
+    }
+    int n = poll(pfds.data(), pfds.size(), PollTimeoutMs());
+    if (n < 0 && errno != EINTR) {
+      // Without poll there is no orderly way on; take everything down now.
+      Fail(1, std::string("poll failed: ") + strerror(errno));
+      for (auto& c : children_) {
+        if (!c.running) continue;
+        kill(-c.pid, SIGKILL);
+        int status;
+        while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        OnChildExit(c, status);
+      }
+      break;
+    }
+    if (n > 0) {
+      for (size_t i = 1; i < pfds.size(); ++i) {
+        if (pfds[i].revents) ReadOnce(*owners[i].first, owners[i].second);
+      }
+    }
+    // Reading the self-pipe before reaping means a SIGCHLD arriving after
+    // this read leaves a byte behind and wakes the next poll.
+    ssize_t got;
+    while ((got = read(g_signal_pipe[0], scratch, sizeof scratch)) > 0) {
+      for (ssize_t i = 0; i < got; ++i) {
+        int sig = static_cast<unsigned char>(scratch[i]);
+        if (sig != SIGCHLD) OnStopSignal(sig);
+      }
+    }
+    ReapAll();
+    CheckDeadlines();
+  }
+  for (auto& c : children_) Drain(c);
+  return outcome_;
+}
+
+bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    Fail(1, "cannot start " + c.spec->name + ": " + strerror(errno));
+    return false;
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    Fail(1, "cannot start " + c.spec->name + ": " + strerror(errno));
+    close(out[0]);
+    close(out[1]);
+    return false;
+  }
+  ExecPlan plan(*c.spec);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) ExecChild(plan, out[1], err[1], devnull, parent, original_mask);
+  close(out[1]);
+  close(err[1]);
+  if (pid < 0) {
+    close(out[0]);
+    close(err[0]);
+    Fail(1, "cannot start " + c.spec->name + ": " + strerror(errno));
+    return false;
+  }
+  // Also set here: a stop that comes before the child's own setpgid must
+  // still reach its group.
+  setpgid(pid, pid);
+  c.pid = pid;
+  c.running = true;
+  c.fds[0] = out[0];
+  c.fds[1] = err[0];
+  for (int fd : c.fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return true;
+}
+
+void Supervisor::CloseStream(Child& c, int stream) {
+  std::string text;
+  c.prefixers[stream]->Flush(&text);
+  WriteAll(STDOUT_FILENO, text);
+  close(c.fds[stream]);
+  c.fds[stream] = -1;
+}
+
+void Supervisor::ReadOnce(Child& c, int stream) {
+  char buf[65536];
+  ssize_t n = read(c.fds[stream], buf, sizeof buf);
+  if (n > 0) {
+    std::string text;
+    c.prefixers[stream]->Feed(buf, static_cast<size_t>(n), &text);
+    WriteAll(STDOUT_FILENO, text);
+  } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+    CloseStream(c, stream);
+  }
+}
+
+// Takes what the child wrote before it exited, without waiting on any
+// background process of its that may still hold the pipe open.
+void Supervisor::Drain(Child& c) {
+  constexpr size_t kLimit = 1 << 20;  // a grandchild that never stops writing
+  char buf[65536];
+  for (int s = 0; s < 2; ++s) {
+    size_t total = 0;
+    while (c.fds[s] >= 0 && total < kLimit) {
+      ssize_t n = read(c.fds[s], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+      std::string text;
+      c.prefixers[s]->Feed(buf, static_cast<size_t>(n), &text);
+      WriteAll(STDOUT_FILENO, text);
+    }
+    if (c.fds[s] >= 0) CloseStream(c, s);
+  }
+}
+
+void Supervisor::ReapAll() {
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;
+    for (auto& c : children_) {
+      if (c.running && c.pid == pid) OnChildExit(c, status);
+    }
+  }
+}
+
+void Supervisor::OnChildExit(Child& c, int status) {
+  c.running = false;
+  Drain(c);
+  // Once stopping, the others dying of our SIGTERM is expected, not news.
+  if (stopping_ || !Failed(status)) return;
+  std::string reason = c.Label() + " " + DescribeStatus(status);
+  Say(reason);
+  Fail(1, reason);
+}
+
+void Supervisor::OnStopSignal(int sig) {
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+  if (!stopping_) {
+    Say(std::string("received ") + name);
+    Fail(128 + sig, std::string("interrupted by ") + name);
+    return;
+  }
+  // A second signal means the user will not wait out the grace period.
+  if (killed_) return;
+  killed_ = true;
+  for (auto& c : children_) {
+    if (!c.running) continue;
+    Say("received " + std::string(name) + " again; sending SIGKILL to " + c.Label());
+    kill(-c.pid, SIGKILL);
+  }
+}
+
+void Supervisor::Fail(int exit_code, std::string reason) {
+  if (stopping_) return;
+  outcome_ = {exit_code, std::move(reason)};
+  Stop();
+}
+
+void Supervisor::Stop() {
+  stopping_ = true;
+  kill_deadline_ = Clock::now() + kGrace;
+  if (!AnyRunning()) return;
+  Say("stopping the others");
+  for (auto& c : children_) {
+    if (c.running) kill(-c.pid, SIGTERM);
+  }
+}
+
+void Supervisor::CheckDeadlines() {
+  auto now = Clock::now();
+  if (!stopping_ && timeout_seconds_ > 0 &&
+      now - start_ >= std::chrono::duration<double>(timeout_seconds_)) {
+    std::string names;
+    for (const auto& c : children_) {
+      if (!c.running) continue;
+      if (!names.empty()) names += ", ";
+      names += c.Label();
+    }
+    char secs[32];
+    snprintf(secs, sizeof secs, "%g", timeout_seconds_);
+    std::string reason = std::string("timed out after ") + secs + " s";
+    Say(reason + "; still running: " + names);
+    Fail(1, reason);
+  }
+  if (stopping_ && !killed_ && now >= kill_deadline_) {
+    killed_ = true;
+    for (auto& c : children_) {
+      if (!c.running) continue;
+      Say(c.Label() + " still running after SIGTERM; sending SIGKILL");
+      kill(-c.pid, SIGKILL);
+    }
+  }
+}
+
+int Supervisor::PollTimeoutMs() const {
+  std::optional<Clock::time_point> deadline;
+  if (!stopping_ && timeout_seconds_ > 0) {
+    deadline = start_ + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(timeout_seconds_));
+  } else if (stopping_ && !killed_) {
+    deadline = kill_deadline_;
+  }
+  if (!deadline) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 60 * 60 * 1000));
+}
+
+}  // namespace
+
+JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds) {
+  Supervisor s(children, timeout_seconds);
+  return s.Run();
+}
+
+}  // namespace caravan::launch

@@ -1,0 +1,290 @@
+// caravan-launch: runs a scheduler, M servers and N workers on this machine.
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "job.h"
+
+extern char** environ;
+
+namespace caravan::launch {
+namespace {
+
+constexpr int kMaxProcesses = 4096;  // a typo like --workers 100000 must not fork-bomb
+
+const char kUsage[] =
+    "usage: caravan-launch [options] -- COMMAND [ARGS...]\n"
+    "\n"
+    "Starts one scheduler, M servers and N workers on this machine, prefixes\n"
+    "their output with their role and waits for them. If one fails, the\n"
+    "others are stopped.\n"
+    "\n"
+    "options:\n"
+    "  --workers N        number of workers (default 1)\n"
+    "  --servers M        number of servers (default 1)\n"
+    "  --spmd             run COMMAND in every role, scheduler and servers too\n"
+    "  --server-bin PATH  program for the scheduler and servers without --spmd\n"
+    "                     (default: caravan-server beside caravan-launch, else on PATH)\n"
+    "  --host ADDR        address of the scheduler and every node (default 127.0.0.1)\n"
+    "  --timeout SECONDS  stop the job and fail after this long (default 0 = never)\n"
+    "  --help             show this help\n";
+
+struct Options {
+  int workers = 1;
+  int servers = 1;
+  bool spmd = false;
+  std::string server_bin;
+  std::string host = "127.0.0.1";
+  double timeout = 0;
+  std::vector<std::string> command;
+};
+
+[[noreturn]] void UsageError(const std::string& msg) {
+  fprintf(stderr, "caravan-launch: %s\n(run 'caravan-launch --help' for usage)\n", msg.c_str());
+  exit(2);
+}
+
+int ParseCount(const std::string& opt, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  long v = strtol(value.c_str(), &end, 10);
+  bool digits_only = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits_only || errno != 0 || *end != '\0' || v < 1 || v > kMaxProcesses) {
+    UsageError("invalid " + opt + " value '" + value + "': expected an integer from 1 to " +
+               std::to_string(kMaxProcesses));
+  }
+  return static_cast<int>(v);
+}
+
+double ParseSeconds(const std::string& opt, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  double v = strtod(value.c_str(), &end);
+  if (value.empty() || errno != 0 || *end != '\0' || !std::isfinite(v) || v < 0) {
+    UsageError("invalid " + opt + " value '" + value + "': expected a number of seconds >= 0");
+  }
+  return v;
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  bool have_command = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      o.command.assign(argv + i + 1, argv + argc);
+      have_command = true;
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      fputs(kUsage, stdout);
+      exit(0);
+    }
+    if (arg == "--spmd") {
+      o.spmd = true;
+      continue;
+    }
+    std::string name = arg, value;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inline_value = true;
+    }
+    static const std::set<std::string> kValued = {"--workers", "--servers", "--server-bin",
+                                                  "--host", "--timeout"};
+    if (!kValued.count(name)) {
+      if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
+      UsageError("unexpected argument '" + arg + "': put the command after '--'");
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc) UsageError("option " + name + " needs a value");
+      value = argv[++i];
+    }
+    if (name == "--workers") {
+      o.workers = ParseCount(name, value);
+    } else if (name == "--servers") {
+      o.servers = ParseCount(name, value);
+    } else if (name == "--timeout") {
+      o.timeout = ParseSeconds(name, value);
+    } else if (name == "--host") {
+      if (value.empty()) UsageError("invalid --host value '': expected an address");
+      o.host = value;
+    } else {
+      if (value.empty()) UsageError("invalid --server-bin value '': expected a program");
+      o.server_bin = value;
+    }
+  }
+  if (!have_command) UsageError("missing '-- COMMAND': give the program to run after '--'");
+  if (o.command.empty()) UsageError("missing COMMAND after '--'");
+  if (o.spmd && !o.server_bin.empty()) {
+    UsageError("--server-bin '" + o.server_bin + "' has no effect with --spmd");
+  }
+  if (o.workers + o.servers + 1 > kMaxProcesses) {
+    UsageError("--workers " + std::to_string(o.workers) + " with --servers " +
+               std::to_string(o.servers) + " is more than " + std::to_string(kMaxProcesses) +
+               " processes");
+  }
+  return o;
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+// A build tree and an install both put caravan-server beside us, so that
+// copy wins over whatever older one PATH might hold.
+std::optional<std::string> FindServerBin() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir.resize(dir.rfind('/') + 1);
+    if (IsExecutableFile(dir + "caravan-server")) return dir + "caravan-server";
+  }
+  const char* path = getenv("PATH");
+  std::string rest = path ? path : "";
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t end = rest.find(':', start);
+    if (end == std::string::npos) end = rest.size();
+    std::string dir = rest.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    if (IsExecutableFile(dir + "/caravan-server")) return dir + "/caravan-server";
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// The scheduler binds it moments later; another process could take it in
+// between, but a port the OS just handed out is rarely reused that fast.
+int PickFreePort(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), "0", &hints, &res);
+  if (rc != 0) {
+    fprintf(stderr, "caravan-launch: cannot resolve --host '%s': %s\n", host.c_str(),
+            gai_strerror(rc));
+    return -1;
+  }
+  int port = -1, last_errno = 0;
+  for (addrinfo* ai = res; ai && port < 0; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_errno = errno;
+      continue;
+    }
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port = addr.ss_family == AF_INET6
+                 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                 : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    } else {
+      last_errno = errno;
+    }
+    close(fd);
+  }
+  freeaddrinfo(res);
+  if (port < 0) {
+    fprintf(stderr, "caravan-launch: cannot bind a port on --host '%s': %s\n", host.c_str(),
+            strerror(last_errno));
+  }
+  return port;
+}
+
+std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
+  // Set per child below; a stale value inherited from the shell would lie.
+  static const std::set<std::string> kManaged = {
+      "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
+      "DMLC_NUM_SERVER", "DMLC_WORKER_ID",   "CARAVAN_SERVER_ID"};
+  std::vector<std::string> base;
+  bool have_node_host = false;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    if (kManaged.count(key)) continue;
+    if (key == "DMLC_NODE_HOST") {
+      if (kv.size() == key.size() + 1) continue;  // set but empty counts as unset
+      have_node_host = true;
+    }
+    base.push_back(std::move(kv));
+  }
+  base.push_back("DMLC_PS_ROOT_URI=" + o.host);
+  base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
+  base.push_back("DMLC_NUM_WORKER=" + std::to_string(o.workers));
+  base.push_back("DMLC_NUM_SERVER=" + std::to_string(o.servers));
+  if (!have_node_host) base.push_back("DMLC_NODE_HOST=" + o.host);
+
+  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
+  std::vector<ChildSpec> plan;
+  auto add = [&](std::string name, const std::vector<std::string>& argv,
+                 std::vector<std::string> extra) {
+    ChildSpec c{std::move(name), argv, base};
+    c.env.insert(c.env.end(), extra.begin(), extra.end());
+    plan.push_back(std::move(c));
+  };
+  add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
+  for (int j = 0; j < o.servers; ++j) {
+    add("server " + std::to_string(j), server_argv,
+        {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(j)});
+  }
+  for (int i = 0; i < o.workers; ++i) {
+    add("worker " + std::to_string(i), o.command,
+        {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i)});
+  }
+  return plan;
+}
+
+int Main(int argc, char** argv) {
+  // Pipes made later must not land on 0-2, where dup2 in the child would be
+  // a no-op that leaves close-on-exec set.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) < 0) open("/dev/null", O_RDWR);
+  }
+  Options o = ParseArgs(argc, argv);
+  std::string server_bin = o.server_bin;
+  if (!o.spmd && server_bin.empty()) {
+    auto found = FindServerBin();
+    if (!found) {
+      UsageError(
+          "cannot find caravan-server beside caravan-launch or on PATH; "
+          "give --server-bin PATH, or --spmd if COMMAND plays every role");
+    }
+    server_bin = *found;
+  }
+  int port = PickFreePort(o.host);
+  if (port < 0) return 1;
+
+  JobOutcome out = RunJob(PlanJob(o, server_bin, port), o.timeout);
+  if (out.exit_code == 0) {
+    fprintf(stderr, "caravan-launch: job finished: %d workers, %d servers, all exited 0\n",
+            o.workers, o.servers);
+  } else {
+    fprintf(stderr, "caravan-launch: job failed: %s\n", out.reason.c_str());
+  }
+  return out.exit_code;
+}
+
+}  // namespace
+}  // namespace caravan::launch
+
+int main(int argc, char** argv) { return caravan::launch::Main(argc, argv); }
