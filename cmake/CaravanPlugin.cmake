@@ -1,3 +1,5 @@
+set(CARAVAN_PLUGIN_EXPORTS_MAP ${CMAKE_CURRENT_LIST_DIR}/plugin_exports.map)
+
 # caravan_add_plugin(KIND NAME SOURCES ... [LIBS ...])
 # Builds libcaravan-<kind>-<name>.so as a MODULE with hidden visibility that
 # exports only the entry symbol and resolves every symbol at link time.
@@ -13,7 +15,11 @@ function(caravan_add_plugin kind name)
     C_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY ${CARAVAN_PLUGIN_OUTPUT_DIR})
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Hidden visibility cannot hide std:: template instantiations, so a
+  # version script keeps everything but the entry symbol local.
+  target_link_options(${target} PRIVATE -Wl,--no-undefined
+    -Wl,--version-script=${CARAVAN_PLUGIN_EXPORTS_MAP})
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${CARAVAN_PLUGIN_EXPORTS_MAP})
   install(TARGETS ${target} LIBRARY DESTINATION ${CARAVAN_PLUGIN_INSTALL_DIR})
 endfunction()
 

@@ -86,12 +86,16 @@ const Host& host_of(void* ctx) {
   return ctx ? static_cast<Reducer*>(ctx)->host : none;
 }
 
-size_t elem_size(caravan_dtype dtype) {
-  auto d = static_cast<unsigned>(dtype);
-  if (d >= CARAVAN_DTYPE_COUNT)
-    throw Error(CARAVAN_STATUS_UNSUPPORTED,
-                "cpu reducer: unsupported dtype " + std::to_string(static_cast<int>(dtype)));
-  return kElemSize[d];
+// The dtype's index into the kernel tables. C callers may pass any int, but
+// in C++ reading a caravan_dtype that holds no enumerator is undefined (the
+// enum's range is only 0..7), so the bytes are copied, never the enum read.
+unsigned dtype_index(const caravan_dtype* dtype) {
+  static_assert(sizeof(caravan_dtype) == sizeof(int32_t), "caravan_dtype is passed as a 32-bit int");
+  int32_t raw;
+  std::memcpy(&raw, dtype, sizeof raw);
+  if (raw < 0 || raw >= CARAVAN_DTYPE_COUNT)
+    throw Error(CARAVAN_STATUS_UNSUPPORTED, "cpu reducer: unsupported dtype " + std::to_string(raw));
+  return static_cast<unsigned>(raw);
 }
 
 void check_pointer(const void* p, size_t count, const char* what) {
@@ -126,7 +130,7 @@ void split(Reducer& r, size_t count, size_t elem, const std::function<void(size_
 const Byte* at(const void* p, size_t i, size_t z) { return static_cast<const Byte*>(p) + i * z; }
 Byte* at(void* p, size_t i, size_t z) { return static_cast<Byte*>(p) + i * z; }
 
-void sum_many_range(const KernelSet& k, caravan_dtype dt, size_t z, void* dst, const void* const* srcs,
+void sum_many_range(const KernelSet& k, unsigned dt, size_t z, void* dst, const void* const* srcs,
                     size_t num, size_t begin, size_t end) {
   if (num == 1) {
     if (dst != srcs[0]) std::memcpy(at(dst, begin, z), at(srcs[0], begin, z), (end - begin) * z);
@@ -200,11 +204,12 @@ caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
 caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
-    size_t z = elem_size(dtype);
+    unsigned dt = dtype_index(&dtype);
+    size_t z = kElemSize[dt];
     check_pointer(dst, count, "dst");
     check_pointer(src, count, "src");
     check_stream(stream);
-    Add2Fn add2 = r.kernels->add2[dtype];
+    Add2Fn add2 = r.kernels->add2[dt];
     split(r, count, z, [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
     return CARAVAN_STATUS_OK;
   });
@@ -214,12 +219,13 @@ caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t c
                     void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
-    size_t z = elem_size(dtype);
+    unsigned dt = dtype_index(&dtype);
+    size_t z = kElemSize[dt];
     check_pointer(dst, count, "dst");
     check_pointer(a, count, "a");
     check_pointer(b, count, "b");
     check_stream(stream);
-    Add2Fn add2 = r.kernels->add2[dtype];
+    Add2Fn add2 = r.kernels->add2[dt];
     split(r, count, z, [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
     return CARAVAN_STATUS_OK;
   });
@@ -229,7 +235,8 @@ caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t nu
                         caravan_dtype dtype, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
-    size_t z = elem_size(dtype);
+    unsigned dt = dtype_index(&dtype);
+    size_t z = kElemSize[dt];
     if (num_srcs == 0) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cpu reducer: sum_many needs num_srcs >= 1");
     check_pointer(srcs, num_srcs, "srcs");
     check_pointer(dst, count, "dst");
@@ -237,7 +244,7 @@ caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t nu
       check_pointer(srcs[s], count, ("srcs[" + std::to_string(s) + "]").c_str());
     check_stream(stream);
     const KernelSet& k = *r.kernels;
-    split(r, count, z, [&](size_t b, size_t e) { sum_many_range(k, dtype, z, dst, srcs, num_srcs, b, e); });
+    split(r, count, z, [&](size_t b, size_t e) { sum_many_range(k, dt, z, dst, srcs, num_srcs, b, e); });
     return CARAVAN_STATUS_OK;
   });
 }
@@ -245,11 +252,12 @@ caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t nu
 caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
-    size_t z = elem_size(dtype);
-    ScaleFn fn = r.kernels->scale[dtype];
+    unsigned dt = dtype_index(&dtype);
+    size_t z = kElemSize[dt];
+    ScaleFn fn = r.kernels->scale[dt];
     if (!fn)
       throw Error(CARAVAN_STATUS_UNSUPPORTED,
-                  "cpu reducer: scale is for floating types, not dtype " + std::to_string(static_cast<int>(dtype)));
+                  "cpu reducer: scale is for floating types, not dtype " + std::to_string(dt));
     check_pointer(data, count, "data");
     check_stream(stream);
     split(r, count, z, [&](size_t b, size_t e) { fn(at(data, b, z), e - b, factor); });

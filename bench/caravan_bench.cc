@@ -1,0 +1,384 @@
+// caravan-bench: push_pull bandwidth and latency per tensor size, every
+// result checked element by element, compared with raw TCP on this host.
+// Run it as every worker of a job: caravan-launch -- caravan-bench [options]
+#include <caravan/caravan.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tcp_baseline.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: caravan-launch [...] -- caravan-bench [options]\n"
+    "\n"
+    "options:\n"
+    "  --sizes LIST     tensor sizes in bytes, K/M/G suffixes (default 4K,64K,1M,4M,16M,64M)\n"
+    "  --iters N        timed rounds per size, at most (default 50)\n"
+    "  --warmup N       untimed rounds per size (default 5)\n"
+    "  --dtype T        float32, float64, float16, bfloat16, int32, int64, int8, uint8\n"
+    "  --inflight K     tensors of each size in flight at once (default 1)\n"
+    "  --no-baseline    skip the raw TCP loopback measurement\n"
+    "  --csv            also print the results as CSV\n";
+
+// Big sizes stop early so a run stays short; the budget is in bytes per
+// round so all workers agree on it without talking.
+constexpr double kByteBudget = 2.0 * (1u << 30);
+constexpr int kMinRounds = 5;
+constexpr double kTimeBudgetS = 3.0;
+
+struct Options {
+  std::vector<size_t> sizes = {4u << 10, 64u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
+  long iters = 50, warmup = 5, inflight = 1;
+  caravan_dtype dtype = CARAVAN_FLOAT32;
+  bool baseline = true, csv = false;
+};
+
+const struct { const char* name; caravan_dtype type; size_t bytes; } kTypes[] = {
+    {"float32", CARAVAN_FLOAT32, 4}, {"float64", CARAVAN_FLOAT64, 8},
+    {"float16", CARAVAN_FLOAT16, 2}, {"bfloat16", CARAVAN_BFLOAT16, 2},
+    {"int32", CARAVAN_INT32, 4},     {"int64", CARAVAN_INT64, 8},
+    {"int8", CARAVAN_INT8, 1},       {"uint8", CARAVAN_UINT8, 1}};
+
+const char* TypeName(caravan_dtype t) {
+  for (auto& k : kTypes) if (k.type == t) return k.name;
+  return "?";
+}
+size_t TypeBytes(caravan_dtype t) {
+  for (auto& k : kTypes) if (k.type == t) return k.bytes;
+  return 1;
+}
+
+[[noreturn]] void BadOption(const std::string& opt, const std::string& value,
+                            const std::string& why) {
+  fprintf(stderr, "caravan-bench: invalid %s value '%s': %s\n", opt.c_str(), value.c_str(),
+          why.c_str());
+  exit(2);
+}
+
+long ParseLong(const std::string& opt, const std::string& v, long lo, long hi) {
+  errno = 0;
+  char* end = nullptr;
+  long n = strtol(v.c_str(), &end, 10);
+  if (v.empty() || !isdigit(static_cast<unsigned char>(v[0])) || errno || *end || n < lo ||
+      n > hi)
+    BadOption(opt, v, "expected an integer from " + std::to_string(lo) + " to " +
+                          std::to_string(hi));
+  return n;
+}
+
+size_t ParseSize(const std::string& list, const std::string& item, size_t elem) {
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long n = strtoull(item.c_str(), &end, 10);
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10, ++end;
+  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
+  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
+  if (item.empty() || !isdigit(static_cast<unsigned char>(item[0])) || errno || *end ||
+      n == 0 || n > (1ull << 34) >> shift)
+    BadOption("--sizes", list, "'" + item + "' is not a size like 4K, 1M or 65536 (at most 16G)");
+  size_t bytes = static_cast<size_t>(n << shift);
+  if (bytes % elem != 0)
+    BadOption("--sizes", list, "'" + item + "' is not a multiple of the dtype's " +
+                                   std::to_string(elem) + " bytes");
+  return bytes;
+}
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  std::string sizes;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") fputs(kUsage, stdout), exit(0);
+    if (arg == "--no-baseline") { o.baseline = false; continue; }
+    if (arg == "--csv") { o.csv = true; continue; }
+    std::string name = arg;
+    bool inline_value = false;
+    if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
+      name = arg.substr(0, eq), value = arg.substr(eq + 1), inline_value = true;
+    if (name != "--sizes" && name != "--iters" && name != "--warmup" && name != "--dtype" &&
+        name != "--inflight") {
+      fprintf(stderr, "caravan-bench: unknown option '%s'\n%s", arg.c_str(), kUsage);
+      exit(2);
+    }
+    if (!inline_value) {
+      if (i + 1 >= argc) fprintf(stderr, "caravan-bench: option %s needs a value\n", name.c_str()), exit(2);
+      value = argv[++i];
+    }
+    if (name == "--sizes") sizes = value;
+    else if (name == "--iters") o.iters = ParseLong(name, value, 1, 1000000);
+    else if (name == "--warmup") o.warmup = ParseLong(name, value, 0, 1000000);
+    else if (name == "--inflight") o.inflight = ParseLong(name, value, 1, 1024);
+    else {
+      bool found = false;
+      for (auto& k : kTypes) if (value == k.name) o.dtype = k.type, found = true;
+      if (!found) BadOption(name, value, "expected float32, float64, float16, bfloat16, int32, "
+                                         "int64, int8 or uint8");
+    }
+  }
+  // Parsed last: divisibility depends on --dtype, wherever it came.
+  if (!sizes.empty()) {
+    o.sizes.clear();
+    size_t start = 0;
+    while (start <= sizes.size()) {
+      size_t end = std::min(sizes.find(',', start), sizes.size());
+      o.sizes.push_back(ParseSize(sizes, sizes.substr(start, end - start), TypeBytes(o.dtype)));
+      start = end + 1;
+    }
+  } else {
+    for (size_t s : o.sizes) ParseSize("", std::to_string(s), TypeBytes(o.dtype));
+  }
+  return o;
+}
+
+uint16_t ToHalf(int v) {  // exact for integers up to 2048
+  if (v == 0) return 0;
+  float f = static_cast<float>(v);
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(((((b >> 23) & 0xff) - 127 + 15) << 10) | ((b >> 13) & 0x3ff));
+}
+double FromHalf(uint16_t h) {
+  int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(m | 0x400, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+uint16_t ToBf16(int v) {  // exact for integers up to 256
+  float f = static_cast<float>(v);
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return static_cast<uint16_t>(b >> 16);
+}
+double FromBf16(uint16_t h) {
+  uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  memcpy(&f, &b, 4);
+  return f;
+}
+
+// Element i of worker `rank` in round `round` is rank+1 + (i+round)%7: the
+// sum is known to every worker, and a stale result of the previous round
+// cannot pass.
+template <typename T, typename Enc>
+void FillAs(void* p, size_t n, int rank, long round, Enc enc) {
+  T* d = static_cast<T*>(p);
+  int k = static_cast<int>(round % 7);
+  for (size_t i = 0; i < n; ++i) {
+    d[i] = enc(rank + 1 + k);
+    if (++k == 7) k = 0;
+  }
+}
+
+// Returns the index of the first wrong element, or n.
+template <typename T, typename Dec>
+size_t CheckAs(const void* p, size_t n, int workers, long round, double* got, double* want,
+               Dec dec) {
+  const T* d = static_cast<const T*>(p);
+  long base = static_cast<long>(workers) * (workers + 1) / 2;
+  int k = static_cast<int>(round % 7);
+  for (size_t i = 0; i < n; ++i) {
+    double w = dec(base + static_cast<long>(workers) * k), g = dec(d[i]);
+    if (g != w) return *got = g, *want = w, i;
+    if (++k == 7) k = 0;
+  }
+  return n;
+}
+
+#define CARAVAN_BENCH_DISPATCH(t, FN, ...)                                                       \
+  switch (t) {                                                                                   \
+    case CARAVAN_FLOAT32: return FN<float>(__VA_ARGS__, [](auto v) { return (float)v; });        \
+    case CARAVAN_FLOAT64: return FN<double>(__VA_ARGS__, [](auto v) { return (double)v; });      \
+    case CARAVAN_INT32: return FN<int32_t>(__VA_ARGS__, [](auto v) { return (int32_t)v; });      \
+    case CARAVAN_INT64: return FN<int64_t>(__VA_ARGS__, [](auto v) { return (int64_t)v; });      \
+    case CARAVAN_INT8: return FN<int8_t>(__VA_ARGS__, [](auto v) { return (double)(int8_t)v; }); \
+    case CARAVAN_UINT8: return FN<uint8_t>(__VA_ARGS__, [](auto v) { return (double)(uint8_t)v; }); \
+    default: break;                                                                              \
+  }
+
+void Fill(caravan_dtype t, void* p, size_t n, int rank, long round) {
+  if (t == CARAVAN_FLOAT16) return FillAs<uint16_t>(p, n, rank, round, ToHalf);
+  if (t == CARAVAN_BFLOAT16) return FillAs<uint16_t>(p, n, rank, round, ToBf16);
+  CARAVAN_BENCH_DISPATCH(t, FillAs, p, n, rank, round)
+}
+
+size_t Check(caravan_dtype t, const void* p, size_t n, int workers, long round, double* got,
+             double* want) {
+  // The expected sum goes through the same decoder as the result, so 16-bit
+  // floats compare encoded-decoded values and int8 sums wrap like the data.
+  if (t == CARAVAN_FLOAT16)
+    return CheckAs<uint16_t>(p, n, workers, round, got, want, [](auto v) {
+      if constexpr (std::is_same_v<decltype(v), uint16_t>) return FromHalf(v);
+      else return FromHalf(ToHalf(static_cast<int>(v)));
+    });
+  if (t == CARAVAN_BFLOAT16)
+    return CheckAs<uint16_t>(p, n, workers, round, got, want, [](auto v) {
+      if constexpr (std::is_same_v<decltype(v), uint16_t>) return FromBf16(v);
+      else return FromBf16(ToBf16(static_cast<int>(v)));
+    });
+  CARAVAN_BENCH_DISPATCH(t, CheckAs, p, n, workers, round, got, want)
+  return n;
+}
+
+void Must(int rc, const char* call, const std::string& tensor) {
+  if (rc >= 0) return;
+  fprintf(stderr, "caravan-bench: worker %d: %s(%s) failed: %s\n", caravan_rank(), call,
+          tensor.c_str(), caravan_strerror(rc));
+  exit(1);
+}
+
+std::string SizeLabel(size_t b) {
+  const char* unit[] = {"B", "KB", "MB", "GB"};
+  int u = 0;
+  while (u < 3 && b >= 1024 && b % 1024 == 0) b /= 1024, ++u;
+  return std::to_string(b) + " " + unit[u];
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
+  return sorted[std::max<size_t>(rank, 1) - 1];
+}
+
+struct Row {
+  size_t bytes;
+  long rounds;
+  double algbw, p50, p90, p99;
+};
+
+using Clock = std::chrono::steady_clock;
+using Buffer = std::unique_ptr<void, decltype(&free)>;
+
+// One size: warmup, then timed rounds until the count or the time budget
+// runs out. Rank 0 alone watches the clock and tells the others through a
+// one-element push_pull outside the timed part, so every worker stops after
+// the same round.
+Row RunSize(const Options& o, size_t bytes, int rank, int workers) {
+  size_t n = bytes / TypeBytes(o.dtype);
+  double round_bytes = static_cast<double>(bytes) * o.inflight;
+  long rounds = std::min<long>(o.iters, std::max<long>(kMinRounds, std::ceil(kByteBudget / round_bytes)));
+  std::vector<Buffer> bufs;
+  std::vector<std::string> names;
+  for (long k = 0; k < o.inflight; ++k) {
+    void* p = nullptr;
+    if (posix_memalign(&p, 4096, bytes) != 0) {
+      fprintf(stderr, "caravan-bench: worker %d: cannot allocate %zu bytes\n", rank, bytes);
+      exit(1);
+    }
+    bufs.emplace_back(p, &free);
+    names.push_back("bench/" + std::to_string(bytes) + "/" + std::to_string(k));
+  }
+  std::vector<caravan_handle> handles(o.inflight);
+  std::vector<double> lat;
+  double timed = 0;
+  const std::string ctl_name = "bench/ctl/" + std::to_string(bytes);
+  for (long r = 0; r < o.warmup + rounds; ++r) {
+    for (long k = 0; k < o.inflight; ++k) Fill(o.dtype, bufs[k].get(), n, rank, r);
+    auto t0 = Clock::now();
+    for (long k = 0; k < o.inflight; ++k)
+      Must(caravan_push_pull_async(names[k].c_str(), bufs[k].get(), n, o.dtype, 0, &handles[k]),
+           "caravan_push_pull_async", names[k]);
+    for (long k = 0; k < o.inflight; ++k) Must(caravan_wait(handles[k]), "caravan_wait", names[k]);
+    double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (long k = 0; k < o.inflight; ++k) {
+      double got = 0, want = 0;
+      size_t bad = Check(o.dtype, bufs[k].get(), n, workers, r, &got, &want);
+      if (bad != n) {
+        fprintf(stderr,
+                "caravan-bench: worker %d: wrong sum in tensor %s round %ld element %zu: got %g, "
+                "expected %g\n", rank, names[k].c_str(), r, bad, got, want);
+        exit(1);
+      }
+    }
+    if (r < o.warmup) continue;
+    lat.push_back(dt);
+    timed += dt;
+    long done = r - o.warmup + 1;
+    if (done >= rounds) break;
+    int32_t stop = rank == 0 && done >= kMinRounds && timed >= kTimeBudgetS;
+    Must(caravan_push_pull(ctl_name.c_str(), &stop, 1, CARAVAN_INT32, 1), "caravan_push_pull",
+         ctl_name);
+    if (stop) break;
+  }
+  std::sort(lat.begin(), lat.end());
+  Row row{bytes, static_cast<long>(lat.size()), 0, 0, 0, 0};
+  row.algbw = round_bytes * lat.size() / timed / 1e9;
+  row.p50 = Percentile(lat, 50) * 1e6;
+  row.p90 = Percentile(lat, 90) * 1e6;
+  row.p99 = Percentile(lat, 99) * 1e6;
+  return row;
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string VanName() {
+  if (const char* v = getenv("CARAVAN_VAN"); v && *v) return v;
+  std::string rdma = EnvOr("DMLC_ENABLE_RDMA", "0");
+  return rdma == "0" || rdma == "zmq" ? "zmq" : "DMLC_ENABLE_RDMA=" + rdma;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = ParseArgs(argc, argv);
+  Must(caravan_init(), "caravan_init", "");
+  int rank = caravan_rank(), workers = caravan_size();
+  Must(rank, "caravan_rank", "");
+  Must(workers, "caravan_size", "");
+  long max_sum = static_cast<long>(workers) * (workers + 1) / 2 + 6L * workers;
+  long exact = o.dtype == CARAVAN_FLOAT16 ? 2048 : o.dtype == CARAVAN_BFLOAT16 ? 256 : 1L << 24;
+  if (max_sum > exact) {
+    fprintf(stderr, "caravan-bench: --dtype %s cannot hold the sums of %d workers exactly\n",
+            TypeName(o.dtype), workers);
+    return 2;
+  }
+  double tcp = -1;
+  if (rank == 0) {
+    printf("caravan-bench: %d workers, %s servers, van %s, dtype %s, inflight %ld\n", workers,
+           EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), TypeName(o.dtype),
+           o.inflight);
+    if (o.baseline) {
+      std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1"), err;
+      tcp = caravan_bench::MeasureTcpStream(host, 1.5, &err);
+      if (tcp > 0) printf("raw TCP loopback single stream: %.2f GB/s (%s)\n", tcp, host.c_str());
+      else fprintf(stderr, "caravan-bench: TCP baseline on %s failed: %s\n", host.c_str(), err.c_str());
+    }
+    printf("%8s %7s %11s %10s %10s %10s %7s\n", "size", "rounds", "algbw GB/s", "p50 us",
+           "p90 us", "p99 us", "vs TCP");
+    fflush(stdout);
+  }
+  std::vector<Row> rows;
+  for (size_t bytes : o.sizes) {
+    Row r = RunSize(o, bytes, rank, workers);
+    rows.push_back(r);
+    if (rank != 0) continue;
+    char ratio[32] = "-";
+    if (tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / tcp);
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %7s\n", SizeLabel(r.bytes).c_str(), r.rounds,
+           r.algbw, r.p50, r.p90, r.p99, ratio);
+    fflush(stdout);
+  }
+  if (rank == 0 && o.csv) {
+    printf("csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio\n");
+    for (const Row& r : rows)
+      printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f\n", r.bytes, r.rounds, o.inflight,
+             TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, tcp > 0 ? tcp : 0,
+             tcp > 0 ? r.algbw / tcp : 0);
+    fflush(stdout);
+  }
+  Must(caravan_shutdown(), "caravan_shutdown", "");
+  return 0;
+}

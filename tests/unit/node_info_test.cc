@@ -1,0 +1,208 @@
+// Node registration and node-table bodies, and rank assignment.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/base/error.h"
+#include "engine/control/node_info.h"
+#include "engine/wire/bytes.h"
+
+namespace caravan {
+namespace {
+
+NodeInfo node(Role role, std::string host, std::string address, int preferred = -1,
+              int pid = 100) {
+  NodeInfo n;
+  n.role = role;
+  n.host = std::move(host);
+  n.van_address = std::move(address);
+  n.preferred_rank = preferred;
+  n.pid = pid;
+  return n;
+}
+
+void expect_same(const NodeInfo& a, const NodeInfo& b) {
+  EXPECT_EQ(a.id, b.id);
+  EXPECT_EQ(a.role, b.role);
+  EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.preferred_rank, b.preferred_rank);
+  EXPECT_EQ(a.host, b.host);
+  EXPECT_EQ(a.van_address, b.van_address);
+  EXPECT_EQ(a.pid, b.pid);
+}
+
+TEST(NodeInfo, RegisterRoundTrip) {
+  NodeInfo n = node(Role::kServer, "10.0.0.5", "tcp://10.0.0.5:4242", 3, 4711);
+  n.id = 14;
+  n.rank = 3;
+  expect_same(decode_register(encode_register(n)), n);
+
+  NodeInfo empty;  // empty strings and negative numbers
+  empty.role = Role::kScheduler;
+  empty.id = -1;
+  expect_same(decode_register(encode_register(empty)), empty);
+}
+
+TEST(NodeInfo, NodeTableRoundTrip) {
+  std::vector<NodeInfo> nodes = {
+      node(Role::kScheduler, "head", ""),
+      node(Role::kServer, "10.0.0.2", "tcp://10.0.0.2:1", 0, 1),
+      node(Role::kWorker, "10.0.0.3", std::string(300, 'a'), -1, 2),
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) nodes[i].id = static_cast<int>(i) * 7;
+  auto out = decode_node_table(encode_node_table(nodes));
+  ASSERT_EQ(out.size(), nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) expect_same(out[i], nodes[i]);
+  EXPECT_TRUE(decode_node_table(encode_node_table({})).empty());
+}
+
+TEST(NodeInfo, TruncatedBodiesThrow) {
+  auto reg = encode_register(node(Role::kWorker, "host", "tcp://host:1", 0, 9));
+  for (size_t len = 0; len < reg.size(); ++len) {
+    std::vector<uint8_t> cut(reg.begin(), reg.begin() + len);
+    EXPECT_THROW(decode_register(cut), std::runtime_error) << len << " bytes";
+  }
+  auto table = encode_node_table({node(Role::kWorker, "h", "a"), node(Role::kServer, "h", "b")});
+  for (size_t len = 0; len < table.size(); ++len) {
+    std::vector<uint8_t> cut(table.begin(), table.begin() + len);
+    EXPECT_THROW(decode_node_table(cut), std::runtime_error) << len << " bytes";
+  }
+}
+
+TEST(NodeInfo, GarbageBodiesThrow) {
+  auto reg = encode_register(node(Role::kWorker, "host", "addr"));
+  auto trailing = reg;
+  trailing.push_back(0);
+  EXPECT_THROW(decode_register(trailing), std::runtime_error);
+
+  auto bad_role = reg;
+  bad_role[4] = 7;  // the role byte follows the 4-byte id
+  EXPECT_THROW(decode_register(bad_role), std::runtime_error);
+
+  std::vector<uint8_t> noise(64, 0xFF);  // huge string lengths, huge counts
+  EXPECT_THROW(decode_register(noise), std::runtime_error);
+  EXPECT_THROW(decode_node_table(noise), std::runtime_error);
+
+  wire::Writer lying;  // claims a million nodes, carries none
+  lying.u64(1000000);
+  EXPECT_THROW(decode_node_table(lying.bytes()), std::runtime_error);
+
+  wire::Writer absurd;
+  absurd.u64(UINT64_MAX);
+  EXPECT_THROW(decode_node_table(absurd.bytes()), std::runtime_error);
+}
+
+TEST(NodeInfo, IdsFollowPsLite) {
+  EXPECT_EQ(kSchedulerId, 1);
+  EXPECT_EQ(server_id(0), 8);
+  EXPECT_EQ(server_id(3), 14);
+  EXPECT_EQ(worker_id(0), 9);
+  EXPECT_EQ(worker_id(3), 15);
+}
+
+TEST(AssignRanks, FillsByHostAndAddress) {
+  std::vector<NodeInfo> nodes = {
+      node(Role::kWorker, "b", "tcp://b:1"), node(Role::kServer, "b", "tcp://b:2"),
+      node(Role::kWorker, "a", "tcp://a:2"), node(Role::kScheduler, "a", ""),
+      node(Role::kWorker, "a", "tcp://a:1"), node(Role::kServer, "a", "tcp://a:9"),
+  };
+  assign_ranks(nodes, 2, 3);
+  EXPECT_EQ(nodes[4].rank, 0);  // worker a, tcp://a:1
+  EXPECT_EQ(nodes[2].rank, 1);  // worker a, tcp://a:2
+  EXPECT_EQ(nodes[0].rank, 2);  // worker b
+  EXPECT_EQ(nodes[5].rank, 0);  // server a
+  EXPECT_EQ(nodes[1].rank, 1);  // server b
+  EXPECT_EQ(nodes[4].id, 9);
+  EXPECT_EQ(nodes[2].id, 11);
+  EXPECT_EQ(nodes[0].id, 13);
+  EXPECT_EQ(nodes[5].id, 8);
+  EXPECT_EQ(nodes[1].id, 10);
+  EXPECT_EQ(nodes[3].rank, -1) << "the scheduler takes no rank";
+}
+
+TEST(AssignRanks, DoesNotDependOnArrivalOrder) {
+  std::vector<NodeInfo> nodes;
+  for (int i = 0; i < 6; ++i)
+    nodes.push_back(node(Role::kWorker, "h" + std::to_string(i % 3), "addr" + std::to_string(i)));
+  auto reversed = std::vector<NodeInfo>(nodes.rbegin(), nodes.rend());
+  assign_ranks(nodes, 0, 6);
+  assign_ranks(reversed, 0, 6);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    EXPECT_EQ(nodes[i].rank, reversed[nodes.size() - 1 - i].rank);
+    EXPECT_EQ(nodes[i].id, reversed[nodes.size() - 1 - i].id);
+  }
+}
+
+TEST(AssignRanks, PreferredRanksAreHonoured) {
+  std::vector<NodeInfo> nodes = {
+      node(Role::kWorker, "a", "1"), node(Role::kWorker, "z", "1", 0),
+      node(Role::kWorker, "b", "1"), node(Role::kWorker, "c", "1", 2),
+      node(Role::kServer, "s", "1", 1), node(Role::kServer, "t", "1"),
+  };
+  assign_ranks(nodes, 2, 4);
+  EXPECT_EQ(nodes[1].rank, 0);
+  EXPECT_EQ(nodes[3].rank, 2);
+  EXPECT_EQ(nodes[0].rank, 1);  // the free ranks 1 and 3 in (host, address) order
+  EXPECT_EQ(nodes[2].rank, 3);
+  EXPECT_EQ(nodes[4].rank, 1);
+  EXPECT_EQ(nodes[5].rank, 0);
+  EXPECT_EQ(nodes[1].id, worker_id(0));
+  EXPECT_EQ(nodes[4].id, server_id(1));
+}
+
+TEST(AssignRanks, DuplicatePreferredRankNamesBothNodes) {
+  std::vector<NodeInfo> nodes = {
+      node(Role::kWorker, "10.0.0.1", "tcp://10.0.0.1:5", 1, 111),
+      node(Role::kWorker, "10.0.0.2", "tcp://10.0.0.2:5", 1, 222),
+  };
+  try {
+    assign_ranks(nodes, 1, 2);
+    FAIL() << "duplicate DMLC_WORKER_ID accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
+    EXPECT_NE(what.find("DMLC_WORKER_ID=1"), std::string::npos) << what;
+    EXPECT_NE(what.find("pid 111 at 10.0.0.1"), std::string::npos) << what;
+    EXPECT_NE(what.find("pid 222 at 10.0.0.2"), std::string::npos) << what;
+  }
+}
+
+TEST(AssignRanks, DuplicateServerIdIsNamed) {
+  std::vector<NodeInfo> nodes = {node(Role::kServer, "x", "1", 0, 1),
+                                 node(Role::kServer, "y", "1", 0, 2)};
+  try {
+    assign_ranks(nodes, 2, 0);
+    FAIL() << "duplicate CARAVAN_SERVER_ID accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
+    EXPECT_NE(std::string(e.what()).find("CARAVAN_SERVER_ID=0"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AssignRanks, OutOfRangePreferredRank) {
+  std::vector<NodeInfo> nodes = {node(Role::kWorker, "a", "1", 2, 5),
+                                 node(Role::kWorker, "b", "1")};
+  try {
+    assign_ranks(nodes, 1, 2);
+    FAIL() << "rank 2 of 2 workers accepted";
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
+    EXPECT_NE(what.find("DMLC_WORKER_ID=2"), std::string::npos) << what;
+    EXPECT_NE(what.find("0..1"), std::string::npos) << what;
+    EXPECT_NE(what.find("pid 5"), std::string::npos) << what;
+  }
+}
+
+TEST(NodeInfo, Describe) {
+  NodeInfo n = node(Role::kWorker, "10.0.0.5", "", -1, 42);
+  n.rank = 1;
+  EXPECT_EQ(n.describe(), "worker 1 (pid 42 at 10.0.0.5)");
+  n.van_address = "tcp://10.0.0.5:7";
+  EXPECT_EQ(n.describe(), "worker 1 (pid 42 at 10.0.0.5, tcp://10.0.0.5:7)");
+}
+
+}  // namespace
+}  // namespace caravan

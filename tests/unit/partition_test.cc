@@ -1,0 +1,240 @@
+// plan_partitions: how tensors are cut and spread over servers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/worker/partition_plan.h"
+
+namespace caravan {
+namespace {
+
+struct Tensor {
+  std::string name;
+  size_t bytes;
+};
+
+// ResNet-50 (torchvision layout) as float32: 53 convolutions, 53 batch norms
+// (gamma and beta each), the 2048x1000 classifier and its bias: 161 tensors,
+// 25,557,032 parameters.
+std::vector<Tensor> resnet50() {
+  std::vector<Tensor> t;
+  auto conv = [&](const std::string& n, size_t out, size_t in, size_t k) {
+    t.push_back({n + ".weight", out * in * k * k * 4});
+  };
+  auto bn = [&](const std::string& n, size_t c) {
+    t.push_back({n + ".weight", c * 4});
+    t.push_back({n + ".bias", c * 4});
+  };
+  conv("conv1", 64, 3, 7);
+  bn("bn1", 64);
+  const size_t blocks[] = {3, 4, 6, 3}, planes[] = {64, 128, 256, 512};
+  size_t in = 64;
+  for (int l = 0; l < 4; ++l) {
+    size_t p = planes[l];
+    for (size_t b = 0; b < blocks[l]; ++b) {
+      std::string pre = "layer" + std::to_string(l + 1) + "." + std::to_string(b) + ".";
+      conv(pre + "conv1", p, in, 1);
+      bn(pre + "bn1", p);
+      conv(pre + "conv2", p, p, 3);
+      bn(pre + "bn2", p);
+      conv(pre + "conv3", 4 * p, p, 1);
+      bn(pre + "bn3", 4 * p);
+      if (b == 0) {
+        conv(pre + "downsample.0", 4 * p, in, 1);
+        bn(pre + "downsample.1", 4 * p);
+      }
+      in = 4 * p;
+    }
+  }
+  t.push_back({"fc.weight", 1000 * 2048 * 4});
+  t.push_back({"fc.bias", 1000 * 4});
+  return t;
+}
+
+// Every structural promise for one tensor.
+void check_plan(const std::vector<Partition>& parts, size_t total, size_t elem, size_t pbytes,
+                int servers) {
+  ASSERT_FALSE(parts.empty());
+  size_t offset = 0;
+  for (const Partition& p : parts) {
+    EXPECT_EQ(p.offset, offset) << "gap or overlap";
+    EXPECT_GT(p.bytes, 0u);
+    EXPECT_EQ(p.bytes % elem, 0u) << "partition splits an element";
+    EXPECT_EQ(p.offset % elem, 0u);
+    EXPECT_LE(p.bytes, std::max(pbytes / elem, size_t{1}) * elem);
+    EXPECT_GE(p.server, 0);
+    EXPECT_LT(p.server, servers);
+    offset += p.bytes;
+  }
+  EXPECT_EQ(offset, total) << "partitions do not cover the tensor";
+}
+
+TEST(PartitionPlan, NameHashIsPinned) {
+  // 64-bit FNV-1a plus the splitmix64 finaliser; any change breaks
+  // compatibility between workers of different builds.
+  EXPECT_EQ(name_hash(""), 0x552d3fb62b3c344full);
+  EXPECT_EQ(name_hash("conv1.weight"), 0x0065defc8413df21ull);
+  EXPECT_EQ(name_hash("fc.bias#0"), 0x56d9714691656202ull);
+}
+
+TEST(PartitionPlan, ResNet50ListIsReal) {
+  auto t = resnet50();
+  EXPECT_EQ(t.size(), 161u);
+  size_t bytes = 0;
+  for (auto& x : t) bytes += x.bytes;
+  EXPECT_EQ(bytes / 4, 25557032u);
+}
+
+TEST(PartitionPlan, CoversEveryTensorExactly) {
+  for (int servers : {1, 2, 3, 4, 8}) {
+    for (size_t pbytes : {size_t{4096000}, size_t{65536}, size_t{1000}}) {
+      for (auto& t : resnet50()) {
+        SCOPED_TRACE(t.name + " on " + std::to_string(servers) + " servers, partition " +
+                     std::to_string(pbytes));
+        check_plan(plan_partitions(t.name, t.bytes, 4, pbytes, servers), t.bytes, 4, pbytes,
+                   servers);
+      }
+    }
+  }
+}
+
+TEST(PartitionPlan, OddSizesAndElementWidths) {
+  for (size_t elem : {1, 2, 4, 8}) {
+    for (size_t elements : {1, 2, 7, 1000, 16383, 16385, 123457, 1000003}) {
+      for (int servers : {1, 2, 3, 5, 8}) {
+        size_t total = elements * elem;
+        SCOPED_TRACE(std::to_string(elements) + " x " + std::to_string(elem) + " bytes on " +
+                     std::to_string(servers));
+        check_plan(plan_partitions("t", total, elem, 40000, servers), total, elem, 40000,
+                   servers);
+      }
+    }
+  }
+}
+
+TEST(PartitionPlan, ElementLargerThanPartitionStaysWhole) {
+  // 8-byte elements with 3-byte partitions: one element each.
+  auto parts = plan_partitions("big-elements", 80, 8, 3, 2);
+  ASSERT_EQ(parts.size(), 10u);
+  for (auto& p : parts) EXPECT_EQ(p.bytes, 8u);
+  check_plan(parts, 80, 8, 3, 2);
+}
+
+TEST(PartitionPlan, OneElementTensors) {
+  for (int servers : {1, 2, 7}) {
+    for (size_t elem : {1, 2, 4, 8}) {
+      auto parts = plan_partitions("scalar", elem, elem, 4096000, servers);
+      ASSERT_EQ(parts.size(), 1u);
+      EXPECT_EQ(parts[0].offset, 0u);
+      EXPECT_EQ(parts[0].bytes, elem);
+      EXPECT_EQ(parts[0].server, static_cast<int>(name_hash("scalar") % servers));
+    }
+  }
+}
+
+TEST(PartitionPlan, LargeTensorsSpreadOverAMultipleOfServers) {
+  for (int servers : {2, 3, 4, 8}) {
+    for (auto& t : resnet50()) {
+      auto parts = plan_partitions(t.name, t.bytes, 4, 4096000, servers);
+      SCOPED_TRACE(t.name + " on " + std::to_string(servers));
+      if (t.bytes >= kSpreadMinBytes) {
+        EXPECT_EQ(parts.size() % servers, 0u) << parts.size() << " partitions";
+        std::map<int, int> per_server;
+        for (auto& p : parts) ++per_server[p.server];
+        EXPECT_EQ(per_server.size(), static_cast<size_t>(servers));
+        for (auto& [s, n] : per_server) EXPECT_EQ(n, static_cast<int>(parts.size()) / servers);
+      } else {
+        EXPECT_EQ(parts.size(), 1u) << "small tensors stay whole";
+      }
+    }
+  }
+  // Exactly at the threshold spreads; one element under it does not.
+  EXPECT_EQ(plan_partitions("edge", kSpreadMinBytes, 4, 4096000, 3).size(), 3u);
+  EXPECT_EQ(plan_partitions("edge", kSpreadMinBytes - 4, 4, 4096000, 3).size(), 1u);
+}
+
+TEST(PartitionPlan, KeysDoNotDependOnPlanningOrder) {
+  auto tensors = resnet50();
+  auto plan_all = [](const std::vector<Tensor>& ts) {
+    std::map<std::string, std::vector<Partition>> out;
+    for (auto& t : ts) out[t.name] = plan_partitions(t.name, t.bytes, 4, 4096000, 4);
+    return out;
+  };
+  auto forward = plan_all(tensors);
+  std::reverse(tensors.begin(), tensors.end());
+  std::rotate(tensors.begin(), tensors.begin() + 50, tensors.end());
+  auto shuffled = plan_all(tensors);
+  ASSERT_EQ(forward.size(), shuffled.size());
+  for (auto& [name, parts] : forward) {
+    auto& other = shuffled.at(name);
+    ASSERT_EQ(parts.size(), other.size()) << name;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      EXPECT_EQ(parts[i].key, other[i].key) << name << " #" << i;
+      EXPECT_EQ(parts[i].server, other[i].server) << name << " #" << i;
+      EXPECT_EQ(parts[i].offset, other[i].offset) << name << " #" << i;
+    }
+  }
+}
+
+TEST(PartitionPlan, KeysAreDistinct) {
+  std::set<uint64_t> keys;
+  size_t count = 0;
+  auto add = [&](const std::string& name, size_t bytes) {
+    for (auto& p : plan_partitions(name, bytes, 4, 65536, 8)) {
+      keys.insert(p.key);
+      ++count;
+    }
+  };
+  for (auto& t : resnet50()) add(t.name, t.bytes);
+  // Names that differ only in a digit or a '#', which the key mixes in.
+  for (int i = 0; i < 20000; ++i) add("grad_" + std::to_string(i), 4 * (1 + i % 50000));
+  add("a", 65536 * 16);
+  add("a#1", 65536 * 16);
+  add("a#1#0", 65536 * 16);
+  add("a#10", 65536 * 16);
+  EXPECT_EQ(keys.size(), count) << "two partitions share a key";
+  EXPECT_GT(count, 20000u);
+}
+
+TEST(PartitionPlan, ResNet50LoadIsBalanced) {
+  for (int servers : {2, 3, 4, 8}) {
+    std::vector<double> load(servers, 0);
+    double total = 0;
+    for (auto& t : resnet50()) {
+      for (auto& p : plan_partitions(t.name, t.bytes, 4, 4096000, servers))
+        load[p.server] += static_cast<double>(p.bytes);
+      total += static_cast<double>(t.bytes);
+    }
+    double mean = total / servers;
+    double max = *std::max_element(load.begin(), load.end());
+    EXPECT_LE(max, 1.05 * mean) << servers << " servers: max " << max << " mean " << mean;
+    EXPECT_DOUBLE_EQ(std::accumulate(load.begin(), load.end(), 0.0), total);
+  }
+}
+
+TEST(PartitionPlan, TensorsOver4GiBUseSizeT) {
+  static_assert(sizeof(size_t) == 8, "64-bit build expected");
+  const size_t total = (size_t{4} << 30) + 1;  // 4 GiB + 1 byte of uint8, never allocated
+  for (int servers : {1, 3, 8}) {
+    auto parts = plan_partitions("huge", total, 1, 4096000, servers);
+    size_t expected = (total + 4096000 - 1) / 4096000;  // 1049
+    expected = (expected + servers - 1) / servers * servers;
+    EXPECT_EQ(parts.size(), expected);
+    check_plan(parts, total, 1, 4096000, servers);
+    EXPECT_EQ(parts.back().offset + parts.back().bytes, total);
+  }
+  // One partition larger than 4 GiB keeps its full 64-bit length.
+  const size_t five = (size_t{5} << 30) + 3;
+  auto whole = plan_partitions("whole", five, 1, size_t{8} << 30, 1);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].bytes, five);
+}
+
+}  // namespace
+}  // namespace caravan
