@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Caravan builds and tests with; skips the
+# ones already present so repeated runs are quick.
+set -euo pipefail
+packages=(cmake ninja-build g++ gcc ccache pkg-config libzmq3-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
