@@ -64,6 +64,21 @@ TEST(JobTest, SmallPartitionsSpreadOverServers) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// 4 GiB + 1 elements in one partition: one message over 4 GiB, so every
+// length on the way (API, wire header, van, server, reducer) is 64-bit.
+TEST(JobTest, TensorOver4GiBInOneMessage) {
+  ProcessSpec spec;
+  spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", "1", "--servers", "1", "--",
+               LARGE_TENSOR_WORKER_BIN};
+  spec.set_env = {{"BYTEPS_PARTITION_BYTES", "8589934592"}};
+  spec.timeout_s = 240;
+  ProcessResult r = run_process(spec);
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("4294967297-element uint8 tensor summed exactly"), std::string::npos)
+      << r.output;
+}
+
 // --- The environment is wrong: a clear message and an exit within 10 s. ---
 
 TEST(BadEnvironment, MalformedWorkerCountIsNamed) {

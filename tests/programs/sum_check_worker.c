@@ -50,6 +50,7 @@ static void store(void* p, size_t i, caravan_dtype t, double v) {
     case CARAVAN_INT8: ((int8_t*)p)[i] = (int8_t)v; break;
     case CARAVAN_INT32: ((int32_t*)p)[i] = (int32_t)v; break;
     case CARAVAN_INT64: ((int64_t*)p)[i] = (int64_t)v; break;
+    default: break;
   }
 }
 static double load(const void* p, size_t i, caravan_dtype t) {
@@ -62,6 +63,7 @@ static double load(const void* p, size_t i, caravan_dtype t) {
     case CARAVAN_INT8: return ((const int8_t*)p)[i];
     case CARAVAN_INT32: return ((const int32_t*)p)[i];
     case CARAVAN_INT64: return (double)((const int64_t*)p)[i];
+    default: break;
   }
   return 0;
 }

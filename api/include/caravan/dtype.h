@@ -11,7 +11,11 @@ typedef enum {
   CARAVAN_INT32 = 4,
   CARAVAN_INT8 = 5,
   CARAVAN_INT64 = 6,
-  CARAVAN_BFLOAT16 = 7
+  CARAVAN_BFLOAT16 = 7,
+  /* Not a dtype: makes the enum int-sized with every int32 value valid, so
+   * a plugin can receive any number and answer UNSUPPORTED without
+   * undefined behaviour. */
+  CARAVAN_DTYPE_FORCE_INT32 = 0x7fffffff
 } caravan_dtype;
 
 /* One past the largest valid caravan_dtype value. */

@@ -67,12 +67,14 @@ typedef struct caravan_reducer_ops_v1 {
                          caravan_dtype dtype, void* stream);
 
   /* dst[i] = srcs[0][i] + ... + srcs[num_srcs-1][i] in one pass over memory;
-   * dst may be srcs[0]. num_srcs >= 1. Errors as sum(). */
+   * dst may be srcs[0]. num_srcs >= 1. float16 and bfloat16 are accumulated
+   * in float32 and rounded once at the end. Errors as sum(). */
   caravan_status (*sum_many)(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
                              size_t count, caravan_dtype dtype, void* stream);
 
-  /* data[i] *= factor, computed in float64 for float64, in float32 for the
-   * other floating types; integer types are UNSUPPORTED. */
+  /* data[i] *= factor, computed in float64 for float64, and for the other
+   * floating types in float32 with factor first rounded to float32; integer
+   * types are UNSUPPORTED. */
   caravan_status (*scale)(void* ctx, void* data, size_t count, caravan_dtype dtype,
                           double factor, void* stream);
 } caravan_reducer_ops_v1;

@@ -89,8 +89,11 @@ typedef struct caravan_van_ops_v1 {
   caravan_status (*init)(const caravan_host_v1* host, void** out_ctx);
 
   /* Destroys the instance: closes every connection, drops unsent messages
-   * (their done callbacks run with CLOSED before finalize returns), and
-   * frees everything. Messages not yet released are invalid afterwards. */
+   * (their done callbacks run, with CLOSED, before finalize returns), and
+   * frees everything. It may be called while another thread is blocked in
+   * recv() or send(): those return CLOSED and finalize waits for them. No
+   * entry may be called with ctx after finalize returns; messages not yet
+   * released are invalid then. */
   caravan_status (*finalize)(void* ctx);
 
   /* Fills `out` (the caller sets out->struct_size). Never blocks. */
@@ -112,21 +115,24 @@ typedef struct caravan_van_ops_v1 {
    * delivered once it is. Connecting an id twice is INVALID_ARGUMENT. */
   caravan_status (*connect)(void* ctx, uint64_t peer, const char* address);
 
-  /* Closes the path to `peer`; queued messages to it are dropped with
-   * CLOSED. Unknown ids are INVALID_ARGUMENT. */
+  /* Closes the path to `peer`; queued messages to it are dropped and their
+   * done callbacks run with CLOSED, possibly after disconnect returns. The
+   * id may be connected again. Unknown ids are INVALID_ARGUMENT. */
   caravan_status (*disconnect)(void* ctx, uint64_t peer);
 
   /* Sends one message of `num_segments` segments to a connected peer.
    * Does not block on the network (it may block briefly on a local queue).
    * On OK the van owns the send and calls done(cookie, ...) exactly once; on
    * any other status done is never called. Errors: INVALID_ARGUMENT (unknown
-   * peer, too many segments, too large), CLOSED, IO. */
+   * peer, no segments, too many segments, too large), CLOSED, IO. */
   caravan_status (*send)(void* ctx, uint64_t peer, const caravan_segment_v1* segments,
                          size_t num_segments, caravan_send_done_fn done, void* cookie);
 
-  /* Waits up to timeout_ms (0 = do not wait) for the next message from any
-   * peer and fills `out` (the caller sets out->struct_size). Returns OK with
-   * a message, TIMEOUT when none came, CLOSED after finalize started. */
+  /* Waits up to timeout_ms (0 = do not wait, negative = no limit) for the
+   * next message from any peer and fills `out` (the caller sets
+   * out->struct_size). Returns OK with a message, TIMEOUT when none came,
+   * CLOSED after finalize started. A malformed transport frame is dropped
+   * (and logged through the host) rather than returned. */
   caravan_status (*recv)(void* ctx, int timeout_ms, caravan_van_message_v1* out);
 
   /* Gives a received message's memory back to the van. Never blocks; may be
