@@ -254,6 +254,7 @@ struct Row {
   size_t bytes;
   long rounds;
   double algbw, p50, p90, p99;
+  double pingpong = -1;  // raw TCP round trips of the same size, GB/s
 };
 
 using Clock = std::chrono::steady_clock;
@@ -356,27 +357,35 @@ int main(int argc, char** argv) {
       if (tcp > 0) printf("raw TCP loopback single stream: %.2f GB/s (%s)\n", tcp, host.c_str());
       else fprintf(stderr, "caravan-bench: TCP baseline on %s failed: %s\n", host.c_str(), err.c_str());
     }
-    printf("%8s %7s %11s %10s %10s %10s %7s\n", "size", "rounds", "algbw GB/s", "p50 us",
-           "p90 us", "p99 us", "vs TCP");
+    printf("%8s %7s %11s %10s %10s %10s %7s %12s\n", "size", "rounds", "algbw GB/s", "p50 us",
+           "p90 us", "p99 us", "vs TCP", "vs pingpong");
     fflush(stdout);
   }
   std::vector<Row> rows;
   for (size_t bytes : o.sizes) {
     Row r = RunSize(o, bytes, rank, workers);
-    rows.push_back(r);
     if (rank != 0) continue;
-    char ratio[32] = "-";
+    char ratio[32] = "-", pp_ratio[32] = "-";
     if (tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / tcp);
-    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %7s\n", SizeLabel(r.bytes).c_str(), r.rounds,
-           r.algbw, r.p50, r.p90, r.p99, ratio);
+    if (o.baseline) {
+      // Measured after the push_pull rounds of this size, so the other
+      // workers wait in caravan's next push_pull rather than compete.
+      std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1"), err;
+      r.pingpong = caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err);
+      if (r.pingpong > 0) snprintf(pp_ratio, sizeof pp_ratio, "%.2f", r.algbw / r.pingpong);
+    }
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %7s %12s\n", SizeLabel(r.bytes).c_str(),
+           r.rounds, r.algbw, r.p50, r.p90, r.p99, ratio, pp_ratio);
+    rows.push_back(r);
     fflush(stdout);
   }
   if (rank == 0 && o.csv) {
-    printf("csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio\n");
+    printf("csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio,"
+           "pingpong_gbps\n");
     for (const Row& r : rows)
-      printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f\n", r.bytes, r.rounds, o.inflight,
-             TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, tcp > 0 ? tcp : 0,
-             tcp > 0 ? r.algbw / tcp : 0);
+      printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f\n", r.bytes, r.rounds,
+             o.inflight, TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, tcp > 0 ? tcp : 0,
+             tcp > 0 ? r.algbw / tcp : 0, r.pingpong > 0 ? r.pingpong : 0);
     fflush(stdout);
   }
   Must(caravan_shutdown(), "caravan_shutdown", "");

@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,9 +26,8 @@ struct Fd {
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
-}  // namespace
-
-double MeasureTcpStream(const std::string& host, double seconds, std::string* error) {
+// A connected sender/receiver pair over `host`; false with *error set.
+bool ConnectPair(const std::string& host, Fd* sender, Fd* receiver, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -35,9 +35,9 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
   addrinfo* res = nullptr;
   if (int rc = getaddrinfo(host.c_str(), "0", &hints, &res); rc != 0) {
     *error = "cannot resolve '" + host + "': " + gai_strerror(rc);
-    return -1;
+    return false;
   }
-  Fd listener, sender, receiver;
+  Fd listener;
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   listener.fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -45,16 +45,49 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
             listen(listener.fd, 1) == 0 &&
             getsockname(listener.fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   freeaddrinfo(res);
-  if (!ok) return *error = Errno(("listen on " + host).c_str()), -1;
-  sender.fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (sender.fd < 0 || connect(sender.fd, reinterpret_cast<sockaddr*>(&addr), len) != 0)
-    return *error = Errno(("connect to " + host).c_str()), -1;
-  receiver.fd = accept(listener.fd, nullptr, nullptr);
-  if (receiver.fd < 0) return *error = Errno("accept"), -1;
+  if (!ok) return *error = Errno(("listen on " + host).c_str()), false;
+  sender->fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sender->fd < 0 || connect(sender->fd, reinterpret_cast<sockaddr*>(&addr), len) != 0)
+    return *error = Errno(("connect to " + host).c_str()), false;
+  receiver->fd = accept(listener.fd, nullptr, nullptr);
+  if (receiver->fd < 0) return *error = Errno("accept"), false;
   // A stalled peer must not hang the benchmark.
   timeval tv{10, 0};
-  setsockopt(receiver.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(sender.fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  for (int fd : {sender->fd, receiver->fd}) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  return true;
+}
+
+bool SendAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+bool RecvAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t k = recv(fd, p, n, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+}  // namespace
+
+double MeasureTcpStream(const std::string& host, double seconds, std::string* error) {
+  Fd sender, receiver;
+  if (!ConnectPair(host, &sender, &receiver, error)) return -1;
+
 
   std::atomic<bool> stop{false};
   std::thread writer([&] {
@@ -94,6 +127,39 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
   if (n < 0) return -1;
   if (!started || elapsed <= 0) return *error = "no data arrived", -1;
   return static_cast<double>(bytes) / elapsed / 1e9;
+}
+
+double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
+                          std::string* error) {
+  Fd client, echo;
+  if (!ConnectPair(host, &client, &echo, error)) return -1;
+  int one = 1;
+  setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(echo.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::thread echoer([&] {
+    std::vector<char> buf(bytes);
+    while (RecvAll(echo.fd, buf.data(), bytes) && SendAll(echo.fd, buf.data(), bytes)) {
+    }
+  });
+  std::vector<char> buf(bytes, 1);
+  long rounds = 0;
+  bool ok = true;
+  Clock::time_point start;
+  for (long i = 0;; ++i) {
+    if (i == 1) start = Clock::now();  // the first round warms the connection
+    if (!SendAll(client.fd, buf.data(), bytes) || !RecvAll(client.fd, buf.data(), bytes)) {
+      *error = Errno("ping-pong");
+      ok = false;
+      break;
+    }
+    if (i >= 1) ++rounds;
+    if (rounds >= 5 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+  }
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  shutdown(client.fd, SHUT_RDWR);
+  echoer.join();
+  if (!ok) return -1;
+  return static_cast<double>(bytes) * static_cast<double>(rounds) / elapsed / 1e9;
 }
 
 }  // namespace caravan_bench

@@ -12,6 +12,13 @@ namespace caravan_bench {
 // value with *error set.
 double MeasureTcpStream(const std::string& host, double seconds, std::string* error);
 
+// Round trips of `bytes` over one TCP connection to `host`: send them to an
+// echoing thread and read them back, for about `seconds` (at least 5
+// rounds). What push_pull does at the socket level with no framework around
+// it. Returns bytes / round time in GB/s, or a negative value with *error.
+double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
+                          std::string* error);
+
 }  // namespace caravan_bench
 
 #endif  // CARAVAN_BENCH_TCP_BASELINE_H
