@@ -267,6 +267,9 @@ caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, d
 
 const caravan_reducer_ops_v1 kOps = {
     sizeof(caravan_reducer_ops_v1), init, finalize, properties, sum, sum2, sum_many, scale,
+    // Host memory of one process: the local group goes through the engine's
+    // shared memory, not the reducer.
+    nullptr, nullptr, nullptr, nullptr, nullptr,
 };
 
 const caravan_param_info kParams[] = {

@@ -34,6 +34,10 @@ extern "C" {
 #define CARAVAN_REDUCER_CAP_HOST_MEMORY (1ull << 0)   /* works on host pointers */
 #define CARAVAN_REDUCER_CAP_DEVICE_MEMORY (1ull << 1) /* works on GPU pointers */
 #define CARAVAN_REDUCER_CAP_ASYNC_STREAM (1ull << 2)  /* returns before the work is done */
+#define CARAVAN_REDUCER_CAP_LOCAL_GROUP (1ull << 3)   /* offers the local_* entries */
+
+/* Largest id local_id() writes. */
+#define CARAVAN_REDUCER_MAX_LOCAL_ID_V1 256
 
 typedef struct caravan_reducer_properties_v1 {
   size_t struct_size; /* set by the caller before the call */
@@ -77,6 +81,35 @@ typedef struct caravan_reducer_ops_v1 {
    * types are UNSUPPORTED. */
   caravan_status (*scale)(void* ctx, void* data, size_t count, caravan_dtype dtype,
                           double factor, void* stream);
+
+  /* ---- Optional: collectives among the workers of one machine ----------
+   * (BYTEPS_LOCAL_RANK / BYTEPS_LOCAL_SIZE; NCCL on GPUs). NULL, and no
+   * CAP_LOCAL_GROUP bit, when the reducer has none. The engine carries the
+   * id from local rank 0 to the others. */
+
+  /* Makes the id of a new local group (called on local rank 0). *id_len is
+   * the capacity of id_out on entry (at least CARAVAN_REDUCER_MAX_LOCAL_ID_V1)
+   * and the id's length on return. Does not block. */
+  caravan_status (*local_id)(void* ctx, void* id_out, size_t* id_len);
+
+  /* Joins the group `id` as local_rank of local_size; blocks until every
+   * member joined (or fails with TIMEOUT after the reducer's own deadline,
+   * naming the missing ranks through set_error). */
+  caravan_status (*local_join)(void* ctx, const void* id, size_t id_len, int local_rank,
+                               int local_size, void** group_out);
+
+  /* Leaves and frees a group; waits for its work in flight. */
+  caravan_status (*local_leave)(void* ctx, void* group);
+
+  /* dst on local rank `root` = the sum of every member's src; dst is
+   * ignored on the other ranks. dst may equal src. Every member calls it
+   * with the same count, dtype and root. Enqueued on `stream`. */
+  caravan_status (*local_reduce)(void* ctx, void* group, void* dst, const void* src, size_t count,
+                                 caravan_dtype dtype, int root, void* stream);
+
+  /* data on every member = data on local rank `root`. Enqueued on `stream`. */
+  caravan_status (*local_broadcast)(void* ctx, void* group, void* data, size_t count,
+                                    caravan_dtype dtype, int root, void* stream);
 } caravan_reducer_ops_v1;
 
 #ifdef __cplusplus
