@@ -112,10 +112,12 @@ int caravan_init(void) {
       return fail(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(s->config.role) +
                                          ": caravan_init() joins as a worker; run the " +
                                          role_name(s->config.role) + " with caravan-server");
-    s->node = std::make_unique<Node>(s->config, [](KVMessage&& req) {
+    NodeOptions options;
+    options.on_request = [](KVMessage&& req) {
       CARAVAN_LOG(WARNING) << "worker: dropping a request from node " << req.head.sender << " ("
                            << req.peer << "): workers serve no requests";
-    });
+    };
+    s->node = std::make_unique<Node>(s->config, std::move(options));
     std::vector<ServerAddress> servers;
     for (const NodeInfo* n : s->node->nodes_of(Role::kServer))
       servers.push_back(ServerAddress{n->id, n->describe()});

@@ -10,10 +10,20 @@
 
 namespace caravan {
 
-SchedulerService::SchedulerService(const JobConfig& config)
+SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self)
     : config_(config),
       hub_([this](int c, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(c, h, std::move(b)); },
-           [this](int c, const std::string& why) { on_closed(c, why); }) {}
+           [this](int c, const std::string& why) { on_closed(c, why); }) {
+  if (self) {
+    participant_ = true;
+    self_ = *self;
+    self_.id = kSchedulerId;
+    self_.role = Role::kScheduler;
+    self_.rank = 0;
+  }
+}
+
+SchedulerService::~SchedulerService() { hub_.stop(); }
 
 int SchedulerService::node_of(int conn) const {
   auto it = nodes_.find(conn);
@@ -105,6 +115,7 @@ void SchedulerService::send_table() {
   size_t i = 0;
   for (auto& [c, n] : pending_) nodes_[c] = all[i++];
   pending_.clear();
+  if (participant_) all.push_back(self_);
   auto body = encode_node_table(all);
   for (auto& [conn, n] : nodes_) {
     wire::Header h;
@@ -124,16 +135,20 @@ void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
     CARAVAN_LOG(WARNING) << "scheduler: dropping barrier from unregistered " << hub_.peer(conn);
     return;
   }
-  int group = head.cmd;
   bool final = head.flags & wire::kFinal;
-  int key = final ? -1 : group;
+  int key = final ? -1 : head.cmd;
+  barrier_arrived_[key].insert(id);
+  complete_barrier_if_ready(key, head.cmd, final);
+}
+
+void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {
   auto& arrived = barrier_arrived_[key];
-  arrived.insert(id);
   size_t expected = 0;
   for (auto& [c, n] : nodes_) {
     int g = n.role == Role::kServer ? kServerGroup : kWorkerGroup;
     if (final || (group & g)) ++expected;
   }
+  if (participant_ && (final || (group & kSchedulerGroup))) ++expected;
   CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group))
                   << ": " << arrived.size() << " of " << expected << " arrived";
   if (arrived.size() < expected) return;
@@ -144,11 +159,28 @@ void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
   h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
   for (auto& [c, n] : nodes_)
     if (arrived.count(n.id)) hub_.send(c, h, {});
+  if (arrived.count(kSchedulerId)) local_done_[key]++;
   barrier_arrived_.erase(key);
-  if (final) {
-    finished_ = true;
-    cv_.notify_all();
+  if (final) finished_ = true;
+  cv_.notify_all();
+}
+
+void SchedulerService::barrier(int group, bool final, int timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  int key = final ? -1 : group;
+  int before = local_done_[key];
+  barrier_arrived_[key].insert(kSchedulerId);
+  complete_barrier_if_ready(key, group, final);
+  auto done = [&] { return local_done_[key] > before || !failure_.empty(); };
+  if (timeout_s < 0) {
+    cv_.wait(lock, done);
+  } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
+    throw Error(CARAVAN_ERR_TIMEOUT, "a barrier of group " + std::to_string(group) +
+                                         " timed out after " + std::to_string(timeout_s) +
+                                         " s on the scheduler");
   }
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
 }
 
 void SchedulerService::on_closed(int conn, const std::string& why) {
@@ -173,19 +205,33 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
             "); the process exited or crashed before shutdown");
 }
 
-int SchedulerService::run() {
+void SchedulerService::start() {
   Log::set_node_label("scheduler");
   // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
   // reach us, which may be a NAT or DNS name rather than a local address.
   hub_.listen("0.0.0.0", config_.root_port);
   hub_.start();
+  std::lock_guard<std::mutex> lock(mu_);
+  started_ = true;
   CARAVAN_VLOG(1) << "scheduler: listening on port " << config_.root_port << " for "
                   << config_.num_servers << " servers and " << config_.num_workers << " workers";
+}
+
+std::vector<NodeInfo> SchedulerService::wait_table() {
   std::unique_lock<std::mutex> lock(mu_);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
   if (!cv_.wait_until(lock, deadline, [&] { return table_sent_ || !failure_.empty(); }))
     abort_job("start-up timed out after " + std::to_string(config_.connect_timeout_s) +
               " s (CARAVAN_CONNECT_TIMEOUT): " + missing_summary());
+  if (!failure_.empty()) throw Error(CARAVAN_ERR_TIMEOUT, failure_);
+  std::vector<NodeInfo> all;
+  for (auto& [c, n] : nodes_) all.push_back(n);
+  if (participant_) all.push_back(self_);
+  return all;
+}
+
+int SchedulerService::finish() {
+  std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return finished_ || !failure_.empty(); });
   if (!failure_.empty()) {
     lock.unlock();
@@ -199,6 +245,22 @@ int SchedulerService::run() {
   hub_.stop();
   CARAVAN_VLOG(1) << "scheduler: job finished";
   return 0;
+}
+
+std::string SchedulerService::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
+int SchedulerService::run() {
+  start();
+  try {
+    wait_table();
+  } catch (const Error&) {
+    hub_.stop();
+    return 1;
+  }
+  return finish();
 }
 
 }  // namespace caravan

@@ -17,9 +17,23 @@ namespace caravan {
 
 class SchedulerService {
  public:
-  explicit SchedulerService(const JobConfig& config);
+  // `self`, when given, makes the scheduler a participant (the ps-lite
+  // form): it appears in the node table with its van address, and barriers
+  // of kSchedulerGroup and the shutdown barrier wait for it too.
+  explicit SchedulerService(const JobConfig& config, const NodeInfo* self = nullptr);
+  ~SchedulerService();
   // Serves the job until it ends; returns the process exit code.
   int run();
+
+  // The participant form, piece by piece: start() listens and returns;
+  // wait_table() blocks until every node registered (or throws, naming the
+  // missing ones); barrier() joins a barrier as node 1; finish() waits for
+  // the end of the job and returns the exit code.
+  void start();
+  std::vector<NodeInfo> wait_table();
+  void barrier(int group, bool final, int timeout_s);
+  int finish();
+  std::string failure() const;
 
  private:
   void on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body);
@@ -27,6 +41,9 @@ class SchedulerService {
   void handle_register(int conn, std::vector<uint8_t>&& body);
   void handle_barrier(int conn, const wire::Header& head);
   void send_table();
+  // Sends BARRIER_DONE when every member of the barrier `key` arrived.
+  // Caller holds mu_.
+  void complete_barrier_if_ready(int key, int group, bool final);
   // Ends the job: every node gets ABORT with `why`. Caller holds mu_.
   void abort_job(const std::string& why);
   std::string missing_summary() const;
@@ -42,6 +59,10 @@ class SchedulerService {
   bool table_sent_ = false;
   bool finished_ = false;  // the shutdown barrier completed
   std::string failure_;
+  bool participant_ = false;
+  NodeInfo self_;
+  std::map<int, int> local_done_;  // barrier key -> completions seen
+  bool started_ = false;
 };
 
 }  // namespace caravan

@@ -10,7 +10,7 @@
 
 namespace caravan {
 
-Node::Node(const JobConfig& config, KVEndpoint::RequestHandler on_request)
+Node::Node(const JobConfig& config, NodeOptions options)
     : config_(config), link_(config, [this](const std::string& why) { on_failure(why); }) {
   Log::set_node_label(role_name(config.role));
   van_ = open_van(config);
@@ -24,10 +24,15 @@ Node::Node(const JobConfig& config, KVEndpoint::RequestHandler on_request)
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_);
   Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
-  kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(on_request));
-  // Workers talk only to servers and servers only to workers.
+  kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
+  if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
+  // Workers talk only to servers and servers only to workers, unless the
+  // application (ps-lite) may address any node.
   Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;
-  for (const NodeInfo* n : nodes_of(peers)) van_->connect(static_cast<uint64_t>(n->id), n->van_address);
+  for (const NodeInfo& n : table_) {
+    bool wanted = options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
+    if (wanted) van_->connect(static_cast<uint64_t>(n.id), n.van_address);
+  }
   kv_->start();
   link_.barrier(kServerGroup + kWorkerGroup, false, config.connect_timeout_s);
   CARAVAN_VLOG(1) << "joined the job as " << self_.describe();

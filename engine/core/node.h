@@ -14,17 +14,28 @@
 
 namespace caravan {
 
+struct NodeOptions {
+  KVEndpoint::RequestHandler on_request;  // push_pull requests (servers)
+  KVEndpoint::RequestHandler on_routed;   // the ps-lite layer's messages
+  // Connect to every node, the scheduler included (the ps-lite form);
+  // otherwise workers connect only to servers and servers to workers.
+  bool full_mesh = false;
+};
+
 class Node {
  public:
   // Loads the van, registers, connects to the peers and passes the start-up
-  // barrier. `on_request` serves requests (servers); it is in place before
-  // any peer can send. Throws caravan::Error.
-  Node(const JobConfig& config, KVEndpoint::RequestHandler on_request);
+  // barrier. The handlers are in place before any peer can send. Throws
+  // caravan::Error.
+  Node(const JobConfig& config, NodeOptions options);
   ~Node();
 
   // The shutdown barrier of every node; timeout_s < 0 waits as long as the
   // job is alive. Then stops receiving and hangs up.
   void leave(int timeout_s);
+  // A barrier of `group` (kServerGroup, kWorkerGroup, kSchedulerGroup,
+  // summed).
+  void barrier(int group, int timeout_s) { link_.barrier(group, false, timeout_s); }
 
   const NodeInfo& self() const { return self_; }
   const std::vector<NodeInfo>& table() const { return table_; }

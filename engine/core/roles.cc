@@ -25,11 +25,13 @@ int run_server(const JobConfig& config) {
   std::condition_variable server_ready;
   // Workers may send as soon as the start-up barrier opens, which is
   // before the Node constructor returns and `server` exists.
-  Node node(config, [&](KVMessage&& req) {
+  NodeOptions options;
+  options.on_request = [&](KVMessage&& req) {
     std::unique_lock<std::mutex> lock(server_mu);
     server_ready.wait(lock, [&] { return server != nullptr; });
     server->handle(std::move(req));
-  });
+  };
+  Node node(config, std::move(options));
   {
     std::lock_guard<std::mutex> lock(server_mu);
     server = std::make_unique<SumServer>(node.kv(), *reducer, config.num_workers);

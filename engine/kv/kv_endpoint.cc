@@ -90,6 +90,18 @@ void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_respon
   }
 }
 
+void KVEndpoint::send_routed(int recipient, KVMessage msg, SentHandler on_sent) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_code_ != 0) throw Error(failed_code_, failure_);
+  }
+  msg.head.type = wire::Type::kKV;
+  msg.head.flags |= wire::kRouted;
+  msg.head.sender = my_id_;
+  msg.head.recipient = recipient;
+  transmit(recipient, msg, std::move(on_sent));
+}
+
 void KVEndpoint::respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent) {
   wire::Header h = request_head;
   h.flags &= ~wire::kRequest;
@@ -152,6 +164,14 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   m.peer = peer;
   CARAVAN_VLOG(2) << "kv: recv from node " << m.head.sender << " ts " << m.head.timestamp
                   << " flags " << m.head.flags << " vals " << m.vals.len << " B";
+  if (m.head.flags & wire::kRouted) {
+    if (on_routed_) {
+      on_routed_(std::move(m));
+    } else {
+      drop("a routed message, but this node runs no routed applications");
+    }
+    return;
+  }
   if (m.head.flags & wire::kRequest) {
     on_request_(std::move(m));
     return;

@@ -26,6 +26,13 @@ class KVEndpoint {
   using SentHandler = std::function<void(caravan_status)>;
 
   KVEndpoint(Van& van, int my_id, RequestHandler on_request);
+
+  // Messages flagged kRouted (requests and responses alike) go to this
+  // handler instead; set before start().
+  void set_routed_handler(RequestHandler on_routed) { on_routed_ = std::move(on_routed); }
+  // Sends a kRouted message as it is (sender filled in); throws when the
+  // job already failed.
+  void send_routed(int recipient, KVMessage msg, SentHandler on_sent);
   ~KVEndpoint();
 
   void start();
@@ -52,6 +59,7 @@ class KVEndpoint {
   Van& van_;
   int my_id_;
   RequestHandler on_request_;
+  RequestHandler on_routed_;
   std::mutex mu_;
   std::unordered_map<int32_t, Pending> pending_;
   int32_t next_timestamp_ = 1;

@@ -31,6 +31,10 @@ enum Flags : uint32_t {
   kPush = 1u << 1,
   kPull = 1u << 2,
   kFinal = 1u << 3,  // barrier: the shutdown barrier
+  // Data plane: routed by (app_id, customer_id) to an application object
+  // (the ps-lite layer), which matches responses itself.
+  kRouted = 1u << 4,
+  kSimple = 1u << 5,  // a SimpleApp message: cmd is the head, vals the body
 };
 
 struct Header {
