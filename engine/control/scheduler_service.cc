@@ -53,6 +53,7 @@ void SchedulerService::abort_job(const std::string& why) {
   for (auto* m : {&pending_, &nodes_})
     for (auto& [conn, n] : *m) hub_.send(conn, h, body);
   cv_.notify_all();
+  if (on_failure_) on_failure_(why);
 }
 
 void SchedulerService::on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body) {

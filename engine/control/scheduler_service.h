@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -34,6 +35,11 @@ class SchedulerService {
   void barrier(int group, bool final, int timeout_s);
   int finish();
   std::string failure() const;
+  // Told once when the job fails (called with the service's lock held:
+  // it must not call back into the service).
+  void set_failure_handler(std::function<void(const std::string&)> handler) {
+    on_failure_ = std::move(handler);
+  }
 
  private:
   void on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body);
@@ -63,6 +69,7 @@ class SchedulerService {
   NodeInfo self_;
   std::map<int, int> local_done_;  // barrier key -> completions seen
   bool started_ = false;
+  std::function<void(const std::string&)> on_failure_;
 };
 
 }  // namespace caravan

@@ -11,7 +11,9 @@
 namespace caravan {
 
 Node::Node(const JobConfig& config, NodeOptions options)
-    : config_(config), link_(config, [this](const std::string& why) { on_failure(why); }) {
+    : config_(config),
+      failure_observer_(std::move(options.on_failure)),
+      link_(config, [this](const std::string& why) { on_failure(why); }) {
   Log::set_node_label(role_name(config.role));
   van_ = open_van(config);
   std::string host = net::advertised_host(config.node_host, config.interface);
@@ -55,6 +57,7 @@ std::vector<const NodeInfo*> Node::nodes_of(Role role) const {
 
 void Node::on_failure(const std::string& why) {
   if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
+  if (failure_observer_) failure_observer_(why);
 }
 
 void Node::leave(int timeout_s) {

@@ -2,6 +2,7 @@
 // scheduler, the node table and the KV endpoint, from joining to leaving.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ namespace caravan {
 struct NodeOptions {
   KVEndpoint::RequestHandler on_request;  // push_pull requests (servers)
   KVEndpoint::RequestHandler on_routed;   // the ps-lite layer's messages
+  // Told once, on the control thread, when the job fails.
+  std::function<void(const std::string& why)> on_failure;
   // Connect to every node, the scheduler included (the ps-lite form);
   // otherwise workers connect only to servers and servers to workers.
   bool full_mesh = false;
@@ -48,6 +51,7 @@ class Node {
   void on_failure(const std::string& why);
 
   JobConfig config_;
+  std::function<void(const std::string&)> failure_observer_;
   std::unique_ptr<Van> van_;
   SchedulerLink link_;
   NodeInfo self_;

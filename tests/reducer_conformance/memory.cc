@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 
 namespace caravan::conformance {
@@ -10,18 +11,39 @@ namespace {
 
 class HostMemory : public Memory {
  public:
+  ~HostMemory() override {
+    for (auto& block : free_) std::free(block.second);
+  }
   bool host_visible() const override { return true; }
+  // Freed blocks are kept for the next array: fresh pages from the kernel
+  // (faulted in and zeroed) would otherwise cost more than the sums tested.
   void* allocate(size_t bytes) override {
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->first >= bytes) {
+        void* p = it->second;
+        sizes_[p] = it->first;
+        free_.erase(it);
+        return p;
+      }
     // 64-byte aligned, so that offset 0 really is aligned for every kernel.
-    void* p = std::aligned_alloc(64, (bytes + 63) & ~size_t{63});
+    size_t rounded = (bytes + 63) & ~size_t{63};
+    void* p = std::aligned_alloc(64, rounded);
     if (!p) throw std::bad_alloc();
+    sizes_[p] = rounded;
     return p;
   }
-  void release(void* p) override { std::free(p); }
+  void release(void* p) override {
+    free_.emplace(sizes_.at(p), p);
+    sizes_.erase(p);
+  }
   void to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void* stream() override { return nullptr; }
   std::string synchronize() override { return ""; }
+
+ private:
+  std::multimap<size_t, void*> free_;  // by size, so the smallest that fits is found first
+  std::map<void*, size_t> sizes_;
 };
 
 }  // namespace
@@ -37,7 +59,9 @@ Buffer::Buffer(Memory& memory, size_t bytes, size_t offset)
     mirror_.resize(total_);
     host_ = mirror_.data();
   }
-  std::memset(host_, kCanary, total_);
+  // The array itself is written by upload().
+  std::memset(host_, kCanary, kGuard + offset_);
+  std::memset(host_ + kGuard + offset_ + bytes_, kCanary, kGuard);
 }
 
 Buffer::~Buffer() { memory_.release(base_); }

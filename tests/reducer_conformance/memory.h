@@ -39,7 +39,8 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
 
   void* ptr() { return static_cast<uint8_t*>(base_) + kGuard + offset_; }
-  // Copies `bytes` in (and the canaries along, for device memory).
+  // Fills the array (which starts out indeterminate) and, for device
+  // memory, copies it and the canaries over.
   void upload(const uint8_t* data);
   // After this, data() holds what the reducer wrote.
   void download();

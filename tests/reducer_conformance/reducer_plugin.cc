@@ -92,7 +92,9 @@ Instance::Instance(const caravan_reducer_ops_v1& o, std::map<std::string, std::s
 }
 
 Instance::~Instance() {
-  if (ctx) EXPECT_EQ(ops.finalize(ctx), CARAVAN_STATUS_OK) << host.error();
+  if (ctx) {
+    EXPECT_EQ(ops.finalize(ctx), CARAVAN_STATUS_OK) << host.error();
+  }
 }
 
 }  // namespace caravan::conformance

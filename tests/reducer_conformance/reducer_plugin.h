@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Variant {
   std::string label;   // e.g. "cpu_avx2"
   std::map<std::string, std::string> params;
 };
+
+// gtest would otherwise print the parameter byte by byte.
+inline void PrintTo(const Variant& v, std::ostream* os) { *os << v.label; }
 
 // Every reducer plugin this build made, as CMake listed them.
 std::vector<Variant> all_variants();

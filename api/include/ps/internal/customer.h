@@ -1,0 +1,50 @@
+// A Customer is one application object's mailbox: it numbers the object's
+// requests, counts their responses, and runs the object's handler for every
+// message on a thread of its own, so handlers may block without stalling
+// the network.
+#ifndef PS_INTERNAL_CUSTOMER_H_
+#define PS_INTERNAL_CUSTOMER_H_
+
+#include <functional>
+#include <memory>
+
+#include "ps/internal/message.h"
+
+namespace ps {
+
+class Customer {
+ public:
+  using RecvHandle = std::function<void(const Message& recved)>;
+
+  // Registers with the Postoffice; messages that arrived for (app_id,
+  // customer_id) before it existed are delivered now.
+  Customer(int app_id, int customer_id, const RecvHandle& recv_handle);
+  // Stops the handler thread after the messages already queued.
+  ~Customer();
+  Customer(const Customer&) = delete;
+  Customer& operator=(const Customer&) = delete;
+
+  int app_id() const;
+  int customer_id() const;
+
+  // A new request to `recver` (a node id or a group); returns its timestamp.
+  // It expects one response per node of the group.
+  int NewRequest(int recver);
+  // Blocks until every response of `timestamp` arrived. A lost node or
+  // CARAVAN_OP_TIMEOUT ends the wait with ps::Error naming who did not
+  // answer.
+  void WaitRequest(int timestamp);
+  int NumResponse(int timestamp);
+  void AddResponse(int timestamp, int num = 1);
+
+  // Queues a received message for the handler thread (engine use).
+  void Accept(const Message& recved);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_CUSTOMER_H_

@@ -1,0 +1,20 @@
+// The ps-lite Van as applications see it: Send() hands a message to the
+// job's transport (the van plugin Caravan loaded).
+#ifndef PS_INTERNAL_VAN_H_
+#define PS_INTERNAL_VAN_H_
+
+#include "ps/internal/message.h"
+
+namespace ps {
+
+class Van {
+ public:
+  virtual ~Van() {}
+  // Sends msg to msg.meta.recver; returns the bytes handed to the
+  // transport. Throws ps::Error when the job has failed.
+  virtual int Send(const Message& msg) = 0;
+};
+
+}  // namespace ps
+
+#endif  // PS_INTERNAL_VAN_H_

@@ -1,0 +1,400 @@
+// Key-value applications: KVWorker pushes and pulls (keys, values, lengths)
+// to and from the servers, each key going to the server whose range holds
+// it; KVServer answers with an application-defined handler.
+#ifndef PS_KV_APP_H_
+#define PS_KV_APP_H_
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "ps/base.h"
+#include "ps/simple_app.h"
+
+namespace ps {
+
+template <typename Val>
+struct KVPairs {
+  SArray<Key> keys;  // sorted, unique
+  SArray<Val> vals;  // all values, key after key
+  SArray<int> lens;  // values per key; empty when every key has the same number
+  int priority = 0;
+};
+
+struct KVMeta {
+  int cmd;
+  bool push;
+  bool pull;
+  int sender;
+  int timestamp;
+  int customer_id;
+};
+
+template <typename Val>
+class KVWorker : public SimpleApp {
+ public:
+  using SimpleApp::obj_;
+  using Callback = std::function<void()>;
+  using SlicedKVs = std::vector<std::pair<bool, KVPairs<Val>>>;
+  using Slicer = std::function<void(const KVPairs<Val>& send, const std::vector<Range>& ranges,
+                                    SlicedKVs* sliced)>;
+
+  explicit KVWorker(int app_id, int customer_id) : SimpleApp() {
+    using namespace std::placeholders;
+    slicer_ = std::bind(&KVWorker<Val>::DefaultSlicer, this, _1, _2, _3);
+    obj_ = new Customer(app_id, customer_id, std::bind(&KVWorker<Val>::Process, this, _1));
+  }
+  virtual ~KVWorker() {
+    delete obj_;
+    obj_ = nullptr;
+  }
+
+  // Copying forms: the vectors may be reused as soon as the call returns.
+  int Push(const std::vector<Key>& keys, const std::vector<Val>& vals,
+           const std::vector<int>& lens = {}, int cmd = 0, const Callback& cb = nullptr,
+           int priority = 0) {
+    return ZPush(SArray<Key>(keys), SArray<Val>(vals), SArray<int>(lens), cmd, cb, priority);
+  }
+  // `vals` (and `lens`) are filled when Wait() returns or in the callback.
+  int Pull(const std::vector<Key>& keys, std::vector<Val>* vals, std::vector<int>* lens = nullptr,
+           int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
+    SArray<Key> skeys(keys);
+    int ts = AddPullCB(skeys, vals, lens, cmd, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = skeys;
+    kvs.priority = priority;
+    Send(ts, false, true, cmd, kvs);
+    return ts;
+  }
+  int PushPull(const std::vector<Key>& keys, const std::vector<Val>& vals, std::vector<Val>* outs,
+               std::vector<int>* lens = nullptr, int cmd = 0, const Callback& cb = nullptr,
+               int priority = 0) {
+    CHECK_NOTNULL(outs);
+    if (outs->empty()) outs->resize(vals.size());
+    CHECK_EQ(vals.size(), outs->size());
+    SArray<Key> skeys(keys);
+    int ts = AddPullCB(skeys, outs, lens, cmd, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = skeys;
+    kvs.vals = SArray<Val>(vals);
+    kvs.priority = priority;
+    if (lens) kvs.lens = SArray<int>(*lens);
+    Send(ts, true, true, cmd, kvs);
+    return ts;
+  }
+
+  // Blocks until the request `timestamp` completed (and its callback ran).
+  void Wait(int timestamp) { obj_->WaitRequest(timestamp); }
+
+  // Zero-copy forms: the arrays are shared, not copied; do not change them
+  // until Wait() returns.
+  int ZPush(const SArray<Key>& keys, const SArray<Val>& vals, const SArray<int>& lens = {},
+            int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
+    int ts = obj_->NewRequest(kServerGroup);
+    AddCallback(ts, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = keys;
+    kvs.vals = vals;
+    kvs.lens = lens;
+    kvs.priority = priority;
+    Send(ts, true, false, cmd, kvs);
+    return ts;
+  }
+  int ZPull(const SArray<Key>& keys, SArray<Val>* vals, SArray<int>* lens = nullptr, int cmd = 0,
+            const Callback& cb = nullptr, int priority = 0) {
+    int ts = AddPullCB(keys, vals, lens, cmd, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = keys;
+    kvs.priority = priority;
+    Send(ts, false, true, cmd, kvs);
+    return ts;
+  }
+  int ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val>* outs,
+                SArray<int>* lens = nullptr, int cmd = 0, const Callback& cb = nullptr,
+                int priority = 0) {
+    int ts = AddPullCB(keys, outs, lens, cmd, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = keys;
+    kvs.vals = vals;
+    kvs.priority = priority;
+    if (lens) kvs.lens = *lens;
+    Send(ts, true, true, cmd, kvs);
+    return ts;
+  }
+
+  void set_slicer(const Slicer& slicer) {
+    CHECK(slicer);
+    slicer_ = slicer;
+  }
+
+ private:
+  // Splits a request by server key range: sliced[i] is what server i gets,
+  // first = false when it gets nothing.
+  void DefaultSlicer(const KVPairs<Val>& send, const std::vector<Range>& ranges,
+                     SlicedKVs* sliced) {
+    sliced->resize(ranges.size());
+    size_t n = ranges.size();
+    std::vector<size_t> pos(n + 1);
+    const Key* begin = send.keys.begin();
+    const Key* end = send.keys.end();
+    for (size_t i = 0; i < n; ++i) {
+      if (i == 0) {
+        pos[0] = static_cast<size_t>(std::lower_bound(begin, end, ranges[0].begin()) - begin);
+        begin += pos[0];
+      } else {
+        CHECK_EQ(ranges[i - 1].end(), ranges[i].begin());
+      }
+      size_t len = static_cast<size_t>(std::lower_bound(begin, end, ranges[i].end()) - begin);
+      begin += len;
+      pos[i + 1] = pos[i] + len;
+      (*sliced)[i].first = len != 0;
+    }
+    CHECK_EQ(pos[n], send.keys.size()) << "keys must be sorted and inside the server ranges";
+    if (send.keys.empty()) return;
+    size_t k = 0, val_begin = 0, val_end = 0;
+    if (send.lens.empty()) {
+      k = send.vals.size() / send.keys.size();
+      CHECK_EQ(k * send.keys.size(), send.vals.size())
+          << "values are not a whole number per key (give lens)";
+    } else {
+      CHECK_EQ(send.keys.size(), send.lens.size());
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!(*sliced)[i].first) continue;
+      KVPairs<Val>& kv = (*sliced)[i].second;
+      kv.keys = send.keys.segment(pos[i], pos[i + 1]);
+      kv.priority = send.priority;
+      if (send.lens.size()) {
+        kv.lens = send.lens.segment(pos[i], pos[i + 1]);
+        for (int l : kv.lens) val_end += static_cast<size_t>(l);
+        kv.vals = send.vals.segment(val_begin, val_end);
+        val_begin = val_end;
+      } else if (send.vals.size()) {
+        kv.vals = send.vals.segment(pos[i] * k, pos[i + 1] * k);
+      }
+    }
+  }
+
+  void Send(int timestamp, bool push, bool pull, int cmd, const KVPairs<Val>& kvs) {
+    SlicedKVs sliced;
+    slicer_(kvs, Postoffice::Get()->GetServerKeyRanges(), &sliced);
+    int skipped = 0;
+    for (auto& s : sliced) skipped += s.first ? 0 : 1;
+    // Servers that get no key count as answered at once.
+    obj_->AddResponse(timestamp, skipped);
+    if (static_cast<size_t>(skipped) == sliced.size()) RunCallback(timestamp);
+    for (size_t i = 0; i < sliced.size(); ++i) {
+      if (!sliced[i].first) continue;
+      const KVPairs<Val>& kv = sliced[i].second;
+      Message msg;
+      msg.meta.app_id = obj_->app_id();
+      msg.meta.customer_id = obj_->customer_id();
+      msg.meta.request = true;
+      msg.meta.push = push;
+      msg.meta.pull = pull;
+      msg.meta.head = cmd;
+      msg.meta.timestamp = timestamp;
+      msg.meta.recver = Postoffice::Get()->ServerRankToID(static_cast<int>(i));
+      msg.meta.priority = kv.priority;
+      msg.AddData(kv.keys);
+      msg.AddData(kv.vals);
+      if (kv.lens.size()) msg.AddData(kv.lens);
+      Postoffice::Get()->van()->Send(msg);
+    }
+  }
+
+  void Process(const Message& msg) {
+    if (msg.meta.simple_app) {
+      SimpleApp::Process(msg);
+      return;
+    }
+    int ts = msg.meta.timestamp;
+    if (msg.meta.pull) {
+      CHECK_GE(msg.data.size(), 2u) << "a pull response without keys and values";
+      KVPairs<Val> kvs;
+      kvs.keys = msg.data[0];
+      kvs.vals = msg.data[1];
+      if (msg.data.size() > 2) kvs.lens = msg.data[2];
+      std::lock_guard<std::mutex> lock(mu_);
+      recv_kvs_[ts].push_back(kvs);
+    }
+    // The customer counts this response after Process returns.
+    if (obj_->NumResponse(ts) == Postoffice::Get()->num_servers() - 1) RunCallback(ts);
+  }
+
+  void AddCallback(int timestamp, const Callback& cb) {
+    if (!cb) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    callbacks_[timestamp] = cb;
+  }
+
+  void RunCallback(int timestamp) {
+    Callback cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = callbacks_.find(timestamp);
+      if (it == callbacks_.end()) return;
+      cb = std::move(it->second);
+      callbacks_.erase(it);
+    }
+    cb();
+  }
+
+  // Registers the callback that gathers the servers' answers into vals
+  // (and lens) in key order, then runs the user's callback.
+  template <typename C, typename D>
+  int AddPullCB(const SArray<Key>& keys, C* vals, D* lens, int cmd, const Callback& cb) {
+    int ts = obj_->NewRequest(kServerGroup);
+    AddCallback(ts, [this, ts, keys, vals, lens, cb]() mutable {
+      std::vector<KVPairs<Val>> kvs;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        kvs = std::move(recv_kvs_[ts]);
+        recv_kvs_.erase(ts);
+      }
+      size_t total_keys = 0, total_vals = 0;
+      for (const auto& s : kvs) {
+        if (s.keys.empty()) continue;
+        Range r = FindRange(keys, s.keys.front(), s.keys.back() + 1);
+        CHECK_EQ(r.size(), s.keys.size()) << "a server answered keys that were not asked for";
+        if (lens) CHECK_EQ(s.lens.size(), s.keys.size()) << "a server answered without lens";
+        total_keys += s.keys.size();
+        total_vals += s.vals.size();
+      }
+      CHECK_EQ(total_keys, keys.size()) << "some servers did not answer every key";
+      std::sort(kvs.begin(), kvs.end(), [](const KVPairs<Val>& a, const KVPairs<Val>& b) {
+        return a.keys.front() < b.keys.front();
+      });
+      CHECK_NOTNULL(vals);
+      if (vals->empty()) {
+        vals->resize(total_vals);
+      } else {
+        CHECK_EQ(vals->size(), total_vals);
+      }
+      Val* out = vals->data();
+      int* out_lens = nullptr;
+      if (lens) {
+        if (lens->empty()) {
+          lens->resize(keys.size());
+        } else {
+          CHECK_EQ(lens->size(), keys.size());
+        }
+        out_lens = lens->data();
+      }
+      for (const auto& s : kvs) {
+        if (s.vals.size()) std::memcpy(out, s.vals.data(), s.vals.size() * sizeof(Val));
+        out += s.vals.size();
+        if (out_lens) {
+          std::memcpy(out_lens, s.lens.data(), s.lens.size() * sizeof(int));
+          out_lens += s.lens.size();
+        }
+      }
+      if (cb) cb();
+    });
+    return ts;
+  }
+
+  std::unordered_map<int, std::vector<KVPairs<Val>>> recv_kvs_;
+  std::unordered_map<int, Callback> callbacks_;
+  std::mutex mu_;
+  Slicer slicer_;
+};
+
+template <typename Val>
+class KVServer : public SimpleApp {
+ public:
+  // The server's customer id is its app id, as in ps-lite.
+  explicit KVServer(int app_id) : SimpleApp() {
+    using namespace std::placeholders;
+    obj_ = new Customer(app_id, app_id, std::bind(&KVServer<Val>::Process, this, _1));
+  }
+  virtual ~KVServer() {
+    delete obj_;
+    obj_ = nullptr;
+  }
+
+  using ReqHandle =
+      std::function<void(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer* server)>;
+  void set_request_handle(const ReqHandle& request_handle) {
+    CHECK(request_handle) << "invalid request handle";
+    request_handle_ = request_handle;
+  }
+
+  // Answers a request; every request must be answered exactly once.
+  void Response(const KVMeta& req, const KVPairs<Val>& res = KVPairs<Val>()) {
+    Message msg;
+    msg.meta.app_id = obj_->app_id();
+    msg.meta.customer_id = req.customer_id;
+    msg.meta.request = false;
+    msg.meta.push = req.push;
+    msg.meta.pull = req.pull;
+    msg.meta.head = req.cmd;
+    msg.meta.timestamp = req.timestamp;
+    msg.meta.recver = req.sender;
+    if (res.keys.size()) {
+      msg.AddData(res.keys);
+      msg.AddData(res.vals);
+      if (res.lens.size()) msg.AddData(res.lens);
+    }
+    Postoffice::Get()->van()->Send(msg);
+  }
+
+ private:
+  void Process(const Message& msg) {
+    if (msg.meta.simple_app) {
+      SimpleApp::Process(msg);
+      return;
+    }
+    KVMeta meta;
+    meta.cmd = msg.meta.head;
+    meta.push = msg.meta.push;
+    meta.pull = msg.meta.pull;
+    meta.sender = msg.meta.sender;
+    meta.timestamp = msg.meta.timestamp;
+    meta.customer_id = msg.meta.customer_id;
+    KVPairs<Val> data;
+    if (msg.data.size()) {
+      CHECK_GE(msg.data.size(), 2u) << "a request with keys but no values";
+      data.keys = msg.data[0];
+      data.vals = msg.data[1];
+      if (msg.data.size() > 2) {
+        CHECK_EQ(msg.data.size(), 3u);
+        data.lens = msg.data[2];
+        CHECK_EQ(data.lens.size(), data.keys.size());
+      }
+    }
+    CHECK(request_handle_) << "KVServer " << obj_->app_id() << " has no request handle";
+    request_handle_(meta, data, this);
+  }
+
+  ReqHandle request_handle_;
+};
+
+// Sums pushes into a store and answers pulls from it, one value per key.
+template <typename Val>
+struct KVServerDefaultHandle {
+  void operator()(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer<Val>* server) {
+    size_t n = req_data.keys.size();
+    KVPairs<Val> res;
+    if (req_meta.push) CHECK_EQ(n, req_data.vals.size()) << "the default handle takes one value per key";
+    if (req_meta.pull) {
+      res.keys = req_data.keys;
+      res.vals.resize(n);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Key key = req_data.keys[static_cast<int>(i)];
+      if (req_meta.push) store[key] += req_data.vals[static_cast<int>(i)];
+      if (req_meta.pull) res.vals[static_cast<int>(i)] = store[key];
+    }
+    server->Response(req_meta, res);
+  }
+  std::unordered_map<Key, Val> store;
+};
+
+}  // namespace ps
+
+#endif  // PS_KV_APP_H_

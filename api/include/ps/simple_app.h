@@ -1,0 +1,116 @@
+// SimpleApp: requests of an integer head and a string body to any node or
+// group, the scheduler included, each answered once by every recipient.
+#ifndef PS_SIMPLE_APP_H_
+#define PS_SIMPLE_APP_H_
+
+#include <functional>
+#include <string>
+
+#include "ps/internal/customer.h"
+#include "ps/internal/message.h"
+#include "ps/internal/postoffice.h"
+
+namespace ps {
+
+struct SimpleData {
+  int head;
+  std::string body;
+  int sender;
+  int timestamp;
+  int customer_id;
+};
+
+class SimpleApp {
+ public:
+  // Registers (app_id, customer_id) with the Postoffice; call after Start.
+  explicit SimpleApp(int app_id, int customer_id) : SimpleApp() {
+    using namespace std::placeholders;
+    obj_ = new Customer(app_id, customer_id, std::bind(&SimpleApp::Process, this, _1));
+  }
+  virtual ~SimpleApp() {
+    delete obj_;
+    obj_ = nullptr;
+  }
+
+  // Sends head/body to recv_id (a node id or a group); returns the
+  // timestamp to Wait() on.
+  virtual int Request(int req_head, const std::string& req_body, int recv_id) {
+    int ts = obj_->NewRequest(recv_id);
+    for (int id : Postoffice::Get()->GetNodeIDs(recv_id)) {
+      Message msg;
+      msg.meta.head = req_head;
+      msg.meta.body = req_body;
+      msg.meta.timestamp = ts;
+      msg.meta.request = true;
+      msg.meta.simple_app = true;
+      msg.meta.app_id = obj_->app_id();
+      msg.meta.customer_id = obj_->customer_id();
+      msg.meta.recver = id;
+      Postoffice::Get()->van()->Send(msg);
+    }
+    return ts;
+  }
+
+  // Blocks until every recipient of the request answered.
+  virtual void Wait(int timestamp) { obj_->WaitRequest(timestamp); }
+
+  // Answers a received request.
+  virtual void Response(const SimpleData& recv_req, const std::string& res_body = "") {
+    Message msg;
+    msg.meta.head = recv_req.head;
+    msg.meta.body = res_body;
+    msg.meta.timestamp = recv_req.timestamp;
+    msg.meta.request = false;
+    msg.meta.simple_app = true;
+    msg.meta.app_id = obj_->app_id();
+    msg.meta.customer_id = recv_req.customer_id;
+    msg.meta.recver = recv_req.sender;
+    Postoffice::Get()->van()->Send(msg);
+  }
+
+  using Handle = std::function<void(const SimpleData& recved, SimpleApp* app)>;
+  // Runs for every request; the default answers with an empty body.
+  virtual void set_request_handle(const Handle& request_handle) {
+    CHECK(request_handle) << "invalid request handle";
+    request_handle_ = request_handle;
+  }
+  // Runs for every response; the default does nothing.
+  virtual void set_response_handle(const Handle& response_handle) {
+    CHECK(response_handle) << "invalid response handle";
+    response_handle_ = response_handle;
+  }
+
+  virtual Customer* get_customer() { return obj_; }
+
+ protected:
+  SimpleApp() : obj_(nullptr) {
+    request_handle_ = [](const SimpleData& recved, SimpleApp* app) { app->Response(recved); };
+    response_handle_ = [](const SimpleData&, SimpleApp*) {};
+  }
+
+  virtual void Process(const Message& msg) {
+    SimpleData recv;
+    recv.sender = msg.meta.sender;
+    recv.head = msg.meta.head;
+    recv.body = msg.meta.body;
+    recv.timestamp = msg.meta.timestamp;
+    recv.customer_id = msg.meta.customer_id;
+    if (msg.meta.request) {
+      CHECK(request_handle_);
+      request_handle_(recv, this);
+    } else {
+      CHECK(response_handle_);
+      response_handle_(recv, this);
+    }
+  }
+
+  Customer* obj_;
+
+ private:
+  Handle request_handle_;
+  Handle response_handle_;
+};
+
+}  // namespace ps
+
+#endif  // PS_SIMPLE_APP_H_

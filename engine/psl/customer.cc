@@ -1,0 +1,140 @@
+// ps::Customer: request numbering, response counting, and the handler
+// thread of one application object.
+#include "ps/internal/customer.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/base/log.h"
+#include "engine/psl/ps_runtime.h"
+#include "ps/internal/postoffice.h"
+
+namespace ps {
+
+struct Customer::State {
+  int app_id = 0;
+  int customer_id = 0;
+  RecvHandle handle;
+  std::mutex mu;
+  std::condition_variable cv;        // responses and the queue
+  std::deque<Message> queue;
+  bool stopping = false;
+  int next_timestamp = 0;
+  struct Tracker {
+    int expected = 0;
+    int received = 0;
+    int recver = 0;
+  };
+  std::unordered_map<int, Tracker> trackers;
+  std::thread thread;
+};
+
+Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle)
+    : state_(new State) {
+  state_->app_id = app_id;
+  state_->customer_id = customer_id;
+  state_->handle = recv_handle;
+  State* s = state_.get();
+  s->thread = std::thread([s] {
+    std::unique_lock<std::mutex> lock(s->mu);
+    for (;;) {
+      s->cv.wait(lock, [s] { return s->stopping || !s->queue.empty(); });
+      if (s->queue.empty()) return;  // stopping, and everything handled
+      Message msg = std::move(s->queue.front());
+      s->queue.pop_front();
+      lock.unlock();
+      try {
+        s->handle(msg);
+      } catch (const std::exception& e) {
+        caravan::Log::write(CARAVAN_LOG_ERROR, "ps: the handler of app " + std::to_string(s->app_id) +
+                                                   " failed on a message from node " +
+                                                   std::to_string(msg.meta.sender) + ": " + e.what());
+      }
+      lock.lock();
+      if (!msg.meta.request) {
+        auto it = s->trackers.find(msg.meta.timestamp);
+        if (it != s->trackers.end()) it->second.received++;
+        s->cv.notify_all();
+      }
+    }
+  });
+  caravan::psl::Runtime::get().add_customer(this);
+}
+
+Customer::~Customer() {
+  caravan::psl::Runtime::get().remove_customer(this);
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->cv.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+int Customer::app_id() const { return state_->app_id; }
+int Customer::customer_id() const { return state_->customer_id; }
+
+int Customer::NewRequest(int recver) {
+  int expected = static_cast<int>(Postoffice::Get()->GetNodeIDs(recver).size());
+  std::lock_guard<std::mutex> lock(state_->mu);
+  int ts = state_->next_timestamp++;
+  state_->trackers[ts] = State::Tracker{expected, 0, recver};
+  return ts;
+}
+
+void Customer::WaitRequest(int timestamp) {
+  auto& rt = caravan::psl::Runtime::get();
+  int timeout = rt.op_timeout_s();
+  std::unique_lock<std::mutex> lock(state_->mu);
+  auto it = state_->trackers.find(timestamp);
+  if (it == state_->trackers.end())
+    throw Error("ps: Wait(" + std::to_string(timestamp) + "): no such request of app " +
+                std::to_string(state_->app_id));
+  std::string failure;
+  bool done = state_->cv.wait_for(lock, std::chrono::seconds(timeout), [&] {
+    failure = rt.failure();
+    return it->second.received >= it->second.expected || !failure.empty();
+  });
+  State::Tracker t = it->second;
+  if (t.received >= t.expected) {
+    state_->trackers.erase(it);
+    return;
+  }
+  std::string what = "ps: request " + std::to_string(timestamp) + " of app " +
+                     std::to_string(state_->app_id) + " to node/group " + std::to_string(t.recver) +
+                     " got " + std::to_string(t.received) + " of " + std::to_string(t.expected) +
+                     " responses";
+  what += done ? "; the job failed: " + failure
+               : " within " + std::to_string(timeout) + " s (CARAVAN_OP_TIMEOUT)";
+  caravan::Log::write(CARAVAN_LOG_ERROR, what);
+  throw Error(what);
+}
+
+int Customer::NumResponse(int timestamp) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  auto it = state_->trackers.find(timestamp);
+  return it == state_->trackers.end() ? 0 : it->second.received;
+}
+
+void Customer::AddResponse(int timestamp, int num) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->trackers.find(timestamp);
+    if (it != state_->trackers.end()) it->second.received += num;
+  }
+  state_->cv.notify_all();
+}
+
+void Customer::Accept(const Message& recved) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->queue.push_back(recved);
+  }
+  state_->cv.notify_all();
+}
+
+}  // namespace ps
