@@ -3,6 +3,7 @@
 #include "ps/internal/customer.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -50,9 +51,15 @@ Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle)
       try {
         s->handle(msg);
       } catch (const std::exception& e) {
-        caravan::Log::write(CARAVAN_LOG_ERROR, "ps: the handler of app " + std::to_string(s->app_id) +
+        // ps-lite would die here too (a throw on its thread); going quietly
+        // on would leave the sender waiting for an answer that never comes.
+        // Exiting drops this node's control connection, so every other node
+        // learns at once which node failed and why.
+        caravan::Log::write(CARAVAN_LOG_FATAL, "ps: the handler of app " + std::to_string(s->app_id) +
                                                    " failed on a message from node " +
-                                                   std::to_string(msg.meta.sender) + ": " + e.what());
+                                                   std::to_string(msg.meta.sender) + ": " + e.what() +
+                                                   "; ending this process");
+        std::_Exit(1);
       }
       lock.lock();
       if (!msg.meta.request) {

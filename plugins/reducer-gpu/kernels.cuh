@@ -12,6 +12,13 @@
 #include <cstring>
 
 #define CRV_HD __host__ __device__ __forceinline__
+// The lane loops must unroll so each lane stays in a register; the host
+// compiler knows no such pragma.
+#ifdef __CUDA_ARCH__
+#define CRV_UNROLL _Pragma("unroll")
+#else
+#define CRV_UNROLL
+#endif
 
 namespace caravan::reducer_gpu {
 
@@ -144,7 +151,7 @@ struct Add2 {
   CRV_HD void vector(size_t i) const {
     constexpr size_t z = sizeof(S);
     Vec<S> x = load_vec<S>(a + i * z), y = load_vec<S>(b + i * z);
-#pragma unroll
+CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(E::widen(x.lane[k]) + E::widen(y.lane[k]));
     store_vec<S>(dst + i * z, x);
   }
@@ -166,7 +173,7 @@ struct Scale {
   CRV_HD void vector(size_t i) const {
     Byte* p = data + i * sizeof(S);
     Vec<S> x = load_vec<S>(p);
-#pragma unroll
+CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(E::widen(x.lane[k]) * factor);
     store_vec<S>(p, x);
   }
@@ -205,19 +212,19 @@ struct SumMany {
     constexpr size_t z = sizeof(S);
     A sum[kLanes];
     Vec<S> x = load_vec<S>(src[0] + i * z);
-#pragma unroll
+CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) sum[k] = acc_in ? acc_in[i + k] + E::widen(x.lane[k]) : E::widen(x.lane[k]);
     for (int s = 1; s < num; ++s) {
       x = load_vec<S>(src[s] + i * z);
-#pragma unroll
+CRV_UNROLL
       for (int k = 0; k < kLanes; ++k) sum[k] = sum[k] + E::widen(x.lane[k]);
     }
     if (acc_out) {
-#pragma unroll
+CRV_UNROLL
       for (int k = 0; k < kLanes; ++k) acc_out[i + k] = sum[k];
       return;
     }
-#pragma unroll
+CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(sum[k]);
     store_vec<S>(dst + i * z, x);
   }

@@ -26,6 +26,20 @@ void emulate(const Op& op, const gpu::Layout& l, size_t threads) {
   for (size_t t = 0; t < threads; ++t) gpu::run(op, l, t, threads);
 }
 
+// What the device needs of a layout, which the host emulation cannot see:
+// vectors start on a 16-byte boundary of every array, and only arrays
+// aligned to their element skip the bytewise path.
+void check_layout(const gpu::Layout& l, size_t z, std::vector<const void*> ptrs, const std::string& where) {
+  bool natural = true;
+  for (const void* p : ptrs) natural = natural && reinterpret_cast<uintptr_t>(p) % z == 0;
+  EXPECT_EQ(l.bytewise, !natural) << where;
+  ASSERT_LE(l.head + l.nvec * (16 / z), l.count) << where;
+  if (l.nvec == 0) return;
+  EXPECT_LT(l.head, 16 / z) << where;
+  for (const void* p : ptrs)
+    EXPECT_EQ((reinterpret_cast<uintptr_t>(p) + l.head * z) % 16, 0u) << "vector off a 16-byte boundary, " << where;
+}
+
 // An array that starts `offset` bytes into a padded buffer.
 struct Buf {
   std::vector<unsigned char> bytes;
@@ -60,6 +74,7 @@ void check_type(unsigned dt) {
       // sum2, then sum as sum2 with dst as a
       const void* ab[] = {a.data(), b.data()};
       gpu::Layout l = gpu::plan(count, z, dst.data(), ab, 2);
+      check_layout(l, z, {dst.data(), a.data(), b.data()}, where);
       if (off[0] == off[1] && off[1] == off[2] && off[0] % z == 0 && count >= 33) EXPECT_GT(l.nvec, 0u) << where;
       cpu::add2<C>(want.data(), a.data(), b.data(), count);
       emulate(gpu::Add2<E>{dst.data(), a.data(), b.data(), l.bytewise}, l, threads);
@@ -90,6 +105,7 @@ void check_type(unsigned dt) {
       all.num = 5;
       for (int s = 0; s < 5; ++s) all.src[s] = static_cast<const unsigned char*>(srcs[s]);
       l = gpu::plan(count, z, dst.data(), srcs, 5);
+      check_layout(l, z, std::vector<const void*>(srcs, srcs + 5), where);
       all.bytewise = l.bytewise;
       std::vector<unsigned char> first_src(a.data(), a.data() + count * z);
       emulate(all, l, threads);
@@ -115,6 +131,7 @@ void check_type(unsigned dt) {
         std::memcpy(want.data(), a.data(), count * z);
         cpu::scale<C>(want.data(), count, factor);
         l = gpu::plan(count, z, a.data(), nullptr, 0);
+        check_layout(l, z, {a.data()}, where);
         emulate(gpu::Scale<E>{a.data(), static_cast<typename E::Acc>(factor), l.bytewise}, l, threads);
         expect_eq(a.data(), want.data(), "scale");
       }

@@ -47,6 +47,7 @@ class KVWorker : public SimpleApp {
     using namespace std::placeholders;
     slicer_ = std::bind(&KVWorker<Val>::DefaultSlicer, this, _1, _2, _3);
     obj_ = new Customer(app_id, customer_id, std::bind(&KVWorker<Val>::Process, this, _1));
+    MarkReady();
   }
   virtual ~KVWorker() {
     delete obj_;
@@ -212,6 +213,7 @@ class KVWorker : public SimpleApp {
       SimpleApp::Process(msg);
       return;
     }
+    CHECK(WaitReady([] { return true; })) << "KVWorker never finished construction";
     int ts = msg.meta.timestamp;
     if (msg.meta.pull) {
       CHECK_GE(msg.data.size(), 2u) << "a pull response without keys and values";
@@ -308,9 +310,10 @@ template <typename Val>
 class KVServer : public SimpleApp {
  public:
   // The server's customer id is its app id, as in ps-lite.
-  explicit KVServer(int app_id) : SimpleApp() {
+  explicit KVServer(int app_id) : SimpleApp(), app_id_(app_id) {
     using namespace std::placeholders;
     obj_ = new Customer(app_id, app_id, std::bind(&KVServer<Val>::Process, this, _1));
+    MarkReady();
   }
   virtual ~KVServer() {
     delete obj_;
@@ -319,9 +322,14 @@ class KVServer : public SimpleApp {
 
   using ReqHandle =
       std::function<void(const KVMeta& req_meta, const KVPairs<Val>& req_data, KVServer* server)>;
+  // Requests that arrive before this is called wait for it.
   void set_request_handle(const ReqHandle& request_handle) {
     CHECK(request_handle) << "invalid request handle";
-    request_handle_ = request_handle;
+    {
+      std::lock_guard<std::mutex> lock(gate_mu_);
+      request_handle_ = request_handle;
+    }
+    NotifyGate();
   }
 
   // Answers a request; every request must be answered exactly once.
@@ -367,10 +375,14 @@ class KVServer : public SimpleApp {
         CHECK_EQ(data.lens.size(), data.keys.size());
       }
     }
-    CHECK(request_handle_) << "KVServer " << obj_->app_id() << " has no request handle";
+    CHECK(WaitReady([this] { return static_cast<bool>(request_handle_); }))
+        << "KVServer " << app_id_ << " got a request but set_request_handle() was never called";
+    // Called in place, never copied: a stateful handle (the default one's
+    // store) must see every request.
     request_handle_(meta, data, this);
   }
 
+  int app_id_;
   ReqHandle request_handle_;
 };
 

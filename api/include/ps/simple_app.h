@@ -3,7 +3,10 @@
 #ifndef PS_SIMPLE_APP_H_
 #define PS_SIMPLE_APP_H_
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 
 #include "ps/internal/customer.h"
@@ -26,6 +29,7 @@ class SimpleApp {
   explicit SimpleApp(int app_id, int customer_id) : SimpleApp() {
     using namespace std::placeholders;
     obj_ = new Customer(app_id, customer_id, std::bind(&SimpleApp::Process, this, _1));
+    MarkReady();
   }
   virtual ~SimpleApp() {
     delete obj_;
@@ -72,11 +76,13 @@ class SimpleApp {
   // Runs for every request; the default answers with an empty body.
   virtual void set_request_handle(const Handle& request_handle) {
     CHECK(request_handle) << "invalid request handle";
+    std::lock_guard<std::mutex> lock(gate_mu_);
     request_handle_ = request_handle;
   }
   // Runs for every response; the default does nothing.
   virtual void set_response_handle(const Handle& response_handle) {
     CHECK(response_handle) << "invalid response handle";
+    std::lock_guard<std::mutex> lock(gate_mu_);
     response_handle_ = response_handle;
   }
 
@@ -88,25 +94,45 @@ class SimpleApp {
     response_handle_ = [](const SimpleData&, SimpleApp*) {};
   }
 
+  // Messages can arrive as soon as the Customer exists, before the
+  // constructor stored obj_: handling waits until the app is ready.
+  void MarkReady() {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    ready_ = true;
+    gate_cv_.notify_all();
+  }
+  // Waits until the app is constructed and `pred` holds (for example: a
+  // handle was set), at most `seconds`; false on timeout.
+  template <typename Pred>
+  bool WaitReady(Pred pred, int seconds = 60) {
+    std::unique_lock<std::mutex> lock(gate_mu_);
+    return gate_cv_.wait_for(lock, std::chrono::seconds(seconds), [&] { return ready_ && pred(); });
+  }
+  void NotifyGate() {
+    std::lock_guard<std::mutex> lock(gate_mu_);
+    gate_cv_.notify_all();
+  }
+
   virtual void Process(const Message& msg) {
+    CHECK(WaitReady([] { return true; })) << "SimpleApp never finished construction";
     SimpleData recv;
     recv.sender = msg.meta.sender;
     recv.head = msg.meta.head;
     recv.body = msg.meta.body;
     recv.timestamp = msg.meta.timestamp;
     recv.customer_id = msg.meta.customer_id;
-    if (msg.meta.request) {
-      CHECK(request_handle_);
-      request_handle_(recv, this);
-    } else {
-      CHECK(response_handle_);
-      response_handle_(recv, this);
-    }
+    // Called in place, never copied, so a stateful handle keeps its state.
+    Handle& handle = msg.meta.request ? request_handle_ : response_handle_;
+    CHECK(handle);
+    handle(recv, this);
   }
 
   Customer* obj_;
+  std::mutex gate_mu_;
 
  private:
+  std::condition_variable gate_cv_;
+  bool ready_ = false;
   Handle request_handle_;
   Handle response_handle_;
 };
