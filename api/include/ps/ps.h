@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "ps/base.h"
+#include "ps/internal/env.h"
 #include "ps/internal/postoffice.h"
 #include "ps/kv_app.h"
 #include "ps/simple_app.h"
