@@ -107,10 +107,8 @@ void Customer::WaitRequest(int timestamp) {
     return it->second.received >= it->second.expected || !failure.empty();
   });
   State::Tracker t = it->second;
-  if (t.received >= t.expected) {
-    state_->trackers.erase(it);
-    return;
-  }
+  // Kept after completion: ps-lite programs may wait on a request twice.
+  if (t.received >= t.expected) return;
   std::string what = "ps: request " + std::to_string(timestamp) + " of app " +
                      std::to_string(state_->app_id) + " to node/group " + std::to_string(t.recver) +
                      " got " + std::to_string(t.received) + " of " + std::to_string(t.expected) +
