@@ -23,6 +23,7 @@ namespace caravan::reducer_gpu {
 namespace {
 
 constexpr bool kHasNccl = CARAVAN_REDUCER_GPU_NCCL;
+constexpr long long kMaxTimeoutS = 7 * 24 * 3600;
 
 int device_attribute(cudaDeviceAttr attr, int device) {
   int v = 0;
@@ -34,8 +35,9 @@ int choose_device(const Host& h, int devices) {
   if (h.param("DEVICE")) {
     long long d = h.param_int("DEVICE", 0);
     if (d >= devices)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: DEVICE=" + std::to_string(d) + " but only " +
-                                                       std::to_string(devices) + " CUDA device(s) are visible");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: DEVICE=" + std::to_string(d) +
+                                                       " but only " + std::to_string(devices) +
+                                                       " CUDA device(s) are visible");
     return static_cast<int>(d);
   }
   // One worker per GPU, as BytePS runs them, unless CUDA_VISIBLE_DEVICES
@@ -44,7 +46,8 @@ int choose_device(const Host& h, int devices) {
     char* end = nullptr;
     long long r = std::strtoll(rank->c_str(), &end, 10);
     if (rank->empty() || *end != '\0' || r < 0)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: BYTEPS_LOCAL_RANK='" + *rank + "' is not a rank");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "gpu reducer: BYTEPS_LOCAL_RANK='" + *rank + "' is not a rank");
     return static_cast<int>(r % devices);
   }
   int current = 0;
@@ -56,22 +59,30 @@ caravan_status init(const caravan_host_v1* host, void** out_ctx) {
   Host h(host);
   return plugin::guarded(h, [&]() -> caravan_status {
     if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: init needs a v1 host table and out_ctx");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "gpu reducer: init needs a v1 host table and out_ctx");
     *out_ctx = nullptr;
     int devices = 0;
     cudaError_t err = cudaGetDeviceCount(&devices);
     if (err != cudaSuccess || devices == 0) {
       std::string why = err != cudaSuccess ? cudaGetErrorString(err) : "0 devices";
       cudaGetLastError();  // not sticky: a later init may still find a device
-      throw Error(CARAVAN_STATUS_UNAVAILABLE, "gpu reducer: no CUDA device found (cudaGetDeviceCount: " + why + ")");
+      throw Error(CARAVAN_STATUS_UNAVAILABLE,
+                  "gpu reducer: no CUDA device found (cudaGetDeviceCount: " + why + ")");
     }
     auto r = std::make_unique<Reducer>(host);
     r->device = choose_device(h, devices);
     long long threads = h.param_int("BLOCK_THREADS", 256);
     if (threads < 32 || threads > 1024 || threads % 32 != 0)
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "gpu reducer: BLOCK_THREADS=" + std::to_string(threads) + " is not a multiple of 32 in 32..1024");
-    r->local_timeout_ms = h.param_int("LOCAL_TIMEOUT_S", 300) * 1000;
+                  "gpu reducer: BLOCK_THREADS=" + std::to_string(threads) +
+                      " is not a multiple of 32 in 32..1024");
+    long long timeout_s = h.param_int("LOCAL_TIMEOUT_S", 300);
+    if (timeout_s < 1 || timeout_s > kMaxTimeoutS)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "gpu reducer: LOCAL_TIMEOUT_S=" + std::to_string(timeout_s) + " is outside 1.." +
+                      std::to_string(kMaxTimeoutS));
+    r->local_timeout_ms = timeout_s * 1000;
 
     DeviceScope scope(r->device);
     int major = device_attribute(cudaDevAttrComputeCapabilityMajor, r->device);
@@ -80,22 +91,24 @@ caravan_status init(const caravan_host_v1* host, void** out_ctx) {
     err = check_kernel_image();
     if (err != cudaSuccess) {
       cudaGetLastError();
-      throw Error(CARAVAN_STATUS_UNAVAILABLE, "gpu reducer: device " + std::to_string(r->device) + " (" + arch +
-                                                  ") cannot run this build's kernels (sm_90 and compute_90 PTX): " +
-                                                  cudaGetErrorString(err));
+      throw Error(CARAVAN_STATUS_UNAVAILABLE,
+                  "gpu reducer: device " + std::to_string(r->device) + " (" + arch +
+                      ") cannot run this build's kernels (sm_90 and compute_90 PTX): " +
+                      cudaGetErrorString(err));
     }
     // Native code on sm_90 itself; the driver compiles the PTX for later GPUs.
     r->kernel = major == 9 && minor == 0 ? "cuda-sm90" : "cuda-sm90-ptx";
     int sms = device_attribute(cudaDevAttrMultiProcessorCount, r->device);
     int per_sm = device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, r->device);
-    r->grid = {static_cast<int>(threads), std::max(1, sms * std::max(1, per_sm / static_cast<int>(threads)))};
+    r->grid = {static_cast<int>(threads),
+               std::max(1, sms * std::max(1, per_sm / static_cast<int>(threads)))};
     std::string local = "no local group (built without NCCL)";
 #if CARAVAN_REDUCER_GPU_NCCL
     local = "local group over NCCL " + nccl_version();
 #endif
-    h.log(CARAVAN_LOG_INFO, "gpu reducer: device " + std::to_string(r->device) + " (" + arch + ", " +
-                                std::to_string(sms) + " SMs), kernel " + r->kernel + ", " + std::to_string(threads) +
-                                " threads per block, " + local);
+    h.log(CARAVAN_LOG_INFO, "gpu reducer: device " + std::to_string(r->device) + " (" + arch +
+                                ", " + std::to_string(sms) + " SMs), kernel " + r->kernel + ", " +
+                                std::to_string(threads) + " threads per block, " + local);
     *out_ctx = r.release();
     return CARAVAN_STATUS_OK;
   });
@@ -122,14 +135,16 @@ caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
                   (kHasNccl ? CARAVAN_REDUCER_CAP_LOCAL_GROUP : 0);
     if (fits(offsetof(caravan_reducer_properties_v1, dtypes), sizeof out->dtypes))
       out->dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
-    if (fits(offsetof(caravan_reducer_properties_v1, kernel), sizeof out->kernel)) out->kernel = r.kernel;
+    if (fits(offsetof(caravan_reducer_properties_v1, kernel), sizeof out->kernel))
+      out->kernel = r.kernel;
     return CARAVAN_STATUS_OK;
   });
 }
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
+caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_dtype dtype,
+                   void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     unsigned dt = dtype_index(&dtype);
@@ -142,8 +157,8 @@ caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_
   });
 }
 
-caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
-                    void* stream) {
+caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t count,
+                    caravan_dtype dtype, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     unsigned dt = dtype_index(&dtype);
@@ -157,24 +172,27 @@ caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t c
   });
 }
 
-caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t num_srcs, size_t count,
-                        caravan_dtype dtype, void* stream) {
+caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
+                        size_t count, caravan_dtype dtype, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     unsigned dt = dtype_index(&dtype);
-    if (num_srcs == 0) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: sum_many needs num_srcs >= 1");
+    if (num_srcs == 0)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: sum_many needs num_srcs >= 1");
     check_pointer(srcs, num_srcs, "srcs");
     check_pointer(dst, count, "dst");
     for (size_t s = 0; s < num_srcs; ++s)
       check_pointer(srcs[s], count, ("srcs[" + std::to_string(s) + "]").c_str());
     if (count == 0) return CARAVAN_STATUS_OK;
     DeviceScope scope(r.device);
-    cuda_check(launch_sum_many(dt, dst, srcs, num_srcs, count, r.grid, as_stream(stream)), "sum_many kernel");
+    cuda_check(launch_sum_many(dt, dst, srcs, num_srcs, count, r.grid, as_stream(stream)),
+               "sum_many kernel");
     return CARAVAN_STATUS_OK;
   });
 }
 
-caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {
+caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, double factor,
+                     void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     unsigned dt = dtype_index(&dtype);
@@ -190,18 +208,35 @@ caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, d
 }
 
 const caravan_reducer_ops_v1 kOps = {
-    sizeof(caravan_reducer_ops_v1), init, finalize, properties, sum, sum2, sum_many, scale,
+    sizeof(caravan_reducer_ops_v1),
+    init,
+    finalize,
+    properties,
+    sum,
+    sum2,
+    sum_many,
+    scale,
 #if CARAVAN_REDUCER_GPU_NCCL
-    local_id, local_join, local_leave, local_reduce, local_broadcast,
+    local_id,
+    local_join,
+    local_leave,
+    local_reduce,
+    local_broadcast,
 #else
-    nullptr, nullptr, nullptr, nullptr, nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr,
 #endif
 };
 
 const caravan_param_info kParams[] = {
-    {"DEVICE", nullptr, "CUDA device to use; default BYTEPS_LOCAL_RANK modulo the device count, else the current one"},
+    {"DEVICE", nullptr,
+     "CUDA device to use; default BYTEPS_LOCAL_RANK modulo the device count, else the current one"},
     {"BLOCK_THREADS", "256", "threads per block of every kernel (a multiple of 32 in 32..1024)"},
-    {"LOCAL_TIMEOUT_S", "300", "seconds to wait for the local group to form, or to flush when it is left"},
+    {"LOCAL_TIMEOUT_S", "300",
+     "seconds to wait for the local group to form, or to flush when it is left"},
 };
 
 const caravan_plugin_descriptor kDescriptor = {

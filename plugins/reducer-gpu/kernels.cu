@@ -26,7 +26,8 @@ cudaError_t launch(const Op& op, const Layout& l, const Grid& grid, cudaStream_t
   size_t work = std::max(l.nvec, l.count - l.nvec * Op::kLanes);
   if (work == 0) return cudaSuccess;
   size_t per_block = static_cast<size_t>(grid.block_threads);
-  size_t blocks = std::min((work + per_block - 1) / per_block, static_cast<size_t>(grid.max_blocks));
+  size_t blocks =
+      std::min((work + per_block - 1) / per_block, static_cast<size_t>(grid.max_blocks));
   elementwise<Op><<<static_cast<unsigned>(blocks), grid.block_threads, 0, stream>>>(op, l);
   return cudaGetLastError();
 }
@@ -35,21 +36,31 @@ cudaError_t launch(const Op& op, const Layout& l, const Grid& grid, cudaStream_t
 template <class Body>
 cudaError_t with_elem(unsigned dt, Body&& body) {
   switch (dt) {
-    case 0: return body(Same<float>{});
-    case 1: return body(Same<double>{});
-    case 2: return body(F16{});
-    case 3: return body(Same<uint8_t>{});
-    case 4: return body(Same<uint32_t>{});
-    case 5: return body(Same<uint8_t>{});
-    case 6: return body(Same<uint64_t>{});
-    case 7: return body(BF16{});
-    default: return cudaErrorInvalidValue;
+    case 0:
+      return body(Same<float>{});
+    case 1:
+      return body(Same<double>{});
+    case 2:
+      return body(F16{});
+    case 3:
+      return body(Same<uint8_t>{});
+    case 4:
+      return body(Same<uint32_t>{});
+    case 5:
+      return body(Same<uint8_t>{});
+    case 6:
+      return body(Same<uint64_t>{});
+    case 7:
+      return body(BF16{});
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
 template <class E, int N>
-cudaError_t sum_chunk(void* dst, const typename E::Acc* acc_in, typename E::Acc* acc_out, const void* const* srcs,
-                      size_t num, size_t count, const Grid& grid, cudaStream_t stream) {
+cudaError_t sum_chunk(void* dst, const typename E::Acc* acc_in, typename E::Acc* acc_out,
+                      const void* const* srcs, size_t num, size_t count, const Grid& grid,
+                      cudaStream_t stream) {
   SumMany<E, N> op{};
   op.dst = static_cast<Byte*>(dst);
   op.acc_in = acc_in;
@@ -62,10 +73,12 @@ cudaError_t sum_chunk(void* dst, const typename E::Acc* acc_in, typename E::Acc*
 }
 
 template <class E>
-cudaError_t sum_many_as(void* dst, const void* const* srcs, size_t num, size_t count, const Grid& grid,
-                        cudaStream_t stream) {
-  if (num <= kFewSrcs) return sum_chunk<E, kFewSrcs>(dst, nullptr, nullptr, srcs, num, count, grid, stream);
-  if (num <= kManySrcs) return sum_chunk<E, kManySrcs>(dst, nullptr, nullptr, srcs, num, count, grid, stream);
+cudaError_t sum_many_as(void* dst, const void* const* srcs, size_t num, size_t count,
+                        const Grid& grid, cudaStream_t stream) {
+  if (num <= kFewSrcs)
+    return sum_chunk<E, kFewSrcs>(dst, nullptr, nullptr, srcs, num, count, grid, stream);
+  if (num <= kManySrcs)
+    return sum_chunk<E, kManySrcs>(dst, nullptr, nullptr, srcs, num, count, grid, stream);
   // Rare: a stream-ordered accumulator keeps one rounding for the 16-bit types.
   using A = typename E::Acc;
   A* acc = nullptr;
@@ -74,8 +87,8 @@ cudaError_t sum_many_as(void* dst, const void* const* srcs, size_t num, size_t c
   for (size_t first = 0; first < num && err == cudaSuccess; first += kManySrcs) {
     size_t n = std::min<size_t>(kManySrcs, num - first);
     bool last = first + n == num;
-    err = sum_chunk<E, kManySrcs>(dst, first ? acc : nullptr, last ? nullptr : acc, srcs + first, n, count, grid,
-                                  stream);
+    err = sum_chunk<E, kManySrcs>(dst, first ? acc : nullptr, last ? nullptr : acc, srcs + first, n,
+                                  count, grid, stream);
   }
   cudaError_t freed = cudaFreeAsync(acc, stream);
   return err != cudaSuccess ? err : freed;
@@ -83,7 +96,8 @@ cudaError_t sum_many_as(void* dst, const void* const* srcs, size_t num, size_t c
 
 // float64 scales in float64; the others in float32, the factor rounded first.
 template <class E>
-cudaError_t scale_as(void* data, size_t count, double factor, const Grid& grid, cudaStream_t stream) {
+cudaError_t scale_as(void* data, size_t count, double factor, const Grid& grid,
+                     cudaStream_t stream) {
   using A = typename E::Acc;
   Layout l = plan(count, sizeof(typename E::Storage), data, nullptr, 0);
   Scale<E> op{static_cast<Byte*>(data), static_cast<A>(factor), l.bytewise};
@@ -92,19 +106,20 @@ cudaError_t scale_as(void* data, size_t count, double factor, const Grid& grid, 
 
 }  // namespace
 
-cudaError_t launch_add2(unsigned dt, void* dst, const void* a, const void* b, size_t count, const Grid& grid,
-                        cudaStream_t stream) {
+cudaError_t launch_add2(unsigned dt, void* dst, const void* a, const void* b, size_t count,
+                        const Grid& grid, cudaStream_t stream) {
   return with_elem(dt, [&](auto e) {
     using E = decltype(e);
     const void* srcs[] = {a, b};
     Layout l = plan(count, sizeof(typename E::Storage), dst, srcs, 2);
-    Add2<E> op{static_cast<Byte*>(dst), static_cast<const Byte*>(a), static_cast<const Byte*>(b), l.bytewise};
+    Add2<E> op{static_cast<Byte*>(dst), static_cast<const Byte*>(a), static_cast<const Byte*>(b),
+               l.bytewise};
     return launch(op, l, grid, stream);
   });
 }
 
-cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, size_t num, size_t count,
-                            const Grid& grid, cudaStream_t stream) {
+cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, size_t num,
+                            size_t count, const Grid& grid, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   if (num == 1) {
     // A copy, not a widen and round, so NaN payloads pass through as on the CPU.
@@ -112,7 +127,8 @@ cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, siz
     static const size_t kSize[] = {4, 8, 2, 1, 4, 1, 8, 2};
     return cudaMemcpyAsync(dst, srcs[0], count * kSize[dt], cudaMemcpyDefault, stream);
   }
-  return with_elem(dt, [&](auto e) { return sum_many_as<decltype(e)>(dst, srcs, num, count, grid, stream); });
+  return with_elem(
+      dt, [&](auto e) { return sum_many_as<decltype(e)>(dst, srcs, num, count, grid, stream); });
 }
 
 bool scales(unsigned dt) { return dt == 0 || dt == 1 || dt == 2 || dt == 7; }
@@ -120,11 +136,16 @@ bool scales(unsigned dt) { return dt == 0 || dt == 1 || dt == 2 || dt == 7; }
 cudaError_t launch_scale(unsigned dt, void* data, size_t count, double factor, const Grid& grid,
                          cudaStream_t stream) {
   switch (dt) {
-    case 0: return scale_as<Same<float>>(data, count, factor, grid, stream);
-    case 1: return scale_as<Same<double>>(data, count, factor, grid, stream);
-    case 2: return scale_as<F16>(data, count, factor, grid, stream);
-    case 7: return scale_as<BF16>(data, count, factor, grid, stream);
-    default: return cudaErrorInvalidValue;
+    case 0:
+      return scale_as<Same<float>>(data, count, factor, grid, stream);
+    case 1:
+      return scale_as<Same<double>>(data, count, factor, grid, stream);
+    case 2:
+      return scale_as<F16>(data, count, factor, grid, stream);
+    case 7:
+      return scale_as<BF16>(data, count, factor, grid, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

@@ -60,7 +60,8 @@ struct Layout {
   bool bytewise;
 };
 
-inline Layout plan(size_t count, size_t elem, const void* dst, const void* const* srcs, size_t num_srcs) {
+inline Layout plan(size_t count, size_t elem, const void* dst, const void* const* srcs,
+                   size_t num_srcs) {
   uintptr_t offset = reinterpret_cast<uintptr_t>(dst) % kVecBytes;
   bool together = true, natural = reinterpret_cast<uintptr_t>(dst) % elem == 0;
   for (size_t i = 0; i < num_srcs; ++i) {
@@ -151,8 +152,9 @@ struct Add2 {
   CRV_HD void vector(size_t i) const {
     constexpr size_t z = sizeof(S);
     Vec<S> x = load_vec<S>(a + i * z), y = load_vec<S>(b + i * z);
-CRV_UNROLL
-    for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(E::widen(x.lane[k]) + E::widen(y.lane[k]));
+    CRV_UNROLL
+    for (int k = 0; k < kLanes; ++k)
+      x.lane[k] = E::narrow(E::widen(x.lane[k]) + E::widen(y.lane[k]));
     store_vec<S>(dst + i * z, x);
   }
 };
@@ -173,7 +175,7 @@ struct Scale {
   CRV_HD void vector(size_t i) const {
     Byte* p = data + i * sizeof(S);
     Vec<S> x = load_vec<S>(p);
-CRV_UNROLL
+    CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(E::widen(x.lane[k]) * factor);
     store_vec<S>(p, x);
   }
@@ -204,7 +206,8 @@ struct SumMany {
   }
   CRV_HD void scalar(size_t i) const {
     constexpr size_t z = sizeof(S);
-    A sum = acc_in ? acc_in[i] + E::widen(load<S>(src[0] + i * z, bytewise)) : E::widen(load<S>(src[0] + i * z, bytewise));
+    A sum = acc_in ? acc_in[i] + E::widen(load<S>(src[0] + i * z, bytewise))
+                   : E::widen(load<S>(src[0] + i * z, bytewise));
     for (int s = 1; s < num; ++s) sum = sum + E::widen(load<S>(src[s] + i * z, bytewise));
     finish(i, sum);
   }
@@ -212,19 +215,20 @@ struct SumMany {
     constexpr size_t z = sizeof(S);
     A sum[kLanes];
     Vec<S> x = load_vec<S>(src[0] + i * z);
-CRV_UNROLL
-    for (int k = 0; k < kLanes; ++k) sum[k] = acc_in ? acc_in[i + k] + E::widen(x.lane[k]) : E::widen(x.lane[k]);
+    CRV_UNROLL
+    for (int k = 0; k < kLanes; ++k)
+      sum[k] = acc_in ? acc_in[i + k] + E::widen(x.lane[k]) : E::widen(x.lane[k]);
     for (int s = 1; s < num; ++s) {
       x = load_vec<S>(src[s] + i * z);
-CRV_UNROLL
+      CRV_UNROLL
       for (int k = 0; k < kLanes; ++k) sum[k] = sum[k] + E::widen(x.lane[k]);
     }
     if (acc_out) {
-CRV_UNROLL
+      CRV_UNROLL
       for (int k = 0; k < kLanes; ++k) acc_out[i + k] = sum[k];
       return;
     }
-CRV_UNROLL
+    CRV_UNROLL
     for (int k = 0; k < kLanes; ++k) x.lane[k] = E::narrow(sum[k]);
     store_vec<S>(dst + i * z, x);
   }
@@ -237,7 +241,8 @@ CRV_HD void run(const Op& op, const Layout& l, size_t thread, size_t threads) {
   for (size_t v = thread; v < l.nvec; v += threads) op.vector(l.head + v * Op::kLanes);
   size_t tail = l.head + l.nvec * Op::kLanes;
   size_t scalars = l.count - l.nvec * Op::kLanes;
-  for (size_t j = thread; j < scalars; j += threads) op.scalar(j < l.head ? j : tail + (j - l.head));
+  for (size_t j = thread; j < scalars; j += threads)
+    op.scalar(j < l.head ? j : tail + (j - l.head));
 }
 
 }  // namespace caravan::reducer_gpu

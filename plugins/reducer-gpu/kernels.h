@@ -15,10 +15,10 @@ struct Grid {
 };
 
 // dt is a caravan_dtype already checked to be in 0..7.
-cudaError_t launch_add2(unsigned dt, void* dst, const void* a, const void* b, size_t count, const Grid& grid,
-                        cudaStream_t stream);
-cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, size_t num, size_t count,
-                            const Grid& grid, cudaStream_t stream);
+cudaError_t launch_add2(unsigned dt, void* dst, const void* a, const void* b, size_t count,
+                        const Grid& grid, cudaStream_t stream);
+cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, size_t num,
+                            size_t count, const Grid& grid, cudaStream_t stream);
 // Only for the floating types: see scales().
 cudaError_t launch_scale(unsigned dt, void* data, size_t count, double factor, const Grid& grid,
                          cudaStream_t stream);

@@ -29,7 +29,8 @@ void emulate(const Op& op, const gpu::Layout& l, size_t threads) {
 // What the device needs of a layout, which the host emulation cannot see:
 // vectors start on a 16-byte boundary of every array, and only arrays
 // aligned to their element skip the bytewise path.
-void check_layout(const gpu::Layout& l, size_t z, std::vector<const void*> ptrs, const std::string& where) {
+void check_layout(const gpu::Layout& l, size_t z, std::vector<const void*> ptrs,
+                  const std::string& where) {
   bool natural = true;
   for (const void* p : ptrs) natural = natural && reinterpret_cast<uintptr_t>(p) % z == 0;
   EXPECT_EQ(l.bytewise, !natural) << where;
@@ -37,14 +38,16 @@ void check_layout(const gpu::Layout& l, size_t z, std::vector<const void*> ptrs,
   if (l.nvec == 0) return;
   EXPECT_LT(l.head, 16 / z) << where;
   for (const void* p : ptrs)
-    EXPECT_EQ((reinterpret_cast<uintptr_t>(p) + l.head * z) % 16, 0u) << "vector off a 16-byte boundary, " << where;
+    EXPECT_EQ((reinterpret_cast<uintptr_t>(p) + l.head * z) % 16, 0u)
+        << "vector off a 16-byte boundary, " << where;
 }
 
 // An array that starts `offset` bytes into a padded buffer.
 struct Buf {
   std::vector<unsigned char> bytes;
   size_t offset;
-  Buf(size_t count, unsigned dt, size_t off, Rng& rng) : bytes(count * info(dt).size + 32), offset(off) {
+  Buf(size_t count, unsigned dt, size_t off, Rng& rng)
+      : bytes(count * info(dt).size + 32), offset(off) {
     fill(bytes.data(), bytes.size() / info(dt).size, dt, rng);
   }
   unsigned char* data() { return bytes.data() + offset; }
@@ -56,13 +59,15 @@ void check_type(unsigned dt) {
   constexpr size_t z = sizeof(S);
   const bool is_float = info(dt).mant_bits != 0;
   Rng rng;
-  const size_t offsets[][3] = {{0, 0, 0}, {z, z, z}, {0, z, 0}, {16 - z, 16 - z, 16 - z}, {1, 1, 1}, {3, 5, 7}};
+  const size_t offsets[][3] = {{0, 0, 0}, {z, z, z}, {0, z, 0}, {16 - z, 16 - z, 16 - z},
+                               {1, 1, 1}, {3, 5, 7}};
   size_t threads = 1;
   for (size_t count : {0, 1, 7, 33, 100, 1000}) {
     for (const auto& off : offsets) {
       threads = threads % 97 + 13;
-      std::string where = std::string(info(dt).name) + " count " + std::to_string(count) + " offsets " +
-                          std::to_string(off[0]) + "," + std::to_string(off[1]) + "," + std::to_string(off[2]);
+      std::string where = std::string(info(dt).name) + " count " + std::to_string(count) +
+                          " offsets " + std::to_string(off[0]) + "," + std::to_string(off[1]) +
+                          "," + std::to_string(off[2]);
       auto expect_eq = [&](const unsigned char* got, const unsigned char* want, const char* op) {
         for (size_t i = 0; i < count; ++i)
           ASSERT_TRUE(same(got + i * z, want + i * z, dt)) << op << " " << where << " at " << i;
@@ -75,12 +80,14 @@ void check_type(unsigned dt) {
       const void* ab[] = {a.data(), b.data()};
       gpu::Layout l = gpu::plan(count, z, dst.data(), ab, 2);
       check_layout(l, z, {dst.data(), a.data(), b.data()}, where);
-      if (off[0] == off[1] && off[1] == off[2] && off[0] % z == 0 && count >= 33) EXPECT_GT(l.nvec, 0u) << where;
+      if (off[0] == off[1] && off[1] == off[2] && off[0] % z == 0 && count >= 33)
+        EXPECT_GT(l.nvec, 0u) << where;
       cpu::add2<C>(want.data(), a.data(), b.data(), count);
       emulate(gpu::Add2<E>{dst.data(), a.data(), b.data(), l.bytewise}, l, threads);
       expect_eq(dst.data(), want.data(), "sum2");
       for (size_t i = 0; i < dst.bytes.size(); ++i)
-        if (i < off[0] || i >= off[0] + count * z) ASSERT_EQ(dst.bytes[i], before[i]) << "sum2 strayed, " << where;
+        if (i < off[0] || i >= off[0] + count * z)
+          ASSERT_EQ(dst.bytes[i], before[i]) << "sum2 strayed, " << where;
       cpu::add2<C>(want.data(), dst.data(), b.data(), count);
       const void* db[] = {dst.data(), b.data()};
       l = gpu::plan(count, z, dst.data(), db, 2);
@@ -132,7 +139,8 @@ void check_type(unsigned dt) {
         cpu::scale<C>(want.data(), count, factor);
         l = gpu::plan(count, z, a.data(), nullptr, 0);
         check_layout(l, z, {a.data()}, where);
-        emulate(gpu::Scale<E>{a.data(), static_cast<typename E::Acc>(factor), l.bytewise}, l, threads);
+        emulate(gpu::Scale<E>{a.data(), static_cast<typename E::Acc>(factor), l.bytewise}, l,
+                threads);
         expect_eq(a.data(), want.data(), "scale");
       }
     }

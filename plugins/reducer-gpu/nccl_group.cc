@@ -17,7 +17,8 @@
 namespace caravan::reducer_gpu {
 namespace {
 
-static_assert(sizeof(ncclUniqueId) <= CARAVAN_REDUCER_MAX_LOCAL_ID_V1, "an NCCL id fits the ABI's id buffer");
+static_assert(sizeof(ncclUniqueId) <= CARAVAN_REDUCER_MAX_LOCAL_ID_V1,
+              "an NCCL id fits the ABI's id buffer");
 
 struct Group {
   ncclComm_t comm = nullptr;
@@ -30,8 +31,9 @@ using Clock = std::chrono::steady_clock;
 // Signed integers travel as their unsigned twins so that NCCL's sums wrap by
 // definition rather than by signed overflow.
 ncclDataType_t nccl_type(unsigned dt) {
-  static const ncclDataType_t kTypes[CARAVAN_DTYPE_COUNT] = {
-      ncclFloat32, ncclFloat64, ncclFloat16, ncclUint8, ncclUint32, ncclUint8, ncclUint64, ncclBfloat16};
+  static const ncclDataType_t kTypes[CARAVAN_DTYPE_COUNT] = {ncclFloat32, ncclFloat64, ncclFloat16,
+                                                             ncclUint8,   ncclUint32,  ncclUint8,
+                                                             ncclUint64,  ncclBfloat16};
   return kTypes[dt];
 }
 
@@ -43,9 +45,11 @@ std::string last_error(ncclComm_t comm) {
 // `detail` is ncclGetLastError's text, read before an abort can clear it.
 [[noreturn]] void nccl_fail(ncclResult_t res, const std::string& detail, const std::string& what) {
   caravan_status status = CARAVAN_STATUS_INTERNAL;
-  if (res == ncclInvalidArgument || res == ncclInvalidUsage) status = CARAVAN_STATUS_INVALID_ARGUMENT;
+  if (res == ncclInvalidArgument || res == ncclInvalidUsage)
+    status = CARAVAN_STATUS_INVALID_ARGUMENT;
   if (res == ncclSystemError || res == ncclRemoteError) status = CARAVAN_STATUS_IO;
-  throw Error(status, "gpu reducer: " + what + ": " + ncclGetErrorString(res) + (detail.empty() ? "" : " (" + detail + ")"));
+  throw Error(status, "gpu reducer: " + what + ": " + ncclGetErrorString(res) +
+                          (detail.empty() ? "" : " (" + detail + ")"));
 }
 
 // A non-blocking communicator answers ncclInProgress until its last call is
@@ -59,7 +63,9 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t res, Clock::time_point deadlin
   return res;
 }
 
-Clock::time_point deadline_of(const Reducer& r) { return Clock::now() + std::chrono::milliseconds(r.local_timeout_ms); }
+Clock::time_point deadline_of(const Reducer& r) {
+  return Clock::now() + std::chrono::milliseconds(r.local_timeout_ms);
+}
 
 Group& group_of(void* group) {
   if (!group) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: NULL local group");
@@ -68,8 +74,9 @@ Group& group_of(void* group) {
 
 void check_root(const Group& g, int root) {
   if (root < 0 || root >= g.size)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "gpu reducer: root " + std::to_string(root) + " is outside the local group of " + std::to_string(g.size));
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: root " + std::to_string(root) +
+                                                     " is outside the local group of " +
+                                                     std::to_string(g.size));
 }
 
 // Collectives only enqueue, so the deadline here covers NCCL's host-side
@@ -77,7 +84,8 @@ void check_root(const Group& g, int root) {
 void enqueued(Reducer& r, Group& g, ncclResult_t res, const char* what) {
   res = settle(g.comm, res, deadline_of(r));
   if (res == ncclInProgress)
-    throw Error(CARAVAN_STATUS_TIMEOUT, std::string("gpu reducer: ") + what + " was not enqueued within " +
+    throw Error(CARAVAN_STATUS_TIMEOUT, std::string("gpu reducer: ") + what +
+                                            " was not enqueued within " +
                                             std::to_string(r.local_timeout_ms / 1000) +
                                             " s; the local group is unusable and should be left");
   if (res != ncclSuccess) nccl_fail(res, last_error(g.comm), what);
@@ -101,8 +109,8 @@ caravan_status local_id(void* ctx, void* id_out, size_t* id_len) {
     check_pointer(id_len, 1, "id_len");
     if (*id_len < sizeof(ncclUniqueId))
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: local_id needs " +
-                                                       std::to_string(sizeof(ncclUniqueId)) + " bytes, got " +
-                                                       std::to_string(*id_len));
+                                                       std::to_string(sizeof(ncclUniqueId)) +
+                                                       " bytes, got " + std::to_string(*id_len));
     DeviceScope scope(r.device);
     ncclUniqueId id;
     ncclResult_t res = ncclGetUniqueId(&id);
@@ -121,11 +129,12 @@ caravan_status local_join(void* ctx, const void* id, size_t id_len, int local_ra
     check_pointer(group_out, 1, "group_out");
     if (id_len != sizeof(ncclUniqueId))
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: a local id is " +
-                                                       std::to_string(sizeof(ncclUniqueId)) + " bytes, got " +
-                                                       std::to_string(id_len));
+                                                       std::to_string(sizeof(ncclUniqueId)) +
+                                                       " bytes, got " + std::to_string(id_len));
     if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: local rank " + std::to_string(local_rank) +
-                                                       " of " + std::to_string(local_size) + " is not a rank");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "gpu reducer: local rank " + std::to_string(local_rank) + " of " +
+                      std::to_string(local_size) + " is not a rank");
     *group_out = nullptr;
     auto g = std::make_unique<Group>();
     g->rank = local_rank;
@@ -143,10 +152,11 @@ caravan_status local_join(void* ctx, const void* id, size_t id_len, int local_ra
       if (g->comm) ncclCommAbort(g->comm);
       if (res == ncclInProgress)
         // NCCL does not say who is missing; the ranks come from BYTEPS_LOCAL_*.
-        throw Error(CARAVAN_STATUS_TIMEOUT, "gpu reducer: the local group of " + std::to_string(local_size) +
-                                                " did not form within " + std::to_string(r.local_timeout_ms / 1000) +
-                                                " s (this is local rank " + std::to_string(local_rank) +
-                                                "; NCCL cannot tell which ranks are missing)");
+        throw Error(CARAVAN_STATUS_TIMEOUT,
+                    "gpu reducer: the local group of " + std::to_string(local_size) +
+                        " did not form within " + std::to_string(r.local_timeout_ms / 1000) +
+                        " s (this is local rank " + std::to_string(local_rank) +
+                        "; NCCL cannot tell which ranks are missing)");
       nccl_fail(res, detail, "ncclCommInitRankConfig");
     }
     *group_out = g.release();
@@ -164,8 +174,9 @@ caravan_status local_leave(void* ctx, void* group) {
       std::string detail = last_error(g->comm);
       ncclCommAbort(g->comm);
       if (res == ncclInProgress)
-        throw Error(CARAVAN_STATUS_TIMEOUT, "gpu reducer: the local group's work did not finish within " +
-                                                std::to_string(r.local_timeout_ms / 1000) + " s; aborted it");
+        throw Error(CARAVAN_STATUS_TIMEOUT,
+                    "gpu reducer: the local group's work did not finish within " +
+                        std::to_string(r.local_timeout_ms / 1000) + " s; aborted it");
       nccl_fail(res, detail, "ncclCommFinalize");
     }
     res = ncclCommDestroy(g->comm);
@@ -174,8 +185,8 @@ caravan_status local_leave(void* ctx, void* group) {
   });
 }
 
-caravan_status local_reduce(void* ctx, void* group, void* dst, const void* src, size_t count, caravan_dtype dtype,
-                            int root, void* stream) {
+caravan_status local_reduce(void* ctx, void* group, void* dst, const void* src, size_t count,
+                            caravan_dtype dtype, int root, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     Group& g = group_of(group);
@@ -187,15 +198,15 @@ caravan_status local_reduce(void* ctx, void* group, void* dst, const void* src, 
     // dst is unused off the root, where the caller may pass NULL.
     void* recv = dst ? dst : const_cast<void*>(src);
     DeviceScope scope(r.device);
-    ncclResult_t res =
-        ncclReduce(src, recv, count, nccl_type(dt), ncclSum, root, g.comm, static_cast<cudaStream_t>(stream));
+    ncclResult_t res = ncclReduce(src, recv, count, nccl_type(dt), ncclSum, root, g.comm,
+                                  static_cast<cudaStream_t>(stream));
     enqueued(r, g, res, "ncclReduce");
     return CARAVAN_STATUS_OK;
   });
 }
 
-caravan_status local_broadcast(void* ctx, void* group, void* data, size_t count, caravan_dtype dtype, int root,
-                               void* stream) {
+caravan_status local_broadcast(void* ctx, void* group, void* data, size_t count,
+                               caravan_dtype dtype, int root, void* stream) {
   return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
     Reducer& r = instance(ctx);
     Group& g = group_of(group);
@@ -204,8 +215,8 @@ caravan_status local_broadcast(void* ctx, void* group, void* data, size_t count,
     check_pointer(data, count, "data");
     if (count == 0) return CARAVAN_STATUS_OK;
     DeviceScope scope(r.device);
-    ncclResult_t res =
-        ncclBroadcast(data, data, count, nccl_type(dt), root, g.comm, static_cast<cudaStream_t>(stream));
+    ncclResult_t res = ncclBroadcast(data, data, count, nccl_type(dt), root, g.comm,
+                                     static_cast<cudaStream_t>(stream));
     enqueued(r, g, res, "ncclBroadcast");
     return CARAVAN_STATUS_OK;
   });

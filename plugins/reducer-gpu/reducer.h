@@ -40,22 +40,25 @@ inline const Host& host_of(void* ctx) {
 // In C++ reading a caravan_dtype that holds no enumerator is undefined, and C
 // callers may pass any int, so the bytes are copied rather than the enum read.
 inline unsigned dtype_index(const caravan_dtype* dtype) {
-  static_assert(sizeof(caravan_dtype) == sizeof(int32_t), "caravan_dtype is passed as a 32-bit int");
+  static_assert(sizeof(caravan_dtype) == sizeof(int32_t),
+                "caravan_dtype is passed as a 32-bit int");
   int32_t raw;
   std::memcpy(&raw, dtype, sizeof raw);
   if (raw < 0 || raw >= CARAVAN_DTYPE_COUNT)
-    throw Error(CARAVAN_STATUS_UNSUPPORTED, "gpu reducer: unsupported dtype " + std::to_string(raw));
+    throw Error(CARAVAN_STATUS_UNSUPPORTED,
+                "gpu reducer: unsupported dtype " + std::to_string(raw));
   return static_cast<unsigned>(raw);
 }
 
 inline void check_pointer(const void* p, size_t count, const char* what) {
-  if (!p && count > 0) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string("gpu reducer: NULL ") + what);
+  if (!p && count > 0)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string("gpu reducer: NULL ") + what);
 }
 
 inline void cuda_check(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return;
   // A stream of another device or context is the caller's mistake, not ours.
-  caravan_status status = err == cudaErrorMemoryAllocation       ? CARAVAN_STATUS_NO_MEMORY
+  caravan_status status = err == cudaErrorMemoryAllocation        ? CARAVAN_STATUS_NO_MEMORY
                           : err == cudaErrorInvalidResourceHandle ? CARAVAN_STATUS_INVALID_ARGUMENT
                                                                   : CARAVAN_STATUS_INTERNAL;
   throw Error(status, std::string("gpu reducer: ") + what + ": " + cudaGetErrorName(err) + ": " +

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ const caravan_plugin_descriptor* descriptor() {
   return d;
 }
 
-const caravan_reducer_ops_v1& ops() { return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops); }
+const caravan_reducer_ops_v1& ops() {
+  return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops);
+}
 
 struct FakeHost {
   std::map<std::string, std::string> params, env;
@@ -48,8 +51,12 @@ struct FakeHost {
     table.struct_size = sizeof table;
     table.host_ctx = this;
     table.log = [](void*, caravan_log_level, const char*) {};
-    table.get_param = [](void* c, const char* name) { return find(static_cast<FakeHost*>(c)->params, name); };
-    table.get_env = [](void* c, const char* name) { return find(static_cast<FakeHost*>(c)->env, name); };
+    table.get_param = [](void* c, const char* name) {
+      return find(static_cast<FakeHost*>(c)->params, name);
+    };
+    table.get_env = [](void* c, const char* name) {
+      return find(static_cast<FakeHost*>(c)->env, name);
+    };
     table.set_error = [](void* c, const char* m) { static_cast<FakeHost*>(c)->error = m; };
   }
   static const char* find(const std::map<std::string, std::string>& m, const char* name) {
@@ -82,9 +89,9 @@ std::string no_device_reason() {
   return n == 0 ? "no CUDA device: 0 devices" : "";
 }
 
-#define SKIP_WITHOUT_DEVICE()                                       \
-  do {                                                              \
-    std::string why = no_device_reason();                           \
+#define SKIP_WITHOUT_DEVICE()                                           \
+  do {                                                                  \
+    std::string why = no_device_reason();                               \
     if (!why.empty()) GTEST_SKIP() << why << " (device tests skipped)"; \
   } while (0)
 
@@ -103,19 +110,22 @@ TEST(ReducerGpu, Descriptor) {
   EXPECT_STREQ(d->params[1].name, "BLOCK_THREADS");
   const auto& o = ops();
   EXPECT_EQ(o.struct_size, sizeof(caravan_reducer_ops_v1));
-  for (const void* f : {(const void*)o.init, (const void*)o.finalize, (const void*)o.properties, (const void*)o.sum,
-                        (const void*)o.sum2, (const void*)o.sum_many, (const void*)o.scale})
+  for (const void* f :
+       {(const void*)o.init, (const void*)o.finalize, (const void*)o.properties, (const void*)o.sum,
+        (const void*)o.sum2, (const void*)o.sum_many, (const void*)o.scale})
     EXPECT_NE(f, nullptr);
   // The local group comes all together or not at all.
   bool any = o.local_id || o.local_join || o.local_leave || o.local_reduce || o.local_broadcast;
   bool all = o.local_id && o.local_join && o.local_leave && o.local_reduce && o.local_broadcast;
   EXPECT_EQ(any, all);
   EXPECT_EQ(descriptor(), reinterpret_cast<caravan_plugin_entry_fn>(
-                              dlsym(dlopen(CARAVAN_REDUCER_GPU_PATH, RTLD_NOW | RTLD_NOLOAD), "caravan_plugin_entry"))());
+                              dlsym(dlopen(CARAVAN_REDUCER_GPU_PATH, RTLD_NOW | RTLD_NOLOAD),
+                                    "caravan_plugin_entry"))());
 }
 
 TEST(ReducerGpu, NullInstanceIsAnError) {
-  EXPECT_EQ(ops().sum(nullptr, nullptr, nullptr, 0, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum(nullptr, nullptr, nullptr, 0, CARAVAN_FLOAT32, nullptr),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(ops().finalize(nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
 }
 
@@ -142,12 +152,14 @@ TEST(ReducerGpu, PropertiesAndParams) {
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_MEMORY);
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_ASYNC_STREAM);
   EXPECT_FALSE(p.caps & CARAVAN_REDUCER_CAP_HOST_MEMORY);
-  EXPECT_EQ(static_cast<bool>(p.caps & CARAVAN_REDUCER_CAP_LOCAL_GROUP), ops().local_join != nullptr);
+  EXPECT_EQ(static_cast<bool>(p.caps & CARAVAN_REDUCER_CAP_LOCAL_GROUP),
+            ops().local_join != nullptr);
   EXPECT_EQ(p.dtypes, 0xffu);
   EXPECT_EQ(std::string(p.kernel).rfind("cuda-sm90", 0), 0u) << p.kernel;
 
   EXPECT_EQ(Instance(Params{{"BLOCK_THREADS", "100"}}).status, CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(Instance(Params{{"DEVICE", "9999"}}).status, CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(Instance(Params{{"LOCAL_TIMEOUT_S", "0"}}).status, CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(Instance(Params{{"BLOCK_THREADS", "1024"}}).status, CARAVAN_STATUS_OK);
   Instance by_rank;
   by_rank.host.env["BYTEPS_LOCAL_RANK"] = "5";
@@ -163,12 +175,17 @@ TEST(ReducerGpu, ArgumentErrors) {
   float* d = nullptr;
   CUDA_OK(cudaMalloc(&d, 64));
   const void* srcs[] = {d, nullptr};
-  EXPECT_EQ(ops().sum(r.ctx, d, nullptr, 4, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(ops().sum2(r.ctx, nullptr, d, d, 4, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(ops().sum_many(r.ctx, d, srcs, 2, 4, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(ops().sum_many(r.ctx, d, srcs, 0, 4, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum(r.ctx, d, nullptr, 4, CARAVAN_FLOAT32, nullptr),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum2(r.ctx, nullptr, d, d, 4, CARAVAN_FLOAT32, nullptr),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum_many(r.ctx, d, srcs, 2, 4, CARAVAN_FLOAT32, nullptr),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum_many(r.ctx, d, srcs, 0, 4, CARAVAN_FLOAT32, nullptr),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(ops().sum(r.ctx, nullptr, nullptr, 0, CARAVAN_FLOAT32, nullptr), CARAVAN_STATUS_OK);
-  EXPECT_EQ(ops().sum_many(r.ctx, nullptr, srcs + 1, 1, 0, CARAVAN_INT8, nullptr), CARAVAN_STATUS_OK);
+  EXPECT_EQ(ops().sum_many(r.ctx, nullptr, srcs + 1, 1, 0, CARAVAN_INT8, nullptr),
+            CARAVAN_STATUS_OK);
   for (int32_t bad : {8, -1, 0x7fffffff}) {
     caravan_dtype dt;
     std::memcpy(&dt, &bad, sizeof dt);
@@ -183,12 +200,15 @@ struct DevBuf {
   std::vector<unsigned char> host;
   unsigned char* base = nullptr;
   size_t offset;
-  DevBuf(size_t count, unsigned dt, size_t off, Rng& rng) : host(count * info(dt).size), offset(off) {
+  DevBuf(size_t count, unsigned dt, size_t off, Rng& rng)
+      : host(count * info(dt).size), offset(off) {
     fill(host.data(), count, dt, rng);
     EXPECT_EQ(cudaMalloc(&base, host.size() + 64), cudaSuccess);
     EXPECT_EQ(cudaMemcpy(ptr(), host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
   }
   ~DevBuf() { cudaFree(base); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
   unsigned char* ptr() { return base + offset; }
   std::vector<unsigned char> read() {
     std::vector<unsigned char> out(host.size());
@@ -204,12 +224,18 @@ struct Ref {
   Add2 add2;
   Scale scale;
 };
-const Ref kRef[8] = {{cpu::add2<cpu::F32>, cpu::scale<cpu::F32>}, {cpu::add2<cpu::F64>, cpu::scale<cpu::F64>},
-                     {cpu::add2<cpu::F16>, cpu::scale<cpu::F16>}, {cpu::add2<cpu::U8>, nullptr},
-                     {cpu::add2<cpu::U32>, nullptr},              {cpu::add2<cpu::U8>, nullptr},
-                     {cpu::add2<cpu::U64>, nullptr},              {cpu::add2<cpu::BF16>, cpu::scale<cpu::BF16>}};
+const Ref kRef[8] = {{cpu::add2<cpu::F32>, cpu::scale<cpu::F32>},
+                     {cpu::add2<cpu::F64>, cpu::scale<cpu::F64>},
+                     {cpu::add2<cpu::F16>, cpu::scale<cpu::F16>},
+                     {cpu::add2<cpu::U8>, nullptr},
+                     {cpu::add2<cpu::U32>, nullptr},
+                     {cpu::add2<cpu::U8>, nullptr},
+                     {cpu::add2<cpu::U64>, nullptr},
+                     {cpu::add2<cpu::BF16>, cpu::scale<cpu::BF16>}};
 
-std::vector<unsigned char> ref_sum_many(unsigned dt, const std::vector<std::vector<unsigned char>>& in, size_t count) {
+std::vector<unsigned char> ref_sum_many(unsigned dt,
+                                        const std::vector<std::vector<unsigned char>>& in,
+                                        size_t count) {
   std::vector<unsigned char> out = in[0];
   if (in.size() == 1) return out;
   if (dt == 2 || dt == 7) {  // one rounding at the end
@@ -225,8 +251,8 @@ std::vector<unsigned char> ref_sum_many(unsigned dt, const std::vector<std::vect
   return out;
 }
 
-void expect_same(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want, unsigned dt,
-                 const std::string& what) {
+void expect_same(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want,
+                 unsigned dt, const std::string& what) {
   size_t z = info(dt).size;
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size() / z; ++i)
@@ -246,50 +272,61 @@ TEST(ReducerGpu, EveryOpAndDtypeOnDevice) {
     for (size_t count : {size_t{1}, size_t{37}, size_t{4099}, (size_t{1} << 20) + 5}) {
       for (size_t off : {size_t{0}, z, size_t{1}}) {
         for (void* s : {static_cast<void*>(nullptr), static_cast<void*>(stream)}) {
-          std::string where = std::string(info(dt).name) + " count " + std::to_string(count) + " offset " +
-                              std::to_string(off) + (s ? " own stream" : " default stream");
-          DevBuf a(count, dt, off, rng), b(count, dt, (off * 3) % 16, rng), dst(count, dt, off, rng);
+          std::string where = std::string(info(dt).name) + " count " + std::to_string(count) +
+                              " offset " + std::to_string(off) +
+                              (s ? " own stream" : " default stream");
+          DevBuf a(count, dt, off, rng), b(count, dt, (off * 3) % 16, rng),
+              dst(count, dt, off, rng);
           std::vector<unsigned char> want(a.host.size());
 
           kRef[dt].add2(want.data(), a.host.data(), b.host.data(), count);
-          ASSERT_EQ(ops().sum2(r.ctx, dst.ptr(), a.ptr(), b.ptr(), count, type, s), CARAVAN_STATUS_OK) << r.host.error;
+          ASSERT_EQ(ops().sum2(r.ctx, dst.ptr(), a.ptr(), b.ptr(), count, type, s),
+                    CARAVAN_STATUS_OK)
+              << r.host.error;
           CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
           expect_same(dst.read(), want, dt, "sum2 " + where);
 
-          kRef[dt].add2(want.data(), a.host.data(), a.host.data(), count);
-          ASSERT_EQ(ops().sum(r.ctx, a.ptr(), a.ptr(), count, type, s), CARAVAN_STATUS_OK) << r.host.error;
+          kRef[dt].add2(want.data(), a.host.data(), b.host.data(), count);
+          ASSERT_EQ(ops().sum(r.ctx, a.ptr(), b.ptr(), count, type, s), CARAVAN_STATUS_OK)
+              << r.host.error;
           CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
           expect_same(a.read(), want, dt, "sum " + where);
           a.host = want;
 
+          // 20 sources take the launch that carries up to 1024.
           for (size_t num : {1, 2, 3, 20}) {
-            std::vector<DevBuf*> extra;
+            if (num == 20 && count > 4099) continue;  // keeps the host reference quick
+            std::vector<std::unique_ptr<DevBuf>> extra;
             std::vector<std::vector<unsigned char>> in = {a.host};
             std::vector<const void*> srcs = {a.ptr()};
             for (size_t k = 1; k < num; ++k) {
-              extra.push_back(new DevBuf(count, dt, k % 2 ? off : (off + z) % 16, rng));
+              extra.push_back(
+                  std::make_unique<DevBuf>(count, dt, k % 2 ? off : (off + z) % 16, rng));
               in.push_back(extra.back()->host);
               srcs.push_back(extra.back()->ptr());
             }
             want = ref_sum_many(dt, in, count);
-            ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count, type, s), CARAVAN_STATUS_OK);
+            ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count, type, s),
+                      CARAVAN_STATUS_OK);
             CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
             expect_same(dst.read(), want, dt, "sum_many of " + std::to_string(num) + " " + where);
             // in place: dst is srcs[0]
             srcs[0] = dst.ptr();
             in[0] = dst.read();
             want = ref_sum_many(dt, in, count);
-            ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count, type, s), CARAVAN_STATUS_OK);
+            ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count, type, s),
+                      CARAVAN_STATUS_OK);
             CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
-            expect_same(dst.read(), want, dt, "in-place sum_many of " + std::to_string(num) + " " + where);
-            for (DevBuf* x : extra) delete x;
+            expect_same(dst.read(), want, dt,
+                        "in-place sum_many of " + std::to_string(num) + " " + where);
           }
 
           if (!kRef[dt].scale) continue;
           for (double factor : {0.5, 1.0 / 3.0, -1e-3}) {
             want = b.host;
             kRef[dt].scale(want.data(), count, factor);
-            ASSERT_EQ(ops().scale(r.ctx, b.ptr(), count, type, factor, s), CARAVAN_STATUS_OK) << r.host.error;
+            ASSERT_EQ(ops().scale(r.ctx, b.ptr(), count, type, factor, s), CARAVAN_STATUS_OK)
+                << r.host.error;
             CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
             expect_same(b.read(), want, dt, "scale " + where);
             b.host = b.read();
@@ -317,11 +354,13 @@ TEST(ReducerGpu, SumManyOfManySources) {
       in.emplace_back(all.host.begin() + s * count * z, all.host.begin() + (s + 1) * count * z);
       srcs.push_back(all.ptr() + s * count * z);
     }
-    ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count, static_cast<caravan_dtype>(dt), nullptr),
+    ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count,
+                             static_cast<caravan_dtype>(dt), nullptr),
               CARAVAN_STATUS_OK)
         << r.host.error;
     CUDA_OK(cudaDeviceSynchronize());
-    expect_same(dst.read(), ref_sum_many(dt, in, count), dt, std::string("sum_many of 2100 ") + info(dt).name);
+    expect_same(dst.read(), ref_sum_many(dt, in, count), dt,
+                std::string("sum_many of 2100 ") + info(dt).name);
   }
 }
 
@@ -341,9 +380,11 @@ TEST(ReducerGpu, OneRankLocalGroup) {
     const size_t count = 1000;
     DevBuf src(count, dt, 0, rng), dst(count, dt, 0, rng);
     auto type = static_cast<caravan_dtype>(dt);
-    ASSERT_EQ(ops().local_reduce(r.ctx, group, dst.ptr(), src.ptr(), count, type, 0, nullptr), CARAVAN_STATUS_OK)
+    ASSERT_EQ(ops().local_reduce(r.ctx, group, dst.ptr(), src.ptr(), count, type, 0, nullptr),
+              CARAVAN_STATUS_OK)
         << r.host.error;
-    ASSERT_EQ(ops().local_broadcast(r.ctx, group, src.ptr(), count, type, 0, nullptr), CARAVAN_STATUS_OK)
+    ASSERT_EQ(ops().local_broadcast(r.ctx, group, src.ptr(), count, type, 0, nullptr),
+              CARAVAN_STATUS_OK)
         << r.host.error;
     CUDA_OK(cudaDeviceSynchronize());
     expect_same(dst.read(), src.host, dt, std::string("local_reduce ") + info(dt).name);

@@ -17,9 +17,9 @@ struct TypeInfo {
 };
 
 inline const TypeInfo& info(unsigned dt) {
-  static const TypeInfo kInfo[8] = {{"float32", 4, 23, 8}, {"float64", 8, 52, 11}, {"float16", 2, 10, 5},
-                                    {"uint8", 1, 0, 0},    {"int32", 4, 0, 0},     {"int8", 1, 0, 0},
-                                    {"int64", 8, 0, 0},    {"bfloat16", 2, 7, 8}};
+  static const TypeInfo kInfo[8] = {
+      {"float32", 4, 23, 8}, {"float64", 8, 52, 11}, {"float16", 2, 10, 5}, {"uint8", 1, 0, 0},
+      {"int32", 4, 0, 0},    {"int8", 1, 0, 0},      {"int64", 8, 0, 0},    {"bfloat16", 2, 7, 8}};
   return kInfo[dt];
 }
 

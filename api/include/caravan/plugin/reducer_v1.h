@@ -54,7 +54,8 @@ typedef struct caravan_reducer_ops_v1 {
    * host->set_error). Blocks only for local set-up. */
   caravan_status (*init)(const caravan_host_v1* host, void** out_ctx);
 
-  /* Waits for this instance's work to end and frees it. */
+  /* Frees the instance. Work it enqueued on the caller's streams is the
+   * caller's to synchronise; kernels already launched stay valid. */
   caravan_status (*finalize)(void* ctx);
 
   /* Fills `out` (the caller sets out->struct_size). Never blocks. */
@@ -71,7 +72,8 @@ typedef struct caravan_reducer_ops_v1 {
                          caravan_dtype dtype, void* stream);
 
   /* dst[i] = srcs[0][i] + ... + srcs[num_srcs-1][i] in one pass over memory;
-   * dst may be srcs[0]. num_srcs >= 1. float16 and bfloat16 are accumulated
+   * dst may be srcs[0]. num_srcs >= 1. The srcs array itself is in host
+   * memory (its elements point to device memory for a device reducer). float16 and bfloat16 are accumulated
    * in float32 and rounded once at the end. Errors as sum(). */
   caravan_status (*sum_many)(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
                              size_t count, caravan_dtype dtype, void* stream);
@@ -94,7 +96,7 @@ typedef struct caravan_reducer_ops_v1 {
 
   /* Joins the group `id` as local_rank of local_size; blocks until every
    * member joined (or fails with TIMEOUT after the reducer's own deadline,
-   * naming the missing ranks through set_error). */
+   * saying through set_error what it waited for). */
   caravan_status (*local_join)(void* ctx, const void* id, size_t id_len, int local_rank,
                                int local_size, void** group_out);
 
