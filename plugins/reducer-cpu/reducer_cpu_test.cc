@@ -28,7 +28,9 @@ const caravan_plugin_descriptor* descriptor() {
   return d;
 }
 
-const caravan_reducer_ops_v1& ops() { return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops); }
+const caravan_reducer_ops_v1& ops() {
+  return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops);
+}
 
 struct FakeHost {
   std::map<std::string, std::string> params;
@@ -41,7 +43,9 @@ struct FakeHost {
   FakeHost() {
     table.struct_size = sizeof table;
     table.host_ctx = this;
-    table.log = [](void* c, caravan_log_level, const char* m) { static_cast<FakeHost*>(c)->logs.push_back(m); };
+    table.log = [](void* c, caravan_log_level, const char* m) {
+      static_cast<FakeHost*>(c)->logs.push_back(m);
+    };
     table.get_param = [](void* c, const char* name) -> const char* {
       auto& p = static_cast<FakeHost*>(c)->params;
       auto it = p.find(name);
@@ -78,9 +82,11 @@ struct Instance {
 bool cpu_supports(const std::string& kernel) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+              __builtin_cpu_supports("fma");
   if (kernel == "avx2") return avx2;
-  if (kernel == "avx512") return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  if (kernel == "avx512")
+    return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
 #endif
   return kernel == "portable" || kernel == "auto";
 }
@@ -124,13 +130,17 @@ TEST(ReducerCpu, ForcingAMissingKernelIsUnavailable) {
     EXPECT_EQ(inst.status, CARAVAN_STATUS_UNAVAILABLE);
     EXPECT_NE(inst.host.error.find(k), std::string::npos) << inst.host.error;
   }
-  if (cpu_supports("avx512")) GTEST_SKIP() << "this CPU has every kernel family, so none can be missing";
+  if (cpu_supports("avx512"))
+    GTEST_SKIP() << "this CPU has every kernel family, so none can be missing";
 }
 
 TEST(ReducerCpu, InitRejectsBadParameters) {
-  for (auto params : std::vector<std::map<std::string, std::string>>{
-           {{"KERNEL", "sse9"}}, {{"THREADS", "0"}}, {{"THREADS", "257"}}, {{"THREADS", "two"}},
-           {{"MIN_BYTES_PER_THREAD", "-1"}}}) {
+  for (auto params :
+       std::vector<std::map<std::string, std::string>>{{{"KERNEL", "sse9"}},
+                                                       {{"THREADS", "0"}},
+                                                       {{"THREADS", "257"}},
+                                                       {{"THREADS", "two"}},
+                                                       {{"MIN_BYTES_PER_THREAD", "-1"}}}) {
     Instance inst(params);
     EXPECT_EQ(inst.status, CARAVAN_STATUS_INVALID_ARGUMENT) << params.begin()->first;
     EXPECT_EQ(inst.ctx, nullptr);
@@ -152,7 +162,8 @@ TEST(ReducerCpu, RefusesAStream) {
   ASSERT_EQ(inst.status, CARAVAN_STATUS_OK);
   float x[4] = {1, 2, 3, 4};
   int stream = 0;
-  EXPECT_EQ(ops().sum(inst.ctx, x, x, 4, CARAVAN_FLOAT32, &stream), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(ops().sum(inst.ctx, x, x, 4, CARAVAN_FLOAT32, &stream),
+            CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(inst.host.error.find("stream"), std::string::npos) << inst.host.error;
   EXPECT_EQ(x[0], 1.0f);
 }
@@ -161,7 +172,8 @@ TEST(ReducerCpu, RefusesAStream) {
 
 constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
 bool is_float(int dt) {
-  return dt == CARAVAN_FLOAT32 || dt == CARAVAN_FLOAT64 || dt == CARAVAN_FLOAT16 || dt == CARAVAN_BFLOAT16;
+  return dt == CARAVAN_FLOAT32 || dt == CARAVAN_FLOAT64 || dt == CARAVAN_FLOAT16 ||
+         dt == CARAVAN_BFLOAT16;
 }
 
 std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
@@ -186,10 +198,18 @@ std::vector<uint8_t> run_op(Instance& inst, int dt, size_t n, int op) {
   const void* srcs[] = {a.data(), b.data(), c.data()};
   caravan_status s = CARAVAN_STATUS_INTERNAL;
   switch (op) {
-    case 0: s = ops().sum(inst.ctx, dst.data(), b.data(), n, dtype, nullptr); break;
-    case 1: s = ops().sum2(inst.ctx, dst.data(), b.data(), c.data(), n, dtype, nullptr); break;
-    case 2: s = ops().sum_many(inst.ctx, dst.data(), srcs, 3, n, dtype, nullptr); break;
-    default: s = is_float(dt) ? ops().scale(inst.ctx, dst.data(), n, dtype, 0.7, nullptr) : 0; break;
+    case 0:
+      s = ops().sum(inst.ctx, dst.data(), b.data(), n, dtype, nullptr);
+      break;
+    case 1:
+      s = ops().sum2(inst.ctx, dst.data(), b.data(), c.data(), n, dtype, nullptr);
+      break;
+    case 2:
+      s = ops().sum_many(inst.ctx, dst.data(), srcs, 3, n, dtype, nullptr);
+      break;
+    default:
+      s = is_float(dt) ? ops().scale(inst.ctx, dst.data(), n, dtype, 0.7, nullptr) : 0;
+      break;
   }
   EXPECT_EQ(s, CARAVAN_STATUS_OK) << inst.host.error;
   return dst;
@@ -205,7 +225,8 @@ TEST(ReducerCpu, TwoThreadsGiveIdenticalResults) {
   for (int dt = 0; dt < CARAVAN_DTYPE_COUNT; ++dt)
     for (int op = 0; op < 4; ++op)
       for (size_t n : {size_t{4095}, size_t{100003}, (size_t{1} << 20) + 3}) {
-        EXPECT_EQ(run_op(one, dt, n, op), run_op(two, dt, n, op)) << "dtype " << dt << ", op " << op << ", " << n;
+        EXPECT_EQ(run_op(one, dt, n, op), run_op(two, dt, n, op))
+            << "dtype " << dt << ", op " << op << ", " << n;
       }
 }
 
@@ -225,7 +246,9 @@ TEST(ReducerCpu, ConcurrentCallersOnOneInstance) {
           dst[i] = static_cast<int32_t>(i) * c;
           src[i] = round;
         }
-        if (ops().sum(inst.ctx, dst.data(), src.data(), n, CARAVAN_INT32, nullptr) != CARAVAN_STATUS_OK) ++failures[c];
+        if (ops().sum(inst.ctx, dst.data(), src.data(), n, CARAVAN_INT32, nullptr) !=
+            CARAVAN_STATUS_OK)
+          ++failures[c];
         for (size_t i = 0; i < n; ++i)
           if (dst[i] != static_cast<int32_t>(i) * c + round) {
             ++failures[c];

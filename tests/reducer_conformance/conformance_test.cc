@@ -29,14 +29,19 @@ constexpr double kFactor = 0.7;  // exact in no type, so the factor's own roundi
 enum class Layout { kAligned, kElementOffset, kByteOffset };
 size_t offset_of(Layout l, const DType& t, size_t k) {
   switch (l) {
-    case Layout::kAligned: return 0;
-    case Layout::kElementOffset: return t.size * (k + 1);
-    case Layout::kByteOffset: return 2 * k + 1;
+    case Layout::kAligned:
+      return 0;
+    case Layout::kElementOffset:
+      return t.size * (k + 1);
+    case Layout::kByteOffset:
+      return 2 * k + 1;
   }
   return 0;
 }
 const char* layout_name(Layout l) {
-  return l == Layout::kAligned ? "aligned" : l == Layout::kElementOffset ? "element-offset" : "byte-offset";
+  return l == Layout::kAligned         ? "aligned"
+         : l == Layout::kElementOffset ? "element-offset"
+                                       : "byte-offset";
 }
 std::vector<Layout> layouts_for(const DType& t) {
   if (t.size == 1) return {Layout::kAligned, Layout::kElementOffset};  // every offset is whole
@@ -53,10 +58,14 @@ uint64_t load_as(const uint8_t* p) {
 }
 uint64_t load(const uint8_t* p, size_t i, size_t size) {
   switch (size) {
-    case 1: return p[i];
-    case 2: return load_as<uint16_t>(p + 2 * i);
-    case 4: return load_as<uint32_t>(p + 4 * i);
-    default: return load_as<uint64_t>(p + 8 * i);
+    case 1:
+      return p[i];
+    case 2:
+      return load_as<uint16_t>(p + 2 * i);
+    case 4:
+      return load_as<uint32_t>(p + 4 * i);
+    default:
+      return load_as<uint64_t>(p + 8 * i);
   }
 }
 void store(uint8_t* p, size_t i, size_t size, uint64_t v) { std::memcpy(p + i * size, &v, size); }
@@ -96,7 +105,9 @@ std::string param_name(const testing::TestParamInfo<Param>& i) {
 std::string variant_name(const testing::TestParamInfo<Variant>& i) { return i.param.label; }
 
 // gtest would otherwise print every parameter byte by byte.
-void PrintTo(const Param& p, std::ostream* os) { *os << p.variant.label << "/" << kDTypes[p.dtype].name; }
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.variant.label << "/" << kDTypes[p.dtype].name;
+}
 
 // ---- An instance and the memory its arrays live in -------------------------------
 
@@ -117,7 +128,8 @@ class ReducerFixture {
       return Ready::kSkip;
     }
     if (inst_->status != CARAVAN_STATUS_OK) {
-      *why = v.label + ": init returned " + std::to_string(inst_->status) + ": " + inst_->host.error();
+      *why =
+          v.label + ": init returned " + std::to_string(inst_->status) + ": " + inst_->host.error();
       return Ready::kFail;
     }
     props_.struct_size = sizeof props_;
@@ -200,15 +212,17 @@ class Conformance : public testing::TestWithParam<Param>, protected ReducerFixtu
     const DType& t = *t_;
     const size_t bytes = n * t.size;
     for (Layout layout : layouts_for(t)) {
-      std::string where = what + ", " + std::to_string(n) + " elements, " + layout_name(layout) +
-                          (dst_is == kSeparate ? ", separate dst" : ", dst is input " + std::to_string(dst_is));
+      std::string where =
+          what + ", " + std::to_string(n) + " elements, " + layout_name(layout) +
+          (dst_is == kSeparate ? ", separate dst" : ", dst is input " + std::to_string(dst_is));
       std::vector<std::unique_ptr<Buffer>> arrays;
       for (size_t k = 0; k < inputs.size(); ++k) {
         arrays.push_back(std::make_unique<Buffer>(*memory_, bytes, offset_of(layout, t, k)));
         arrays[k]->upload(inputs[k].data());
       }
       if (dst_is == kSeparate) {
-        arrays.push_back(std::make_unique<Buffer>(*memory_, bytes, offset_of(layout, t, inputs.size())));
+        arrays.push_back(
+            std::make_unique<Buffer>(*memory_, bytes, offset_of(layout, t, inputs.size())));
         arrays.back()->upload(Bytes(bytes, 0xEE).data());  // the old contents must not matter
       }
 
@@ -231,7 +245,8 @@ class Conformance : public testing::TestWithParam<Param>, protected ReducerFixtu
       }
       if (bad) return;
       for (size_t k = 0; k < inputs.size(); ++k)
-        if (arrays[k].get() != &dst && bytes && std::memcmp(arrays[k]->data(), inputs[k].data(), bytes))
+        if (arrays[k].get() != &dst && bytes &&
+            std::memcmp(arrays[k]->data(), inputs[k].data(), bytes))
           ADD_FAILURE() << where << ": input " << k << " changed";
       for (size_t k = 0; k < arrays.size(); ++k) {
         EXPECT_TRUE(arrays[k]->guards_intact()) << where << ": wrote outside array " << k;
@@ -265,9 +280,10 @@ class Conformance : public testing::TestWithParam<Param>, protected ReducerFixtu
 TEST_P(Conformance, Sum) {
   for (size_t n : kLengths) {
     std::vector<Bytes> in = {random_array(*t_, n, n + 1), random_array(*t_, n, n + 2)};
-    check("sum", in, n, 0, reference_sum(*t_, in, n), [&](const std::vector<void*>& a, void* dst, size_t len) {
-      return ops().sum(ctx(), dst, a[1], len, t_->id, memory_->stream());
-    });
+    check("sum", in, n, 0, reference_sum(*t_, in, n),
+          [&](const std::vector<void*>& a, void* dst, size_t len) {
+            return ops().sum(ctx(), dst, a[1], len, t_->id, memory_->stream());
+          });
   }
 }
 
@@ -291,14 +307,17 @@ TEST_P(Conformance, SumMany) {
       std::vector<uint64_t> want = reference_sum(*t_, in, n);
       if (num == 1)  // a copy, NaN payloads included
         for (size_t i = 0; i < n; ++i)
-          want[i] = is_nan(*t_, load(in[0].data(), i, t_->size)) ? kAnyNaN : load(in[0].data(), i, t_->size);
+          want[i] = is_nan(*t_, load(in[0].data(), i, t_->size)) ? kAnyNaN
+                                                                 : load(in[0].data(), i, t_->size);
       for (int dst_is : {kSeparate, 0})
-        check("sum_many of " + std::to_string(num), in, n, dst_is, want,
-              [&](const std::vector<void*>& a, void* dst, size_t len) {
-                std::vector<const void*> srcs(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(num));
-                return ops().sum_many(ctx(), dst, srcs.data(), num, len, t_->id, memory_->stream());
-              },
-              num > 1);
+        check(
+            "sum_many of " + std::to_string(num), in, n, dst_is, want,
+            [&](const std::vector<void*>& a, void* dst, size_t len) {
+              std::vector<const void*> srcs(a.begin(),
+                                            a.begin() + static_cast<std::ptrdiff_t>(num));
+              return ops().sum_many(ctx(), dst, srcs.data(), num, len, t_->id, memory_->stream());
+            },
+            num > 1);
     }
   }
 }
@@ -309,18 +328,21 @@ TEST_P(Conformance, Scale) {
     Buffer data(*memory_, before.size(), 0);
     data.upload(before.data());
     inst_->host.clear_error();
-    EXPECT_EQ(ops().scale(ctx(), data.ptr(), 7, t_->id, 2.0, memory_->stream()), CARAVAN_STATUS_UNSUPPORTED);
+    EXPECT_EQ(ops().scale(ctx(), data.ptr(), 7, t_->id, 2.0, memory_->stream()),
+              CARAVAN_STATUS_UNSUPPORTED);
     EXPECT_NE(error(), "") << "UNSUPPORTED without a reason";
     EXPECT_EQ(memory_->synchronize(), "");
     data.download();
-    EXPECT_EQ(std::memcmp(data.data(), before.data(), before.size()), 0) << "a refused scale wrote its data";
+    EXPECT_EQ(std::memcmp(data.data(), before.data(), before.size()), 0)
+        << "a refused scale wrote its data";
     ++calls_checked_;
     return;
   }
   for (size_t n : kLengths) {
     std::vector<Bytes> in = {random_array(*t_, n, n + 6)};
     std::vector<uint64_t> want(n);
-    for (size_t i = 0; i < n; ++i) want[i] = ref_scale(*t_, load(in[0].data(), i, t_->size), kFactor);
+    for (size_t i = 0; i < n; ++i)
+      want[i] = ref_scale(*t_, load(in[0].data(), i, t_->size), kFactor);
     check("scale", in, n, 0, want, [&](const std::vector<void*>&, void* dst, size_t len) {
       return ops().scale(ctx(), dst, len, t_->id, kFactor, memory_->stream());
     });
@@ -349,14 +371,15 @@ TEST_P(Conformance, SpecialValues) {
     uint64_t a = load(in[0].data(), i, t.size), b = load(in[1].data(), i, t.size);
     bool opposite_infs = is_inf(t, a) && is_inf(t, b) && a != b;
     uint64_t ieee = is_nan(t, a) || is_nan(t, b) || opposite_infs ? kAnyNaN
-                    : is_inf(t, a)                                 ? a
-                    : is_inf(t, b)                                 ? b
-                                                                   : want[i];
+                    : is_inf(t, a)                                ? a
+                    : is_inf(t, b)                                ? b
+                                                                  : want[i];
     ASSERT_EQ(want[i], ieee) << "the reference breaks IEEE 754 for " << hex(a) << " + " << hex(b);
   }
-  check("sum2 of special values", two, n, kSeparate, want, [&](const std::vector<void*>& a, void* dst, size_t len) {
-    return ops().sum2(ctx(), dst, a[0], a[1], len, t.id, memory_->stream());
-  });
+  check("sum2 of special values", two, n, kSeparate, want,
+        [&](const std::vector<void*>& a, void* dst, size_t len) {
+          return ops().sum2(ctx(), dst, a[0], a[1], len, t.id, memory_->stream());
+        });
   check("sum_many of special values", in, n, kSeparate, reference_sum(t, in, n),
         [&](const std::vector<void*>& a, void* dst, size_t len) {
           const void* srcs[] = {a[0], a[1], a[2]};
@@ -384,7 +407,8 @@ TEST_P(Abi, Descriptor) {
   const LoadedPlugin& p = load_plugin(GetParam().path);
   ASSERT_EQ(p.error, "") << p.path;
   const caravan_plugin_descriptor* d = p.descriptor;
-  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(p.handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
+  auto entry =
+      reinterpret_cast<caravan_plugin_entry_fn>(dlsym(p.handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
   EXPECT_EQ(entry(), d) << "the entry must return the same descriptor every time";
   EXPECT_EQ(d->struct_size, sizeof(caravan_plugin_descriptor));
   ASSERT_NE(d->name, nullptr);
@@ -397,11 +421,13 @@ TEST_P(Abi, Descriptor) {
   for (size_t i = 0; i < d->num_params; ++i) {
     ASSERT_NE(d->params[i].name, nullptr);
     for (const char* c = d->params[i].name; *c; ++c)
-      EXPECT_TRUE((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_') << d->params[i].name;
+      EXPECT_TRUE((*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_')
+          << d->params[i].name;
     EXPECT_NE(d->params[i].description, nullptr) << d->params[i].name;
   }
   const caravan_reducer_ops_v1& o = *p.ops;
-  ASSERT_GE(o.struct_size, offsetof(caravan_reducer_ops_v1, local_id)) << "the table misses required entries";
+  ASSERT_GE(o.struct_size, offsetof(caravan_reducer_ops_v1, local_id))
+      << "the table misses required entries";
   EXPECT_TRUE(o.init && o.finalize && o.properties && o.sum && o.sum2 && o.sum_many && o.scale);
 }
 
@@ -414,8 +440,9 @@ TEST_P(Abi, PropertiesAndErrors) {
   EXPECT_EQ(props_.dtypes >> CARAVAN_DTYPE_COUNT, 0u) << "dtype bits past the last dtype";
   EXPECT_NE(props_.kernel, nullptr);
   const caravan_reducer_ops_v1& o = ops();
-  bool has_local = o.struct_size >= offsetof(caravan_reducer_ops_v1, local_broadcast) + sizeof(void*) &&
-                   o.local_id && o.local_join && o.local_leave && o.local_reduce && o.local_broadcast;
+  bool has_local =
+      o.struct_size >= offsetof(caravan_reducer_ops_v1, local_broadcast) + sizeof(void*) &&
+      o.local_id && o.local_join && o.local_leave && o.local_reduce && o.local_broadcast;
   EXPECT_EQ(has_local, (props_.caps & CARAVAN_REDUCER_CAP_LOCAL_GROUP) != 0)
       << "CAP_LOCAL_GROUP and the local_* entries must come together";
 
@@ -444,21 +471,30 @@ TEST_P(Abi, PropertiesAndErrors) {
   };
   expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum(ctx(), nullptr, x, 4, f32, st), "sum, NULL dst");
   expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum(ctx(), x, nullptr, 4, f32, st), "sum, NULL src");
-  expect(CARAVAN_STATUS_OK, o.sum(ctx(), nullptr, nullptr, 0, f32, st), "sum, NULL and no elements");
+  expect(CARAVAN_STATUS_OK, o.sum(ctx(), nullptr, nullptr, 0, f32, st),
+         "sum, NULL and no elements");
   expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum2(ctx(), x, nullptr, x, 4, f32, st), "sum2, NULL a");
   expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum2(ctx(), x, x, nullptr, 4, f32, st), "sum2, NULL b");
-  expect(CARAVAN_STATUS_OK, o.sum2(ctx(), nullptr, nullptr, nullptr, 0, f32, st), "sum2, no elements");
-  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, nullptr, 2, 4, f32, st), "sum_many, NULL srcs");
-  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, holey, 2, 4, f32, st), "sum_many, NULL srcs[1]");
-  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, srcs, 0, 4, f32, st), "sum_many, no sources");
-  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.scale(ctx(), nullptr, 4, f32, 2.0, st), "scale, NULL data");
+  expect(CARAVAN_STATUS_OK, o.sum2(ctx(), nullptr, nullptr, nullptr, 0, f32, st),
+         "sum2, no elements");
+  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, nullptr, 2, 4, f32, st),
+         "sum_many, NULL srcs");
+  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, holey, 2, 4, f32, st),
+         "sum_many, NULL srcs[1]");
+  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.sum_many(ctx(), x, srcs, 0, 4, f32, st),
+         "sum_many, no sources");
+  expect(CARAVAN_STATUS_INVALID_ARGUMENT, o.scale(ctx(), nullptr, 4, f32, 2.0, st),
+         "scale, NULL data");
   for (int bad : {CARAVAN_DTYPE_COUNT, 42, -1}) {
     auto dt = static_cast<caravan_dtype>(bad);  // in range: the enum spans every int32
     std::string what = "dtype " + std::to_string(bad);
     expect(CARAVAN_STATUS_UNSUPPORTED, o.sum(ctx(), x, x, 1, dt, st), ("sum, " + what).c_str());
-    expect(CARAVAN_STATUS_UNSUPPORTED, o.sum2(ctx(), x, x, x, 1, dt, st), ("sum2, " + what).c_str());
-    expect(CARAVAN_STATUS_UNSUPPORTED, o.sum_many(ctx(), x, srcs, 2, 1, dt, st), ("sum_many, " + what).c_str());
-    expect(CARAVAN_STATUS_UNSUPPORTED, o.scale(ctx(), x, 1, dt, 2.0, st), ("scale, " + what).c_str());
+    expect(CARAVAN_STATUS_UNSUPPORTED, o.sum2(ctx(), x, x, x, 1, dt, st),
+           ("sum2, " + what).c_str());
+    expect(CARAVAN_STATUS_UNSUPPORTED, o.sum_many(ctx(), x, srcs, 2, 1, dt, st),
+           ("sum_many, " + what).c_str());
+    expect(CARAVAN_STATUS_UNSUPPORTED, o.scale(ctx(), x, 1, dt, 2.0, st),
+           ("scale, " + what).c_str());
   }
   buf.download();
   EXPECT_EQ(load(buf.data(), 0, 8), 0u) << "a failed call wrote its destination";

@@ -36,7 +36,9 @@ class HostMemory : public Memory {
     free_.emplace(sizes_.at(p), p);
     sizes_.erase(p);
   }
-  void to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void to_device(void* dst, const void* src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
   void to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void* stream() override { return nullptr; }
   std::string synchronize() override { return ""; }

@@ -18,7 +18,9 @@ void check(cudaError_t e, const char* what) {
 
 class DeviceMemory : public Memory {
  public:
-  DeviceMemory() { check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  DeviceMemory() {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
   ~DeviceMemory() override { cudaStreamDestroy(stream_); }
   bool host_visible() const override { return false; }
   void* allocate(size_t bytes) override {

@@ -8,10 +8,10 @@
 namespace caravan::conformance {
 
 const DType kDTypes[CARAVAN_DTYPE_COUNT] = {
-    {CARAVAN_FLOAT32, "float32", 4, true, 23, 8},  {CARAVAN_FLOAT64, "float64", 8, true, 52, 11},
-    {CARAVAN_FLOAT16, "float16", 2, true, 10, 5},  {CARAVAN_UINT8, "uint8", 1, false, 0, 0},
-    {CARAVAN_INT32, "int32", 4, false, 0, 0},      {CARAVAN_INT8, "int8", 1, false, 0, 0},
-    {CARAVAN_INT64, "int64", 8, false, 0, 0},      {CARAVAN_BFLOAT16, "bfloat16", 2, true, 7, 8},
+    {CARAVAN_FLOAT32, "float32", 4, true, 23, 8}, {CARAVAN_FLOAT64, "float64", 8, true, 52, 11},
+    {CARAVAN_FLOAT16, "float16", 2, true, 10, 5}, {CARAVAN_UINT8, "uint8", 1, false, 0, 0},
+    {CARAVAN_INT32, "int32", 4, false, 0, 0},     {CARAVAN_INT8, "int8", 1, false, 0, 0},
+    {CARAVAN_INT64, "int64", 8, false, 0, 0},     {CARAVAN_BFLOAT16, "bfloat16", 2, true, 7, 8},
 };
 
 uint64_t mask_of(const DType& t) { return t.size == 8 ? ~0ull : (1ull << (8 * t.size)) - 1; }
@@ -22,7 +22,9 @@ static uint64_t mant_mask(const DType& t) { return (1ull << t.mant_bits) - 1; }
 bool is_nan(const DType& t, uint64_t b) {
   return t.is_float && (b & exp_mask(t)) == exp_mask(t) && (b & mant_mask(t)) != 0;
 }
-bool is_quiet_nan(const DType& t, uint64_t b) { return is_nan(t, b) && (b >> (t.mant_bits - 1) & 1); }
+bool is_quiet_nan(const DType& t, uint64_t b) {
+  return is_nan(t, b) && (b >> (t.mant_bits - 1) & 1);
+}
 bool is_inf(const DType& t, uint64_t b) {
   return t.is_float && (b & ~sign_bit(t) & mask_of(t)) == exp_mask(t);
 }
@@ -132,9 +134,14 @@ uint64_t random_element(const DType& t, Rng& rng) {
   uint64_t bias = (1ull << (t.exp_bits - 1)) - 1;
   uint64_t e;
   switch (rng.next() % 4) {
-    case 0: return r & mask_of(t);
-    case 1: e = rng.next() % 4; break;  // subnormals and the smallest normals
-    default: e = bias - 8 + rng.next() % 17; break;
+    case 0:
+      return r & mask_of(t);
+    case 1:
+      e = rng.next() % 4;
+      break;  // subnormals and the smallest normals
+    default:
+      e = bias - 8 + rng.next() % 17;
+      break;
   }
   return sign | (e << t.mant_bits) | mant;
 }
@@ -147,9 +154,9 @@ std::vector<uint64_t> special_values(const DType& t) {
   uint64_t half_ulp_of_one = (bias - t.mant_bits - 1) << t.mant_bits;  // 1 + this is a tie
   uint64_t inf = exp_mask(t), max = inf - 1, min_normal = 1ull << t.mant_bits;
   uint64_t qnan = inf | (1ull << (t.mant_bits - 1)), snan = inf | 1;
-  return {0,           s,        one,          s | one, one + 1, half_ulp_of_one, 1,  s | 1,
-          min_normal - 1, min_normal, max, s | max, inf,     s | inf,         qnan, s | qnan,
-          snan};
+  return {
+      0,   s,       one, s | one, one + 1, half_ulp_of_one, 1,   s | 1, min_normal - 1, min_normal,
+      max, s | max, inf, s | inf, qnan,    s | qnan,        snan};
 }
 
 std::string hex(uint64_t bits) {

@@ -24,7 +24,8 @@ const LoadedPlugin& load_plugin(const std::string& path) {
     p.error = std::string("dlopen: ") + dlerror();
     return p;
   }
-  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(p.handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
+  auto entry =
+      reinterpret_cast<caravan_plugin_entry_fn>(dlsym(p.handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
   if (!entry) {
     p.error = "no " CARAVAN_PLUGIN_ENTRY_SYMBOL " symbol";
     return p;
