@@ -14,11 +14,15 @@ void SumServer::clear() { keys_.clear(); }
 void SumServer::refuse(const KVMessage& request, int code, const std::string& why) {
   CARAVAN_LOG(WARNING) << "refusing a request from node " << request.head.sender << " ("
                        << request.peer << "): " << why;
+  answer_error(request.head, code, why);
+}
+
+void SumServer::answer_error(const wire::Header& request, int code, const std::string& why) {
   KVMessage r;
   r.head.status = code;
   auto text = std::make_shared<std::string>(why);
   r.vals = Blob{text->data(), text->size(), text};
-  kv_.respond(request.head, std::move(r), nullptr);
+  kv_.respond(request, std::move(r), nullptr);
 }
 
 void SumServer::handle(KVMessage&& req) {
@@ -44,13 +48,18 @@ void SumServer::handle(KVMessage&& req) {
     k.bytes = req.vals.len;
     k.dtype = h.dtype;
     k.round.pushed.assign(static_cast<size_t>(num_workers_), false);
-  } else if (k.bytes != req.vals.len || k.dtype != h.dtype) {
-    return refuse(req, CARAVAN_ERR_MISMATCH,
-                  "key " + std::to_string(key) + " holds " + std::to_string(k.bytes / dtype_size(k.dtype)) +
-                      " " + dtype_name(k.dtype) + " elements, but worker " + std::to_string(rank) +
-                      " pushed " + std::to_string(req.vals.len / esize) + " " + dtype_name(h.dtype) +
-                      " (the same tensor name with different sizes or dtypes on two workers)");
+  } else if (k.poisoned.empty() && (k.bytes != req.vals.len || k.dtype != h.dtype)) {
+    k.poisoned = "key " + std::to_string(key) + " holds " +
+                 std::to_string(k.bytes / dtype_size(k.dtype)) + " " + dtype_name(k.dtype) +
+                 " elements, but worker " + std::to_string(rank) + " pushed " +
+                 std::to_string(req.vals.len / esize) + " " + dtype_name(h.dtype) +
+                 " (the same tensor name with different sizes or dtypes on two workers)";
+    // The workers already waiting in this round get the error too, rather
+    // than waiting for a sum that cannot be right.
+    for (const wire::Header& w : k.round.waiting) answer_error(w, CARAVAN_ERR_MISMATCH, k.poisoned);
+    k.round = Round{};
   }
+  if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
   Round& r = k.round;
   if (r.pushed[static_cast<size_t>(rank)])
     return refuse(req, CARAVAN_ERR_SERVER,

@@ -35,8 +35,12 @@ class SumServer {
     size_t bytes = 0;
     int dtype = -1;
     Round round;
+    // Set when workers disagree on the key's size or dtype: every push of
+    // it is refused from then on, so no worker gets a wrong sum.
+    std::string poisoned;
   };
   void refuse(const KVMessage& request, int code, const std::string& why);
+  void answer_error(const wire::Header& request, int code, const std::string& why);
 
   KVEndpoint& kv_;
   Reducer& reducer_;

@@ -75,6 +75,17 @@ int main(void) {
     fprintf(stderr, "FAIL async sum: %g\n", buf[15]);
     ++failures;
   }
+  /* The same name with a different size on each worker: every worker gets
+   * the error (none waits for a sum that cannot be right). */
+  if (caravan_size() > 1) {
+    float m[16] = {0};
+    int rc = caravan_push_pull("mismatch", m, (size_t)(8 + caravan_rank()), CARAVAN_FLOAT32, 0);
+    expect(rc, CARAVAN_ERR_MISMATCH, "sizes differ across workers");
+    if (rc == CARAVAN_ERR_MISMATCH && !strstr(caravan_strerror(rc), "different sizes or dtypes")) {
+      fprintf(stderr, "FAIL mismatch message: %s\n", caravan_strerror(rc));
+      ++failures;
+    }
+  }
   expect(caravan_strerror(-9999)[0] != '\0' ? 0 : 1, 0, "strerror of unknown code");
   expect(caravan_shutdown(), 0, "shutdown");
   expect(caravan_size(), CARAVAN_ERR_NOT_INITIALIZED, "size after shutdown");
