@@ -30,3 +30,34 @@ function(caravan_plugin_option var description)
   set(${var} AUTO CACHE STRING "${description} (AUTO, ON or OFF)")
   set_property(CACHE ${var} PROPERTY STRINGS AUTO ON OFF)
 endfunction()
+
+# caravan_van_conformance(NAME TARGET plugin-target [ENVIRONMENT VAR=VALUE ...])
+# Registers the CTest VanConformance.<NAME>: caravan-van-check over the van,
+# with the whole-job test when caravan-launch and sum_check_worker are built.
+# Call it from the van's own CMakeLists.txt, for example
+#   caravan_van_conformance(efa TARGET caravan-van-efa ENVIRONMENT FI_PROVIDER=tcp)
+# The registration is deferred to the end of the top-level directory, where
+# every tool and test program is known whatever order folders are added in.
+function(caravan_van_conformance name)
+  cmake_parse_arguments(C "" "TARGET" "ENVIRONMENT" ${ARGN})
+  if(NOT CARAVAN_BUILD_TESTS)
+    return()
+  endif()
+  # A deferred call reads variables when it runs, so bake the values in now.
+  cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY [[${PROJECT_SOURCE_DIR}]]
+    CALL _caravan_van_conformance_add [[${name}]] [[${C_TARGET}]] [[${C_ENVIRONMENT}]])")
+endfunction()
+
+function(_caravan_van_conformance_add name target environment)
+  if(NOT TARGET caravan-van-check)
+    return()
+  endif()
+  set(job_args "")
+  if(TARGET caravan-launch AND TARGET sum_check_worker AND TARGET caravan-server)
+    set(job_args --launcher $<TARGET_FILE:caravan-launch> --worker $<TARGET_FILE:sum_check_worker>)
+  endif()
+  add_test(NAME VanConformance.${name}
+    COMMAND $<TARGET_FILE:caravan-van-check> --van $<TARGET_FILE:${target}> ${job_args})
+  set_tests_properties(VanConformance.${name} PROPERTIES
+    TIMEOUT 300 LABELS van_conformance ENVIRONMENT "${environment}")
+endfunction()

@@ -1,5 +1,7 @@
-// Drives libcaravan-van-zmq.so through its C table, the way the engine does:
-// dlopen, the entry symbol, and a small fake host.
+// What is particular to the ZeroMQ van: its parameters, address forms,
+// error texts, a raw zmq peer, and connect() returning before the peer is
+// up. Everything every van must do is caravan-van-check's
+// (VanConformance.zmq); nothing is tested twice.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <zmq.h>
@@ -14,7 +16,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "caravan/plugin/van_v1.h"
@@ -167,14 +168,6 @@ std::vector<uint8_t> Pattern(size_t n, unsigned seed) {
 }
 
 caravan_segment_v1 Seg(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
-caravan_segment_v1 Seg(const uint64_t& v) { return {&v, sizeof v}; }
-
-uint64_t ReadU64(const caravan_recv_segment_v1& s) {
-  uint64_t v = 0;
-  EXPECT_EQ(s.len, sizeof v);
-  if (s.len == sizeof v) std::memcpy(&v, s.data, sizeof v);
-  return v;
-}
 
 void ExpectSame(const caravan_recv_segment_v1& got, const std::vector<uint8_t>& want) {
   ASSERT_EQ(got.len, want.size());
@@ -183,35 +176,15 @@ void ExpectSame(const caravan_recv_segment_v1& got, const std::vector<uint8_t>& 
   }
 }
 
-TEST(VanZmqDescriptor, AbiFields) {
+TEST(VanZmqDescriptor, NameAndParams) {
   const caravan_plugin_descriptor* d = Descriptor();
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->magic, CARAVAN_PLUGIN_MAGIC);
-  EXPECT_EQ(d->abi_major, static_cast<uint32_t>(CARAVAN_VAN_ABI_MAJOR_V1));
-  EXPECT_EQ(d->abi_minor, 0u);
-  EXPECT_EQ(d->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_VAN));
-  EXPECT_EQ(d->struct_size, sizeof(caravan_plugin_descriptor));
   EXPECT_STREQ(d->name, "zmq");
-  EXPECT_NE(d->version, nullptr);
-  EXPECT_NE(d->description, nullptr);
-  ASSERT_GT(d->num_params, 0u);
-  ASSERT_NE(d->params, nullptr);
+  EXPECT_EQ(d->abi_minor, 0u);
+  ASSERT_EQ(d->num_params, 4u);
   EXPECT_STREQ(d->params[0].name, "IO_THREADS");
   EXPECT_STREQ(d->params[0].default_value, "1");
-  const auto* ops = static_cast<const caravan_van_ops_v1*>(d->ops);
-  ASSERT_NE(ops, nullptr);
-  EXPECT_EQ(ops->struct_size, sizeof(caravan_van_ops_v1));
-  for (auto fn : {(void*)ops->init, (void*)ops->finalize, (void*)ops->properties, (void*)ops->listen,
-                  (void*)ops->connect, (void*)ops->disconnect, (void*)ops->send, (void*)ops->recv,
-                  (void*)ops->release})
-    EXPECT_NE(fn, nullptr);
-
-  void* handle = dlopen(CARAVAN_VAN_ZMQ_PLUGIN, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  ASSERT_NE(handle, nullptr);
-  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(entry, nullptr);
-  EXPECT_EQ(entry(), d);
-  dlclose(handle);
+  EXPECT_STREQ(d->params[3].name, "MAX_MESSAGE_BYTES");
 }
 
 TEST(VanZmq, Properties) {
@@ -249,23 +222,13 @@ TEST(VanZmq, MaxMessageBytesParam) {
   a.RecvOne([&](const caravan_van_message_v1& m) { ExpectSame(m.segments[0], fits); });
 }
 
-TEST(VanZmq, RecvTimeoutIsPrompt) {
+TEST(VanZmq, RecvBeforeListenTimesOut) {
   Van v;
   caravan_van_message_v1 msg{};
   msg.struct_size = sizeof msg;
   auto t0 = Clock::now();
-  EXPECT_EQ(Ops().recv(v.ctx, 50, &msg), CARAVAN_STATUS_TIMEOUT);  // before listen
-  ASSERT_EQ(v.Listen(), CARAVAN_STATUS_OK);
-  auto t1 = Clock::now();
-  EXPECT_EQ(Ops().recv(v.ctx, 100, &msg), CARAVAN_STATUS_TIMEOUT);
-  auto t2 = Clock::now();
-  EXPECT_EQ(Ops().recv(v.ctx, 0, &msg), CARAVAN_STATUS_TIMEOUT);
-  auto t3 = Clock::now();
-  using std::chrono::milliseconds;
-  EXPECT_GE(t1 - t0, milliseconds(45));
-  EXPECT_GE(t2 - t1, milliseconds(95));
-  EXPECT_LT(t2 - t1, milliseconds(1000));
-  EXPECT_LT(t3 - t2, milliseconds(50));
+  EXPECT_EQ(Ops().recv(v.ctx, 50, &msg), CARAVAN_STATUS_TIMEOUT);
+  EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(45));
 }
 
 TEST(VanZmq, BadHostIsInvalidArgument) {
@@ -306,143 +269,25 @@ class VanZmqPair : public ::testing::Test {
   Van a, b;
 };
 
-TEST_F(VanZmqPair, ExchangeBothWays) {
-  auto ping = Pattern(100, 1), pong = Pattern(200, 2);
-  DoneLog log(2);
-  ASSERT_EQ(a.Send(kB, {Seg(ping)}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_OK);
-  b.RecvOne([&](const caravan_van_message_v1& m) {
-    ASSERT_EQ(m.num_segments, 1u);
-    ExpectSame(m.segments[0], ping);
-    EXPECT_STREQ(m.peer, "tcp://127.0.0.1");
-  });
-  ASSERT_EQ(b.Send(kA, {Seg(pong)}, DoneLog::Done, log.cookie(1)), CARAVAN_STATUS_OK);
-  a.RecvOne([&](const caravan_van_message_v1& m) {
-    ASSERT_EQ(m.num_segments, 1u);
-    ExpectSame(m.segments[0], pong);
-  });
-  ASSERT_TRUE(log.WaitAll());
-  EXPECT_EQ(log.status(0), CARAVAN_STATUS_OK);
-  EXPECT_EQ(log.status(1), CARAVAN_STATUS_OK);
+TEST_F(VanZmqPair, PeerTextIsTheSendersHost) {
+  auto ping = Pattern(100, 1);
+  ASSERT_EQ(a.Send(kB, {Seg(ping)}), CARAVAN_STATUS_OK);
+  b.RecvOne([&](const caravan_van_message_v1& m) { EXPECT_STREQ(m.peer, "tcp://127.0.0.1"); });
 }
 
-TEST_F(VanZmqPair, SegmentSizesRoundTrip) {
-  const size_t sizes[] = {0, 1, 4095, size_t{1} << 20, size_t{64} << 20};
-  std::vector<std::vector<uint8_t>> bufs;
-  for (size_t i = 0; i < 5; ++i) bufs.push_back(Pattern(sizes[i], static_cast<unsigned>(i)));
-  DoneLog log(6);
-  for (size_t i = 0; i < 5; ++i)
-    ASSERT_EQ(a.Send(kB, {Seg(bufs[i])}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
-  std::vector<caravan_segment_v1> all;
-  for (auto& buf : bufs) all.push_back(Seg(buf));
-  ASSERT_EQ(a.Send(kB, all, DoneLog::Done, log.cookie(5)), CARAVAN_STATUS_OK);
-  for (size_t i = 0; i < 5; ++i)
-    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
-      ASSERT_EQ(m.num_segments, 1u);
-      ExpectSame(m.segments[0], bufs[i]);
-    }));
-  ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
-    ASSERT_EQ(m.num_segments, 5u);
-    for (size_t i = 0; i < 5; ++i) ExpectSame(m.segments[i], bufs[i]);
-  }));
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t i = 0; i < 6; ++i) {
-    EXPECT_EQ(log.calls(i), 1);
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK);
-  }
-}
-
-TEST_F(VanZmqPair, MultiSegmentMessages) {
-  // Sizes around the van's copy threshold and zmq's own small-message size.
-  const size_t sizes[] = {0, 33, 63, 64, 65, 5000, 0, 1 << 16};
-  std::vector<std::vector<uint8_t>> bufs;
-  for (size_t i = 0; i < 8; ++i) bufs.push_back(Pattern(sizes[i], static_cast<unsigned>(i + 10)));
-  DoneLog log(8);
-  for (size_t n = 1; n <= 8; ++n) {
-    std::vector<caravan_segment_v1> segs;
-    for (size_t i = 0; i < n; ++i) segs.push_back(Seg(bufs[(i + n) % 8]));
-    ASSERT_EQ(a.Send(kB, segs, DoneLog::Done, log.cookie(n - 1)), CARAVAN_STATUS_OK);
-  }
-  for (size_t n = 1; n <= 8; ++n)
-    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
-      ASSERT_EQ(m.num_segments, n);
-      for (size_t i = 0; i < n; ++i) ExpectSame(m.segments[i], bufs[(i + n) % 8]);
-    }));
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(log.calls(i), 1);
-}
-
-TEST_F(VanZmqPair, ThousandOutstandingArriveInOrder) {
-  constexpr size_t kN = 1000;
-  std::vector<uint64_t> seq(kN);
-  auto payload = Pattern(1000, 3);
-  DoneLog log(kN);
-  for (size_t i = 0; i < kN; ++i) {
-    seq[i] = i;
-    ASSERT_EQ(a.Send(kB, {Seg(seq[i]), Seg(payload)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
-  }
-  for (size_t i = 0; i < kN; ++i)
-    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
-      ASSERT_EQ(m.num_segments, 2u);
-      EXPECT_EQ(ReadU64(m.segments[0]), i);
-      ExpectSame(m.segments[1], payload);
-    }));
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t i = 0; i < kN; ++i) {
-    EXPECT_EQ(log.calls(i), 1) << i;
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << i;
-  }
-}
-
-TEST_F(VanZmqPair, ConcurrentSendFromFourThreads) {
-  constexpr size_t kThreads = 4, kPer = 500;
-  std::vector<uint64_t> tags(kThreads * kPer);
-  auto payload = Pattern(300, 4);
-  DoneLog log(kThreads * kPer);
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      for (size_t i = 0; i < kPer; ++i) {
-        size_t k = t * kPer + i;
-        tags[k] = (uint64_t{t} << 32) | i;
-        EXPECT_EQ(a.Send(kB, {Seg(tags[k]), Seg(payload)}, DoneLog::Done, log.cookie(k)),
-                  CARAVAN_STATUS_OK);
-      }
-    });
-  std::vector<uint64_t> next(kThreads, 0);
-  for (size_t k = 0; k < kThreads * kPer; ++k)
-    ASSERT_TRUE(b.RecvOne([&](const caravan_van_message_v1& m) {
-      ASSERT_EQ(m.num_segments, 2u);
-      uint64_t tag = ReadU64(m.segments[0]);
-      size_t t = tag >> 32;
-      ASSERT_LT(t, kThreads);
-      EXPECT_EQ(tag & 0xffffffffu, next[t]++);  // per-sender order holds
-      ExpectSame(m.segments[1], payload);
-    }));
-  for (auto& th : threads) th.join();
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t k = 0; k < kThreads * kPer; ++k) EXPECT_EQ(log.calls(k), 1);
-}
-
-TEST_F(VanZmqPair, CallErrors) {
+TEST_F(VanZmqPair, ErrorTextsNameTheCulprit) {
   auto data = Pattern(10, 5);
   EXPECT_EQ(Ops().connect(a.ctx, kB, b.addr.c_str()), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(a.host.error().find("peer 2"), std::string::npos) << a.host.error();
   EXPECT_EQ(Ops().connect(a.ctx, 7, "nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(a.host.error().find("nonsense"), std::string::npos) << a.host.error();
-  EXPECT_EQ(Ops().disconnect(a.ctx, 42), CARAVAN_STATUS_INVALID_ARGUMENT);
-
-  DoneLog log(1);
-  EXPECT_EQ(a.Send(42, {Seg(data)}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a.Send(42, {Seg(data)}), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(a.host.error().find("peer 42"), std::string::npos) << a.host.error();
-  std::vector<caravan_segment_v1> nine(9, Seg(data));
-  EXPECT_EQ(a.Send(kB, nine, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(a.Send(kB, {}, DoneLog::Done, log.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(log.total(), 0u);  // refused sends never call done
 
   caravan_van_message_v1 msg{};
   msg.struct_size = sizeof msg;
   EXPECT_EQ(Ops().release(a.ctx, &msg), CARAVAN_STATUS_INVALID_ARGUMENT);
-  ASSERT_EQ(a.Send(kB, {Seg(data)}), CARAVAN_STATUS_OK);  // a NULL done is allowed
+  ASSERT_EQ(a.Send(kB, {Seg(data)}), CARAVAN_STATUS_OK);
   caravan_status s;
   auto deadline = Clock::now() + kPatience;
   while ((s = Ops().recv(b.ctx, 200, &msg)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
@@ -473,55 +318,22 @@ TEST_F(VanZmqPair, TooManySegmentsAreDroppedWithWarning) {
   EXPECT_NE(b.host.warnings[0].find("tcp://127.0.0.1"), std::string::npos) << b.host.warnings[0];
 }
 
-TEST_F(VanZmqPair, DisconnectDropsQueuedWithClosed) {
-  std::string dead;
-  {
-    Van gone;
-    ASSERT_EQ(gone.Listen(), CARAVAN_STATUS_OK);
-    dead = gone.addr;
-  }
-  ASSERT_EQ(Ops().connect(a.ctx, 9, dead.c_str()), CARAVAN_STATUS_OK);
+TEST_F(VanZmqPair, QueuedForPeerNeverUpSettleWithClosed) {
+  // connect() returns before the peer is up and sends queue meanwhile;
+  // disconnect and finalize settle them.
   auto mib = Pattern(1 << 20, 6);
-  DoneLog log(10);
-  for (size_t i = 0; i < 10; ++i)
-    ASSERT_EQ(a.Send(9, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
+  ASSERT_EQ(Ops().connect(a.ctx, 9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
+  ASSERT_EQ(Ops().connect(a.ctx, 10, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
+  DoneLog log(20);
+  for (size_t i = 0; i < 20; ++i)
+    ASSERT_EQ(a.Send(i < 10 ? 9 : 10, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
   ASSERT_EQ(Ops().disconnect(a.ctx, 9), CARAVAN_STATUS_OK);
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t i = 0; i < 10; ++i) {
-    EXPECT_EQ(log.calls(i), 1);
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED);
-  }
-  EXPECT_EQ(a.Send(9, {Seg(mib)}), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(Ops().connect(a.ctx, 9, b.addr.c_str()), CARAVAN_STATUS_OK);  // the id is free again
-}
-
-TEST_F(VanZmqPair, FinalizeWithMessagesInFlight) {
-  auto mib = Pattern(1 << 20, 7);
-  ASSERT_EQ(Ops().connect(a.ctx, 9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);  // never up
-  constexpr size_t kN = 200;
-  DoneLog log(kN + 10);
-  for (size_t i = 0; i < kN; ++i)
-    ASSERT_EQ(a.Send(kB, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
-  for (size_t i = 0; i < 10; ++i)
-    ASSERT_EQ(a.Send(9, {Seg(mib)}, DoneLog::Done, log.cookie(kN + i)), CARAVAN_STATUS_OK);
-  // b holds one message unreleased across its own finalize.
-  caravan_van_message_v1 held{};
-  held.struct_size = sizeof held;
-  caravan_status s;
-  auto deadline = Clock::now() + kPatience;
-  while ((s = Ops().recv(b.ctx, 200, &held)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
-  }
-  ASSERT_EQ(s, CARAVAN_STATUS_OK);
   a.Finalize();
-  // Every accepted send is settled once finalize has returned.
-  EXPECT_EQ(log.total(), kN + 10);
-  for (size_t i = 0; i < kN + 10; ++i) {
+  EXPECT_EQ(log.total(), 20u);
+  for (size_t i = 0; i < 20; ++i) {
     EXPECT_EQ(log.calls(i), 1) << i;
-    caravan_status st = log.status(i);
-    EXPECT_TRUE(st == CARAVAN_STATUS_OK || st == CARAVAN_STATUS_CLOSED) << i << ": " << st;
+    EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED) << i;
   }
-  for (size_t i = kN; i < kN + 10; ++i) EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED);
-  b.Finalize();
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The vendor SDK end to end, as a vendor meets it: install Caravan, build the
+# example van out of tree against the install, run the conformance kit on
+# it, and run a job that picks it by DMLC_ENABLE_RDMA=skeleton.
+# Needs a complete build (cmake --install installs every target).
+# usage: out_of_tree_van.sh BUILD_DIR SOURCE_DIR CMAKE GENERATOR WORKER
+set -euo pipefail
+build=$1 src=$2 cmake=$3 generator=$4 worker=$5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+step() { echo "== $*"; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+step "install to $prefix"
+"$cmake" --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
+for f in lib/libcaravan.so bin/caravan-server bin/caravan-launch bin/caravan-van-check \
+         lib/caravan/libcaravan-van-zmq.so lib/caravan/libcaravan-reducer-cpu.so \
+         include/caravan/caravan.h include/caravan/plugin/van_v1.h include/ps/ps.h \
+         lib/cmake/CaravanSDK/CaravanSDKConfig.cmake lib/cmake/CaravanSDK/plugin_exports.map; do
+  [ -e "$prefix/$f" ] || fail "the install lacks $f"
+done
+
+step "build api/examples/van-skeleton against the install"
+"$cmake" -S "$src/api/examples/van-skeleton" -B "$tmp/skeleton" -G "$generator" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$tmp/configure.log" \
+  || { cat "$tmp/configure.log"; fail "configure"; }
+"$cmake" --build "$tmp/skeleton" -j 2 || fail "build"
+so=$tmp/skeleton/libcaravan-van-skeleton.so
+exports=$(nm -D --defined-only "$so" | awk '{print $3}')
+[ "$exports" = caravan_plugin_entry ] || fail "the skeleton exports more than its entry: $exports"
+
+step "conformance kit (installed) on the skeleton"
+"$prefix/bin/caravan-van-check" --van "$so" --gtest_brief=1 \
+  --gtest_filter='Loading*:VanPair*:Timeouts*' || fail "caravan-van-check"
+
+step "a job with DMLC_ENABLE_RDMA=skeleton"
+CARAVAN_PLUGIN_PATH=$tmp/skeleton DMLC_ENABLE_RDMA=skeleton BYTEPS_LOG_LEVEL=info \
+  DMLC_NODE_HOST=127.0.0.1 CARAVAN_CONNECT_TIMEOUT=30 CARAVAN_OP_TIMEOUT=60 \
+  "$prefix/bin/caravan-launch" --workers 2 --servers 2 -- "$worker" 1 100000 > "$tmp/job.log" 2>&1 \
+  || { cat "$tmp/job.log"; fail "the job over the skeleton van"; }
+grep -q "loaded van plugin 'skeleton'.* from $so" "$tmp/job.log" \
+  || { cat "$tmp/job.log"; fail "DMLC_ENABLE_RDMA=skeleton did not load $so"; }
+grep -c "loaded van plugin 'skeleton'" "$tmp/job.log" | sed 's/^/processes on the skeleton van: /'
+echo "PASS"

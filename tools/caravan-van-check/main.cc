@@ -1,0 +1,78 @@
+// caravan-van-check: the van conformance kit. Runs one suite against the van
+// given by --van, skipping (visibly) what the van says it does not offer.
+// Any argument it does not know goes to GoogleTest (--gtest_filter=...).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "van_plugin.h"
+
+namespace {
+
+const char kUsage[] =
+    "usage: caravan-van-check --van NAME|PATH [--launcher PATH --worker PATH] [gtest flags]\n"
+    "  --van NAME       libcaravan-van-NAME.so from CARAVAN_PLUGIN_PATH, then <bindir>/../lib/caravan\n"
+    "  --van PATH       a van plugin file, taken as is\n"
+    "  --launcher PATH  caravan-launch, for the whole-job test (skipped without it)\n"
+    "  --worker PATH    sum_check_worker, for the whole-job test\n";
+
+// Takes "--name value" or "--name=value" at argv[*i]; advances *i past it.
+bool take_option(const char* name, int argc, char** argv, int* i, std::string* value) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(argv[*i], name, n) != 0) return false;
+  if (argv[*i][n] == '=') {
+    *value = argv[*i] + n + 1;
+    return true;
+  }
+  if (argv[*i][n] != '\0') return false;
+  if (*i + 1 >= argc) {
+    std::fprintf(stderr, "caravan-van-check: %s needs a value\n%s", name, kUsage);
+    std::exit(2);
+  }
+  *value = argv[++*i];
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace vc = caravan::van_check;
+  std::string choice;
+  vc::JobPrograms programs;
+  bool help = false;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (take_option("--van", argc, argv, &i, &choice)) continue;
+    if (take_option("--launcher", argc, argv, &i, &programs.launcher)) continue;
+    if (take_option("--worker", argc, argv, &i, &programs.worker)) continue;
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::fputs(kUsage, stdout);
+      help = true;
+      rest.push_back(argv[i]);
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  int gtest_argc = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
+  ::testing::InitGoogleTest(&gtest_argc, rest.data());
+  if (choice.empty() && help) return 0;
+  if (choice.empty()) {
+    std::fprintf(stderr, "caravan-van-check: --van is required\n%s", kUsage);
+    return 2;
+  }
+  vc::VanPlugin plugin;
+  std::string why;
+  if (!vc::open_van(choice, &plugin, &why)) {
+    std::fprintf(stderr, "caravan-van-check: %s\n", why.c_str());
+    return 2;
+  }
+  std::printf("caravan-van-check: van '%s' %s from %s\n", plugin.descriptor->name,
+              plugin.descriptor->version ? plugin.descriptor->version : "?", plugin.path.c_str());
+  vc::set_van(std::move(plugin));
+  vc::set_job_programs(std::move(programs));
+  return RUN_ALL_TESTS();
+}
