@@ -14,7 +14,27 @@ SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
       hub_([this](int, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(h, std::move(b)); },
            [this](int, const std::string& why) {
              fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why);
-           }) {}
+           }),
+      heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {}
+
+void SchedulerLink::on_heartbeat_tick() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closing_ || !failure_.empty()) return;
+  auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                 last_seen_)
+                    .count();
+  lock.unlock();
+  if (silent >= config_.heartbeat_timeout_s) {
+    fail("the scheduler at " + scheduler_name() + " has been silent for " +
+         std::to_string(silent) + " s (PS_HEARTBEAT_TIMEOUT=" +
+         std::to_string(config_.heartbeat_timeout_s) + ")");
+    return;
+  }
+  wire::Header h;
+  h.type = wire::Type::kHeartbeat;
+  h.sender = my_id_;
+  hub_.send(conn_, h, {});
+}
 
 SchedulerLink::~SchedulerLink() { close(); }
 
@@ -39,7 +59,13 @@ void SchedulerLink::fail(const std::string& why) {
 }
 
 void SchedulerLink::on_message(const wire::Header& head, std::vector<uint8_t>&& body) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_seen_ = std::chrono::steady_clock::now();
+  }
   switch (head.type) {
+    case wire::Type::kHeartbeat:
+      break;
     case wire::Type::kNodeTable: {
       std::vector<NodeInfo> table;
       try {
@@ -81,7 +107,12 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
                     std::to_string(config_.connect_timeout_s) +
                     " s (CARAVAN_CONNECT_TIMEOUT): " + err);
   conn_ = hub_.adopt(fd);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_seen_ = std::chrono::steady_clock::now();
+  }
   hub_.start();
+  heartbeat_.start();
   wire::Header h;
   h.type = wire::Type::kRegister;
   if (!hub_.send(conn_, h, encode_register(self)))
@@ -136,6 +167,7 @@ void SchedulerLink::close() {
     std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
   }
+  heartbeat_.stop();
   hub_.stop();
 }
 

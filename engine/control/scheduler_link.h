@@ -2,6 +2,7 @@
 // node table, barriers, and the news that the job failed.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "engine/control/control_hub.h"
+#include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
 #include "engine/core/config.h"
 
@@ -51,6 +53,9 @@ class SchedulerLink {
   std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
   bool closing_ = false;
   std::string failure_;
+  std::chrono::steady_clock::time_point last_seen_;  // the scheduler, last heard
+  HeartbeatTimer heartbeat_;
+  void on_heartbeat_tick();
 };
 
 }  // namespace caravan

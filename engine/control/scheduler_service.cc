@@ -13,7 +13,8 @@ namespace caravan {
 SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self)
     : config_(config),
       hub_([this](int c, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(c, h, std::move(b)); },
-           [this](int c, const std::string& why) { on_closed(c, why); }) {
+           [this](int c, const std::string& why) { on_closed(c, why); }),
+      heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {
   if (self) {
     participant_ = true;
     self_ = *self;
@@ -23,7 +24,33 @@ SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self
   }
 }
 
-SchedulerService::~SchedulerService() { hub_.stop(); }
+SchedulerService::~SchedulerService() {
+  heartbeat_.stop();
+  hub_.stop();
+}
+
+void SchedulerService::on_heartbeat_tick() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || !failure_.empty()) return;
+  auto now = std::chrono::steady_clock::now();
+  wire::Header h;
+  h.type = wire::Type::kHeartbeat;
+  h.sender = kSchedulerId;
+  for (auto* m : {&pending_, &nodes_}) {
+    for (auto& [conn, n] : *m) {
+      auto it = last_seen_.find(conn);
+      if (it == last_seen_.end()) continue;
+      auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - it->second).count();
+      if (silent >= config_.heartbeat_timeout_s) {
+        abort_job("lost " + n.describe() + ": no heartbeat for " + std::to_string(silent) +
+                  " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
+                  "); the process hangs, is stopped, or its network is down");
+        return;
+      }
+      hub_.send(conn, h, {});
+    }
+  }
+}
 
 int SchedulerService::node_of(int conn) const {
   auto it = nodes_.find(conn);
@@ -58,7 +85,10 @@ void SchedulerService::abort_job(const std::string& why) {
 
 void SchedulerService::on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_seen_[conn] = std::chrono::steady_clock::now();
   switch (head.type) {
+    case wire::Type::kHeartbeat:
+      break;
     case wire::Type::kRegister:
       handle_register(conn, std::move(body));
       break;
@@ -186,6 +216,7 @@ void SchedulerService::barrier(int group, bool final, int timeout_s) {
 
 void SchedulerService::on_closed(int conn, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
+  last_seen_.erase(conn);
   if (auto it = pending_.find(conn); it != pending_.end()) {
     // A node that dies before the table exists would otherwise leave the
     // others waiting for the start-up deadline.
@@ -212,6 +243,7 @@ void SchedulerService::start() {
   // reach us, which may be a NAT or DNS name rather than a local address.
   hub_.listen("0.0.0.0", config_.root_port);
   hub_.start();
+  heartbeat_.start();
   std::lock_guard<std::mutex> lock(mu_);
   started_ = true;
   CARAVAN_VLOG(1) << "scheduler: listening on port " << config_.root_port << " for "
@@ -236,6 +268,7 @@ int SchedulerService::finish() {
   cv_.wait(lock, [&] { return finished_ || !failure_.empty(); });
   if (!failure_.empty()) {
     lock.unlock();
+    heartbeat_.stop();
     hub_.stop();
     return 1;
   }
@@ -243,6 +276,7 @@ int SchedulerService::finish() {
   // them sees the scheduler vanish first and reports a failure.
   cv_.wait_for(lock, std::chrono::seconds(10), [&] { return nodes_.empty(); });
   lock.unlock();
+  heartbeat_.stop();
   hub_.stop();
   CARAVAN_VLOG(1) << "scheduler: job finished";
   return 0;

@@ -5,12 +5,14 @@
 
 #include <condition_variable>
 #include <functional>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "engine/control/control_hub.h"
+#include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
 #include "engine/core/config.h"
 
@@ -70,6 +72,10 @@ class SchedulerService {
   std::map<int, int> local_done_;  // barrier key -> completions seen
   bool started_ = false;
   std::function<void(const std::string&)> on_failure_;
+  // When each connection was last heard from (any message counts).
+  std::map<int, std::chrono::steady_clock::time_point> last_seen_;
+  HeartbeatTimer heartbeat_;
+  void on_heartbeat_tick();
 };
 
 }  // namespace caravan

@@ -88,6 +88,12 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role) {
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
   c.connect_timeout_s = static_cast<int>(env::integer("CARAVAN_CONNECT_TIMEOUT", 1, 86400, 60));
   c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
+  c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));
+  c.heartbeat_timeout_s = static_cast<int>(env::integer("PS_HEARTBEAT_TIMEOUT", 1, 86400, 20));
+  if (c.heartbeat_interval_s > 0 && c.heartbeat_timeout_s <= c.heartbeat_interval_s)
+    throw config_error("PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
+                       " must be longer than PS_HEARTBEAT_INTERVAL=" +
+                       std::to_string(c.heartbeat_interval_s));
   return c;
 }
 

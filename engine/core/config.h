@@ -30,6 +30,8 @@ struct JobConfig {
   int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
   int connect_timeout_s = 60;         // CARAVAN_CONNECT_TIMEOUT
   int op_timeout_s = 600;             // CARAVAN_OP_TIMEOUT
+  int heartbeat_interval_s = 2;       // PS_HEARTBEAT_INTERVAL (0 = off)
+  int heartbeat_timeout_s = 20;       // PS_HEARTBEAT_TIMEOUT
 
   // Reads and checks every variable; throws a CARAVAN_ERR_CONFIG error
   // naming the first variable at fault. `forced_role` skips DMLC_ROLE.

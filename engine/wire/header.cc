@@ -30,6 +30,7 @@ bool known_type(uint16_t t) {
     case Type::kBarrier:
     case Type::kBarrierDone:
     case Type::kAbort:
+    case Type::kHeartbeat:
       return true;
   }
   return false;

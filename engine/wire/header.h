@@ -24,6 +24,7 @@ enum class Type : uint16_t {
   kBarrier = 12,
   kBarrierDone = 13,
   kAbort = 14,
+  kHeartbeat = 15,  // both ways: I am alive
 };
 
 enum Flags : uint32_t {

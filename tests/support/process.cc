@@ -15,12 +15,17 @@
 
 namespace caravan::test {
 
-ProcessResult run_process(const ProcessSpec& spec) {
-  using Clock = std::chrono::steady_clock;
-  ProcessResult r;
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Starts spec in a process group of its own; returns the pid and the read
+// end of its stdout+stderr.
+pid_t spawn(const ProcessSpec& spec, int* out_fd) {
   int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return r;
-  auto start = Clock::now();
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
@@ -35,34 +40,79 @@ ProcessResult run_process(const ProcessSpec& spec) {
     _exit(127);
   }
   close(pipefd[1]);
-  auto deadline = start + std::chrono::milliseconds(static_cast<long long>(spec.timeout_s * 1000));
-  bool open = true;
-  while (open) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      r.timed_out = true;
-      kill(-pid, SIGKILL);
+  *out_fd = pipefd[0];
+  return pid;
+}
+
+}  // namespace
+
+RunningProcess::RunningProcess(const ProcessSpec& spec) {
+  start_ = now_s();
+  pid_ = spawn(spec, &fd_);
+}
+
+RunningProcess::~RunningProcess() {
+  if (pid_ > 0 && !exited_) {
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (fd_ >= 0) close(fd_);
+}
+
+void RunningProcess::signal(int sig) {
+  if (pid_ > 0 && !exited_) kill(pid_, sig);
+}
+
+bool RunningProcess::read_some(int timeout_ms) {
+  if (fd_ < 0) return false;
+  pollfd p = {fd_, POLLIN, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return true;
+  char buf[8192];
+  ssize_t n = read(fd_, buf, sizeof buf);
+  if (n > 0) {
+    result_.output.append(buf, static_cast<size_t>(n));
+    return true;
+  }
+  if (n < 0 && errno == EINTR) return true;
+  close(fd_);
+  fd_ = -1;
+  return false;
+}
+
+bool RunningProcess::wait_for_output(const std::string& needle, double timeout_s) {
+  double deadline = now_s() + timeout_s;
+  while (result_.output.find(needle) == std::string::npos) {
+    double left = deadline - now_s();
+    if (left <= 0 || !read_some(static_cast<int>(left * 1000) + 1)) break;
+  }
+  return result_.output.find(needle) != std::string::npos;
+}
+
+ProcessResult RunningProcess::wait(double timeout_s) {
+  if (exited_) return result_;
+  double deadline = now_s() + timeout_s;
+  while (fd_ >= 0) {
+    double left = deadline - now_s();
+    if (left <= 0) {
+      result_.timed_out = true;
+      kill(-pid_, SIGKILL);
       break;
     }
-    pollfd p = {pipefd[0], POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
-    if (!p.revents) continue;
-    char buf[8192];
-    ssize_t n = read(pipefd[0], buf, sizeof buf);
-    if (n > 0)
-      r.output.append(buf, static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR)
-      open = false;
+    read_some(static_cast<int>(left * 1000) + 1);
   }
-  close(pipefd[0]);
   int status = 0;
-  waitpid(pid, &status, 0);
-  // Whatever the program left behind in its group goes too.
-  kill(-pid, SIGKILL);
-  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
+  waitpid(pid_, &status, 0);
+  kill(-pid_, SIGKILL);
+  exited_ = true;
+  result_.seconds = now_s() - start_;
+  if (WIFEXITED(status)) result_.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result_.signal = WTERMSIG(status);
+  return result_;
+}
+
+ProcessResult run_process(const ProcessSpec& spec) {
+  RunningProcess p(spec);
+  return p.wait(spec.timeout_s);
 }
 
 std::vector<std::pair<std::string, std::string>> node_env(const std::string& role, int port,

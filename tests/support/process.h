@@ -25,6 +25,31 @@ struct ProcessSpec {
 
 ProcessResult run_process(const ProcessSpec& spec);
 
+// A program running in the background, its output read on demand.
+class RunningProcess {
+ public:
+  explicit RunningProcess(const ProcessSpec& spec);
+  ~RunningProcess();  // kills what is still running
+  RunningProcess(const RunningProcess&) = delete;
+  RunningProcess& operator=(const RunningProcess&) = delete;
+
+  int pid() const { return pid_; }
+  void signal(int sig);
+  // Reads output until it contains `needle` or `timeout_s` passes.
+  bool wait_for_output(const std::string& needle, double timeout_s);
+  // Waits for the exit (killing it after timeout_s, then timed_out is set).
+  ProcessResult wait(double timeout_s);
+  const std::string& output() const { return result_.output; }
+
+ private:
+  bool read_some(int timeout_ms);
+  int pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+  double start_ = 0;
+  ProcessResult result_;
+};
+
 // The environment a local job needs for one node, without any launcher.
 std::vector<std::pair<std::string, std::string>> node_env(const std::string& role, int port,
                                                           int workers, int servers);
