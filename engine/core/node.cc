@@ -33,7 +33,10 @@ Node::Node(const JobConfig& config, NodeOptions options)
   Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;
   for (const NodeInfo& n : table_) {
     bool wanted = options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
-    if (wanted) van_->connect(static_cast<uint64_t>(n.id), n.van_address);
+    if (wanted) {
+      van_->connect(static_cast<uint64_t>(n.id), n.van_address);
+      peers_.push_back(n.id);
+    }
   }
   kv_->start();
   link_.barrier(kServerGroup + kWorkerGroup, false, config.connect_timeout_s);
@@ -57,6 +60,18 @@ std::vector<const NodeInfo*> Node::nodes_of(Role role) const {
 
 void Node::on_failure(const std::string& why) {
   if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
+  // A van may keep messages queued for a peer that died (and keep reading
+  // the caller's memory for them); closing every path settles them now, so
+  // no operation waits for a send that will never complete.
+  if (van_) {
+    for (int id : peers_) {
+      try {
+        van_->disconnect(static_cast<uint64_t>(id));
+      } catch (const Error& e) {
+        CARAVAN_LOG(DEBUG) << e.what();
+      }
+    }
+  }
   if (failure_observer_) failure_observer_(why);
 }
 

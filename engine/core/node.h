@@ -57,6 +57,7 @@ class Node {
   NodeInfo self_;
   std::vector<NodeInfo> table_;
   std::unique_ptr<KVEndpoint> kv_;
+  std::vector<int> peers_;  // van connections this node opened
 };
 
 }  // namespace caravan
