@@ -32,6 +32,16 @@ std::string FakeHost::error() {
   return last_error_;
 }
 
+std::string unavailable_reason() {
+  FakeHost host;
+  void* ctx = nullptr;
+  caravan_status s = ops().init(host.table(), &ctx);
+  if (s == CARAVAN_STATUS_OK) ops().finalize(ctx);
+  if (s != CARAVAN_STATUS_UNAVAILABLE) return "";
+  std::string why = host.error();
+  return why.empty() ? "init returned UNAVAILABLE" : why;
+}
+
 Instance::Instance(Params params) : host_(std::move(params)) {
   caravan_status s = ops().init(host_.table(), &ctx_);
   EXPECT_EQ(s, CARAVAN_STATUS_OK) << "init: " << status_name(s) << ": " << host_.error();

@@ -26,6 +26,9 @@ constexpr auto kPatience = std::chrono::seconds(60);
 
 inline const caravan_van_ops_v1& ops() { return *van().ops; }
 
+// The van's set_error text when init() says UNAVAILABLE, else "".
+std::string unavailable_reason();
+
 class FakeHost {
  public:
   explicit FakeHost(Params params = {});

@@ -1,0 +1,226 @@
+#include "efa_van.h"
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+#include "address.h"
+
+namespace caravan::van_efa {
+
+using plugin::Error;
+
+EfaVan::Call::Call(EfaVan& van) : van_(van) {
+  std::lock_guard<std::mutex> lock(van_.mu_);
+  if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "van is closing");
+  ++van_.calls_;
+}
+
+EfaVan::Call::~Call() {
+  std::lock_guard<std::mutex> lock(van_.mu_);
+  if (--van_.calls_ == 0) van_.cv_.notify_all();
+}
+
+EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
+  // libfabric reads FI_PROVIDER itself too; the host's view wins so the
+  // job's configuration, not just this process's, decides.
+  auto param = host_.param("PROVIDER");
+  auto env = host_.env("FI_PROVIDER");
+  asked_ = param && !param->empty() ? *param : env && !env->empty() ? *env : "efa";
+  cfg_.eager_bytes = static_cast<size_t>(host_.param_int("EAGER_BYTES", 64 * 1024));
+  cfg_.max_registered_bytes =
+      static_cast<size_t>(host_.param_int("MAX_REGISTERED_BYTES", int64_t{512} << 20));
+  cfg_.rx_depth = static_cast<size_t>(host_.param_int("RX_DEPTH", 64));
+  bool want_rma = host_.param_int("RMA", 1) != 0;
+  spin_ = host_.param_int("SPIN", 1) != 0;
+  if (cfg_.eager_bytes < 4096 || cfg_.eager_bytes > (size_t{64} << 20))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
+  if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
+  offer_ = probe(asked_, want_rma);
+  cfg_.rma = offer_.rma;
+  if (want_rma && !offer_.rma)
+    host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +
+                                       " has no remote reads (FI_RMA): large messages go as chunked eager sends");
+}
+
+EfaVan::~EfaVan() { shutdown(); }
+
+void EfaVan::properties(caravan_van_properties_v1* out) const {
+  if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
+  out->caps = cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0;
+  out->max_message_bytes = SIZE_MAX;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->transport = "efa";
+}
+
+void EfaVan::open(const char* node, const char* service) {
+  // Called under mu_.
+  auto fabric = std::make_unique<Fabric>(asked_, cfg_.rma, node, service);
+  rendezvous::Config cfg = cfg_;
+  cfg.eager_bytes = std::min(cfg.eager_bytes, fabric->max_msg_size());
+  cfg.read_chunk = std::min<size_t>(cfg.read_chunk, fabric->max_msg_size());
+  address_ = encode_address(fabric->provider(), fabric->name());
+  if (address_.size() + 1 > CARAVAN_VAN_MAX_ADDRESS_V1)
+    throw Error(CARAVAN_STATUS_INTERNAL, "endpoint name of " + std::to_string(fabric->name().size()) +
+                                             " bytes does not fit an address");
+  auto log = [host = host_](caravan_log_level level, const std::string& text) { host.log(level, text); };
+  engine_ = std::make_unique<rendezvous::Engine>(*fabric, cfg, log, fabric->name());
+  fabric_ = std::move(fabric);
+  progress_ = std::thread([this] { run(); });
+  live_ = engine_.get();
+  cv_.notify_all();
+  host_.log(CARAVAN_LOG_INFO, "endpoint " + address_ + " (eager up to " + std::to_string(cfg.eager_bytes) +
+                                  " bytes, " + (cfg.rma ? "remote reads" : "chunked sends") + " above)");
+}
+
+void EfaVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
+  Call call(*this);
+  if (!host || !*host || !addr_out)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: host or address buffer missing");
+  if (port < 0 || port > 65535)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "cannot listen on host '" + std::string(host) + "' port " + std::to_string(port) +
+                    ": port out of range");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (fabric_) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: already listening at " + address_);
+  std::string node = host;
+  if (node.size() > 2 && node.front() == '[' && node.back() == ']') node = node.substr(1, node.size() - 2);
+  std::string service = std::to_string(port);
+  // Non-IP fabrics (efa) address the device, not a host and port.
+  bool ip = speaks_ip(offer_.provider);
+  open(ip ? node.c_str() : nullptr, ip ? service.c_str() : nullptr);
+  if (address_.size() + 1 > addr_cap)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + address_);
+  std::memcpy(addr_out, address_.c_str(), address_.size() + 1);
+}
+
+rendezvous::Engine* EfaVan::engine_or_open() {
+  rendezvous::Engine* e = live_.load();
+  if (e) return e;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Connecting before listening: an endpoint on any local address.
+  if (!fabric_) open(nullptr, nullptr);
+  return engine_.get();
+}
+
+void EfaVan::connect(uint64_t peer, const char* address) {
+  Call call(*this);
+  std::string who = "connect peer " + std::to_string(peer);
+  if (!address || !*address) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + ": address missing");
+  std::string provider, name, why;
+  if (!decode_address(address, &provider, &name, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address " + why);
+  rendezvous::Engine* engine = engine_or_open();
+  if (provider != fabric_->provider())
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address is for provider " +
+                                                     provider + ", this van uses " + fabric_->provider());
+  try {
+    engine->connect(peer, fabric_->resolve(name));
+  } catch (const Error& e) {
+    throw Error(e.status(), who + " at " + address + ": " + e.what());
+  }
+}
+
+void EfaVan::disconnect(uint64_t peer) {
+  Call call(*this);
+  rendezvous::Engine* engine = live_.load();
+  if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "disconnect peer " + std::to_string(peer) + ": not connected");
+  try {
+    engine->disconnect(peer);
+  } catch (const Error& e) {
+    throw Error(e.status(), "disconnect peer " + std::to_string(peer) + ": " + e.what());
+  }
+}
+
+void EfaVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
+                  void* cookie) {
+  Call call(*this);
+  rendezvous::Engine* engine = live_.load();
+  try {
+    if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "not connected");
+    engine->send(peer, segs, n, done, cookie);
+  } catch (const Error& e) {
+    throw Error(e.status(), "send to peer " + std::to_string(peer) + ": " + e.what());
+  }
+}
+
+caravan_status EfaVan::recv(int timeout_ms, caravan_van_message_v1* out) {
+  Call call(*this);
+  rendezvous::Engine* engine = live_.load();
+  if (!engine) {
+    // Nothing can arrive before listen(); wait for it like for a message.
+    std::unique_lock<std::mutex> lock(mu_);
+    auto up = [&] { return closing_ || live_.load(); };
+    if (timeout_ms < 0) cv_.wait(lock, up);
+    else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), up)) return CARAVAN_STATUS_TIMEOUT;
+    if (closing_) return CARAVAN_STATUS_CLOSED;
+    engine = live_.load();
+    lock.unlock();
+    return engine->recv(0, out);
+  }
+  return engine->recv(timeout_ms, out);
+}
+
+void EfaVan::release(caravan_van_message_v1* msg) {
+  Call call(*this);
+  rendezvous::Engine* engine = live_.load();
+  if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: nothing was received");
+  engine->release(msg);
+}
+
+// Blocks in the completion queue while idle; while operations of ours are
+// in flight it keeps polling, since providers with manual progress (tcp)
+// only move data when asked.
+void EfaVan::run() noexcept {
+  rendezvous::Engine& engine = *engine_;
+  try {
+    while (!stop_.load(std::memory_order_acquire)) {
+      int n = fabric_->progress(engine, 0);
+      bool did = engine.pump();
+      if (n > 0 || did) continue;
+      if (engine.busy() && spin_) {
+        std::this_thread::yield();
+        continue;
+      }
+      if (engine.busy()) {
+        fabric_->progress(engine, 1);
+        continue;
+      }
+      fabric_->progress(engine, 100);
+    }
+  } catch (const std::exception& e) {
+    host_.log(CARAVAN_LOG_FATAL, std::string("progress thread stopped: ") + e.what());
+  }
+}
+
+void EfaVan::shutdown() noexcept {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    cv_.notify_all();
+  }
+  if (engine_) {
+    stop_ = true;
+    fabric_->wake();
+    if (progress_.joinable()) progress_.join();
+    engine_->close();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return calls_ == 0; });
+  }
+  if (!engine_) return;
+  rendezvous::PoolStats s = engine_->stats();
+  host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
+                                  std::to_string(s.registered_bytes) + " bytes in " +
+                                  std::to_string(s.buffers) + " buffers at finalize, " +
+                                  std::to_string(s.registrations) + " registrations, limit " +
+                                  std::to_string(s.limit_bytes) + " bytes");
+  fabric_->close_endpoint();
+  engine_->free();
+  engine_.reset();
+  fabric_.reset();
+}
+
+}  // namespace caravan::van_efa

@@ -1,0 +1,73 @@
+// The libfabric van instance: a Fabric (opened by listen), the rendezvous
+// engine over it, and the progress thread that alone drives both.
+// Methods throw plugin::Error; plugin_entry.cc turns that into statuses.
+#ifndef CARAVAN_VAN_EFA_EFA_VAN_H
+#define CARAVAN_VAN_EFA_EFA_VAN_H
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/van_v1.h"
+#include "fabric.h"
+#include "rendezvous/engine.h"
+
+namespace caravan::van_efa {
+
+class EfaVan {
+ public:
+  explicit EfaVan(const caravan_host_v1* host);
+  ~EfaVan();
+  EfaVan(const EfaVan&) = delete;
+  EfaVan& operator=(const EfaVan&) = delete;
+
+  const plugin::Host& host() const { return host_; }
+  void properties(caravan_van_properties_v1* out) const;
+  void listen(const char* host, int port, char* addr_out, size_t addr_cap);
+  void connect(uint64_t peer, const char* address);
+  void disconnect(uint64_t peer);
+  void send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
+            void* cookie);
+  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
+  void release(caravan_van_message_v1* msg);
+
+  // Counts a call into the instance, so finalize can wait for it to leave.
+  class Call {
+   public:
+    explicit Call(EfaVan& van);
+    ~Call();
+   private:
+    EfaVan& van_;
+  };
+
+ private:
+  void open(const char* node, const char* service);
+  rendezvous::Engine* engine_or_open();
+  void run() noexcept;
+  void shutdown() noexcept;
+
+  plugin::Host host_;
+  std::string asked_;  // the provider asked for
+  Offer offer_;
+  rendezvous::Config cfg_;
+  bool spin_ = false;  // poll without blocking while operations are in flight
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int calls_ = 0;
+  bool closing_ = false;
+  std::string address_;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<rendezvous::Engine> engine_;
+  std::atomic<rendezvous::Engine*> live_{nullptr};  // engine_, once running
+  std::atomic<bool> stop_{false};
+  std::thread progress_;
+};
+
+}  // namespace caravan::van_efa
+
+#endif  // CARAVAN_VAN_EFA_EFA_VAN_H
