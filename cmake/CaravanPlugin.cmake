@@ -36,19 +36,20 @@ endfunction()
 # with the whole-job test when caravan-launch and sum_check_worker are built.
 # Call it from the van's own CMakeLists.txt, for example
 #   caravan_van_conformance(efa TARGET caravan-van-efa ENVIRONMENT FI_PROVIDER=tcp)
+# ARGS go to caravan-van-check (a --gtest_filter, for example).
 # The registration is deferred to the end of the top-level directory, where
 # every tool and test program is known whatever order folders are added in.
 function(caravan_van_conformance name)
-  cmake_parse_arguments(C "" "TARGET" "ENVIRONMENT" ${ARGN})
+  cmake_parse_arguments(C "" "TARGET" "ENVIRONMENT;ARGS" ${ARGN})
   if(NOT CARAVAN_BUILD_TESTS)
     return()
   endif()
   # A deferred call reads variables when it runs, so bake the values in now.
   cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY [[${PROJECT_SOURCE_DIR}]]
-    CALL _caravan_van_conformance_add [[${name}]] [[${C_TARGET}]] [[${C_ENVIRONMENT}]])")
+    CALL _caravan_van_conformance_add [[${name}]] [[${C_TARGET}]] [[${C_ENVIRONMENT}]] [[${C_ARGS}]])")
 endfunction()
 
-function(_caravan_van_conformance_add name target environment)
+function(_caravan_van_conformance_add name target environment args)
   if(NOT TARGET caravan-van-check)
     return()
   endif()
@@ -57,7 +58,7 @@ function(_caravan_van_conformance_add name target environment)
     set(job_args --launcher $<TARGET_FILE:caravan-launch> --worker $<TARGET_FILE:sum_check_worker>)
   endif()
   add_test(NAME VanConformance.${name}
-    COMMAND $<TARGET_FILE:caravan-van-check> --van $<TARGET_FILE:${target}> ${job_args})
+    COMMAND $<TARGET_FILE:caravan-van-check> --van $<TARGET_FILE:${target}> ${job_args} ${args})
   set_tests_properties(VanConformance.${name} PROPERTIES
     TIMEOUT 300 LABELS van_conformance ENVIRONMENT "${environment}" SKIP_RETURN_CODE 77)
 endfunction()

@@ -251,7 +251,12 @@ void Engine::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, carav
     } else {
       job->type = cfg_.rma ? Job::kStage : Job::kChunked;
     }
-    if (copied) job->segs.clear();
+    if (copied) {
+      // The caller's memory is free already: done runs below, once, and
+      // neither disconnect() nor close() may run it again.
+      job->segs.clear();
+      job->done = nullptr;
+    }
     out_.push_back(job.release());
   }
   t_.wake();
