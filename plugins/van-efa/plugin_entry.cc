@@ -1,88 +1,12 @@
-// The C face of the libfabric van: descriptor, ops table and the one
-// exported symbol. Every entry runs inside plugin::guarded so no exception
-// escapes.
-#include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/van_v1.h"
+// The C face of the libfabric van: its parameters, its descriptor and the one
+// exported symbol. The operations table comes from the SDK's van_ops_v1,
+// which keeps exceptions from crossing the boundary.
+#include "caravan/plugin/van_cxx.hpp"
 #include "efa_van.h"
 
 namespace {
 
-using caravan::plugin::Error;
-using caravan::plugin::guarded;
-using caravan::plugin::Host;
 using caravan::van_efa::EfaVan;
-
-template <class Body>
-caravan_status with_van(void* ctx, Body&& body) noexcept {
-  if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-  auto* van = static_cast<EfaVan*>(ctx);
-  return guarded(van->host(), [&] { return body(*van); });
-}
-
-caravan_status op_init(const caravan_host_v1* host, void** out_ctx) {
-  return guarded(Host(host), [&] {
-    if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
-    *out_ctx = new EfaVan(host);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_finalize(void* ctx) {
-  if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-  auto* van = static_cast<EfaVan*>(ctx);
-  Host host = van->host();  // the host table outlives the van
-  return guarded(host, [&] {
-    delete van;
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_properties(void* ctx, caravan_van_properties_v1* out) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.properties(out);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_listen(void* ctx, const char* host, int port, char* addr_out, size_t addr_cap) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.listen(host, port, addr_out, addr_cap);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_connect(void* ctx, uint64_t peer, const char* address) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.connect(peer, address);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_disconnect(void* ctx, uint64_t peer) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.disconnect(peer);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_send(void* ctx, uint64_t peer, const caravan_segment_v1* segments,
-                       size_t num_segments, caravan_send_done_fn done, void* cookie) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.send(peer, segments, num_segments, done, cookie);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status op_recv(void* ctx, int timeout_ms, caravan_van_message_v1* out) {
-  return with_van(ctx, [&](EfaVan& van) { return van.recv(timeout_ms, out); });
-}
-
-caravan_status op_release(void* ctx, caravan_van_message_v1* message) {
-  return with_van(ctx, [&](EfaVan& van) {
-    van.release(message);
-    return CARAVAN_STATUS_OK;
-  });
-}
 
 const caravan_param_info kParams[] = {
     {"PROVIDER", nullptr, "libfabric provider (default: FI_PROVIDER, else efa)"},
@@ -91,19 +15,6 @@ const caravan_param_info kParams[] = {
     {"RX_DEPTH", "64", "receive buffers kept posted"},
     {"SPIN", "1", "1: poll the completion queue while transfers are in flight; 0: block in 1 ms slices (idle always blocks)"},
     {"RMA", "1", "0: send large messages as chunked eager frames even when the provider has remote reads"},
-};
-
-const caravan_van_ops_v1 kOps = {
-    sizeof(caravan_van_ops_v1),
-    op_init,
-    op_finalize,
-    op_properties,
-    op_listen,
-    op_connect,
-    op_disconnect,
-    op_send,
-    op_recv,
-    op_release,
 };
 
 const caravan_plugin_descriptor kDescriptor = {
@@ -117,7 +28,7 @@ const caravan_plugin_descriptor kDescriptor = {
     "libfabric van (EFA by default; any FI_EP_RDM provider), eager + rendezvous reads",
     kParams,
     sizeof(kParams) / sizeof(kParams[0]),
-    &kOps,
+    caravan::plugin::van_ops_v1<EfaVan>(),
 };
 
 }  // namespace

@@ -1,0 +1,96 @@
+// Builds a van ABI v1 operations table from a C++ class (header-only, part
+// of the SDK), so the C boundary — NULL checks, exceptions turned into
+// status codes and set_error text — is written once for every van.
+//
+// The class V provides:
+//   explicit V(const caravan_host_v1* host);            // may throw plugin::Error
+//   const caravan::plugin::Host& host() const;
+//   void properties(caravan_van_properties_v1* out);
+//   void listen(const char* host, int port, char* addr_out, size_t addr_cap);
+//   void connect(uint64_t peer, const char* address);
+//   void disconnect(uint64_t peer);
+//   void-or-caravan_status send(uint64_t peer, const caravan_segment_v1* segments,
+//                               size_t num_segments, caravan_send_done_fn done, void* cookie);
+//   caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
+//   void release(caravan_van_message_v1* message);
+// Its destructor is finalize.
+#ifndef CARAVAN_PLUGIN_VAN_CXX_HPP
+#define CARAVAN_PLUGIN_VAN_CXX_HPP
+
+#include <type_traits>
+
+#include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/van_v1.h"
+
+namespace caravan::plugin {
+
+template <class V>
+struct VanOpsV1 {
+  template <class Body>
+  static caravan_status with(void* ctx, Body&& body) noexcept {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    V& van = *static_cast<V*>(ctx);
+    return guarded(van.host(), [&] { return body(van); });
+  }
+
+  static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
+    return guarded(Host(host), [&] {
+      if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
+      *out_ctx = new V(host);
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status finalize(void* ctx) {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    V* van = static_cast<V*>(ctx);
+    Host host = van->host();  // the host table outlives the van
+    return guarded(host, [&] {
+      delete van;
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status properties(void* ctx, caravan_van_properties_v1* out) {
+    return with(ctx, [&](V& v) { return v.properties(out), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status listen(void* ctx, const char* host, int port, char* addr_out,
+                               size_t addr_cap) {
+    return with(ctx, [&](V& v) { return v.listen(host, port, addr_out, addr_cap), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status connect(void* ctx, uint64_t peer, const char* address) {
+    return with(ctx, [&](V& v) { return v.connect(peer, address), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status disconnect(void* ctx, uint64_t peer) {
+    return with(ctx, [&](V& v) { return v.disconnect(peer), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status send(void* ctx, uint64_t peer, const caravan_segment_v1* segments,
+                             size_t num_segments, caravan_send_done_fn done, void* cookie) {
+    return with(ctx, [&](V& v) -> caravan_status {
+      if constexpr (std::is_void_v<decltype(v.send(peer, segments, num_segments, done, cookie))>) {
+        v.send(peer, segments, num_segments, done, cookie);
+        return CARAVAN_STATUS_OK;
+      } else {
+        return v.send(peer, segments, num_segments, done, cookie);
+      }
+    });
+  }
+  static caravan_status recv(void* ctx, int timeout_ms, caravan_van_message_v1* out) {
+    return with(ctx, [&](V& v) { return v.recv(timeout_ms, out); });
+  }
+  static caravan_status release(void* ctx, caravan_van_message_v1* message) {
+    return with(ctx, [&](V& v) { return v.release(message), CARAVAN_STATUS_OK; });
+  }
+
+  static constexpr caravan_van_ops_v1 table = {
+      sizeof(caravan_van_ops_v1), init, finalize, properties, listen, connect, disconnect,
+      send, recv, release};
+};
+
+// The ops table for V, to put in the plugin's descriptor.
+template <class V>
+const caravan_van_ops_v1* van_ops_v1() {
+  return &VanOpsV1<V>::table;
+}
+
+}  // namespace caravan::plugin
+
+#endif  // CARAVAN_PLUGIN_VAN_CXX_HPP
