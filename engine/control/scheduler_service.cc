@@ -244,8 +244,6 @@ void SchedulerService::start() {
   hub_.listen("0.0.0.0", config_.root_port);
   hub_.start();
   heartbeat_.start();
-  std::lock_guard<std::mutex> lock(mu_);
-  started_ = true;
   CARAVAN_VLOG(1) << "scheduler: listening on port " << config_.root_port << " for "
                   << config_.num_servers << " servers and " << config_.num_workers << " workers";
 }

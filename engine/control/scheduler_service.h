@@ -70,7 +70,6 @@ class SchedulerService {
   bool participant_ = false;
   NodeInfo self_;
   std::map<int, int> local_done_;  // barrier key -> completions seen
-  bool started_ = false;
   std::function<void(const std::string&)> on_failure_;
   // When each connection was last heard from (any message counts).
   std::map<int, std::chrono::steady_clock::time_point> last_seen_;
