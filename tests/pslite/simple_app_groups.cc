@@ -24,6 +24,10 @@ int main() {
     answered_by.insert(res.sender);
     CHECK_EQ(res.body, "echo:" + std::to_string(res.head) + ":hello from " + std::to_string(MyRank()));
   });
+  // A request that arrives before set_request_handle gets the default
+  // (empty) answer, as in ps-lite: nobody asks until everyone has its
+  // handlers.
+  Postoffice::Get()->Barrier(0, kScheduler + kServerGroup + kWorkerGroup);
   const int groups[] = {kScheduler,
                         kServerGroup,
                         kWorkerGroup,
