@@ -121,9 +121,7 @@ int caravan_init(void) {
     std::vector<ServerAddress> servers;
     for (const NodeInfo* n : s->node->nodes_of(Role::kServer))
       servers.push_back(ServerAddress{n->id, n->describe()});
-    s->client = std::make_unique<PushPullClient>(s->node->kv(), std::move(servers),
-                                                 static_cast<size_t>(s->config.partition_bytes),
-                                                 s->config.op_timeout_s);
+    s->client = std::make_unique<PushPullClient>(s->node->kv(), std::move(servers), s->config);
     g_state = std::move(s);
     return 0;
   });

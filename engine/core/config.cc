@@ -86,6 +86,13 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role) {
   c.reducer = plugin_choice("CARAVAN_REDUCER", env::get("CARAVAN_REDUCER").value_or("cpu"));
   c.plugin_path = env::get("CARAVAN_PLUGIN_PATH").value_or("");
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
+  c.scheduling_credit =
+      static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
+  c.server_engine_threads =
+      static_cast<int>(env::integer("BYTEPS_SERVER_ENGINE_THREAD", 1, 256, 4));
+  c.server_enable_schedule = env::boolean("BYTEPS_SERVER_ENABLE_SCHEDULE", false);
+  c.enable_async = env::boolean("BYTEPS_ENABLE_ASYNC", false);
+  c.debug_sample_tensor = env::get("BYTEPS_DEBUG_SAMPLE_TENSOR").value_or("");
   c.connect_timeout_s = static_cast<int>(env::integer("CARAVAN_CONNECT_TIMEOUT", 1, 86400, 60));
   c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
   c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));

@@ -28,6 +28,11 @@ struct JobConfig {
   std::string plugin_path;  // CARAVAN_PLUGIN_PATH
 
   int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
+  int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO
+  int server_engine_threads = 4;      // BYTEPS_SERVER_ENGINE_THREAD
+  bool server_enable_schedule = false;  // BYTEPS_SERVER_ENABLE_SCHEDULE
+  bool enable_async = false;          // BYTEPS_ENABLE_ASYNC
+  std::string debug_sample_tensor;    // BYTEPS_DEBUG_SAMPLE_TENSOR: a tensor name
   int connect_timeout_s = 60;         // CARAVAN_CONNECT_TIMEOUT
   int op_timeout_s = 600;             // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;       // PS_HEARTBEAT_INTERVAL (0 = off)

@@ -34,7 +34,7 @@ int run_server(const JobConfig& config) {
   Node node(config, std::move(options));
   {
     std::lock_guard<std::mutex> lock(server_mu);
-    server = std::make_unique<SumServer>(node.kv(), *reducer, config.num_workers);
+    server = std::make_unique<SumServer>(node.kv(), *reducer, config);
   }
   server_ready.notify_all();
   CARAVAN_LOG(INFO) << "serving with reducer " << reducer->description();

@@ -1,15 +1,49 @@
 #include "engine/server/sum_server.h"
 
+#include <cstring>
+
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"
+#include "engine/kv/sample_trace.h"
 
 namespace caravan {
 
-SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, int num_workers)
-    : kv_(kv), reducer_(reducer), num_workers_(num_workers) {}
+SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
+    : kv_(kv),
+      reducer_(reducer),
+      num_workers_(config.num_workers),
+      schedule_(config.server_enable_schedule),
+      async_(config.enable_async) {
+  for (int i = 0; i < config.server_engine_threads; ++i) {
+    engines_.push_back(std::make_unique<Engine>());
+    Engine* e = engines_.back().get();
+    e->thread = std::thread([this, e] { run(*e); });
+  }
+  CARAVAN_LOG(INFO) << (async_ ? "asynchronous" : "synchronous") << " summation on "
+                    << engines_.size() << " engine thread(s)"
+                    << (schedule_ ? ", keys furthest behind first" : "");
+}
 
-void SumServer::clear() { keys_.clear(); }
+SumServer::~SumServer() { clear(); }
+
+void SumServer::clear() {
+  std::call_once(stopped_, [this] {
+    for (auto& e : engines_) {
+      {
+        std::lock_guard<std::mutex> lock(e->mu);
+        e->stop = true;
+      }
+      e->cv.notify_all();
+    }
+    for (auto& e : engines_)
+      if (e->thread.joinable()) e->thread.join();
+    for (auto& e : engines_) {
+      e->queue.clear();
+      e->keys.clear();
+    }
+  });
+}
 
 void SumServer::refuse(const KVMessage& request, int code, const std::string& why) {
   CARAVAN_LOG(WARNING) << "refusing a request from node " << request.head.sender << " ("
@@ -25,6 +59,15 @@ void SumServer::answer_error(const wire::Header& request, int code, const std::s
   kv_.respond(request, std::move(r), nullptr);
 }
 
+void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& vals) {
+  KVMessage out;
+  auto key_copy = std::make_shared<uint64_t>(key);
+  out.keys = Blob{key_copy.get(), sizeof(uint64_t), key_copy};
+  out.vals = vals;  // shares ownership: freed after the last send
+  out.head.dtype = request.dtype;
+  kv_.respond(request, std::move(out), nullptr);
+}
+
 void SumServer::handle(KVMessage&& req) {
   const wire::Header& h = req.head;
   int rank = (h.sender - 9) / 2;
@@ -35,15 +78,74 @@ void SumServer::handle(KVMessage&& req) {
     return refuse(req, CARAVAN_ERR_SERVER, "this server only answers push_pull requests");
   if (req.keys.len != sizeof(uint64_t))
     return refuse(req, CARAVAN_ERR_SERVER, "a push_pull request carries exactly one key");
-  // dtype_size() is 0 for a number that is no caravan_dtype, so the cast
-  // below only ever sees valid values.
+  // dtype_size() is 0 for a number that is no caravan_dtype, so later
+  // casts only ever see valid values.
   size_t esize = dtype_size(h.dtype);
   if (esize == 0 || req.vals.len % esize != 0)
     return refuse(req, CARAVAN_ERR_SERVER,
                   "dtype " + std::to_string(h.dtype) + " with " + std::to_string(req.vals.len) +
                       " value bytes is not a whole number of elements");
   uint64_t key = *req.keys.as<uint64_t>();
-  KeyState& k = keys_[key];
+  Engine*& e = owner_[key];
+  if (!e) {
+    e = engines_.front().get();
+    for (auto& c : engines_)
+      if (c->bytes < e->bytes) e = c.get();
+    e->bytes += req.vals.len;
+  }
+  {
+    std::lock_guard<std::mutex> lock(e->mu);
+    e->queue.push_back(Queued{std::move(req), sequence_++});
+  }
+  e->cv.notify_one();
+}
+
+SumServer::Queued SumServer::take(Engine& e) {
+  size_t best = 0;
+  if (schedule_) {
+    // The key with the fewest finished rounds is the one whose workers wait
+    // longest; among equals, arrival order.
+    uint64_t best_rounds = UINT64_MAX;
+    for (size_t i = 0; i < e.queue.size(); ++i) {
+      uint64_t key = *e.queue[i].request.keys.as<uint64_t>();
+      auto it = e.keys.find(key);
+      uint64_t rounds = it == e.keys.end() ? 0 : it->second.rounds;
+      if (rounds < best_rounds) {
+        best_rounds = rounds;
+        best = i;
+      }
+    }
+  }
+  Queued q = std::move(e.queue[best]);
+  e.queue.erase(e.queue.begin() + static_cast<std::ptrdiff_t>(best));
+  return q;
+}
+
+void SumServer::run(Engine& e) {
+  std::unique_lock<std::mutex> lock(e.mu);
+  for (;;) {
+    e.cv.wait(lock, [&] { return e.stop || !e.queue.empty(); });
+    if (e.stop) return;
+    Queued q = take(e);
+    lock.unlock();
+    try {
+      process(e, std::move(q.request));
+    } catch (const std::exception& ex) {
+      CARAVAN_LOG(ERROR) << "server: summing a request failed: " << ex.what();
+    }
+    lock.lock();
+  }
+}
+
+void SumServer::process(Engine& e, KVMessage&& req) {
+  const wire::Header& h = req.head;
+  int rank = (h.sender - 9) / 2;
+  size_t esize = dtype_size(h.dtype);
+  uint64_t key = *req.keys.as<uint64_t>();
+  CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
+      << "sample key " << key << " receive from worker " << rank << ": "
+      << sample_values(req.vals.data, req.vals.len, h.dtype);
+  KeyState& k = e.keys[key];
   if (k.dtype < 0) {
     k.bytes = req.vals.len;
     k.dtype = h.dtype;
@@ -60,6 +162,14 @@ void SumServer::handle(KVMessage&& req) {
     k.round = Round{};
   }
   if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
+  if (async_)
+    sum_async(k, key, std::move(req), esize);
+  else
+    sum_sync(k, key, std::move(req), rank, esize);
+}
+
+void SumServer::sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, size_t esize) {
+  const wire::Header& h = req.head;
   Round& r = k.round;
   if (r.pushed[static_cast<size_t>(rank)])
     return refuse(req, CARAVAN_ERR_SERVER,
@@ -71,7 +181,8 @@ void SumServer::handle(KVMessage&& req) {
     // for every round.
     r.sum = req.vals;
   } else {
-    reducer_.sum(r.sum.data, req.vals.data, req.vals.len / esize, static_cast<caravan_dtype>(h.dtype));
+    reducer_.sum(r.sum.data, req.vals.data, req.vals.len / esize,
+                 static_cast<caravan_dtype>(h.dtype));
   }
   r.waiting.push_back(h);
   if (static_cast<int>(r.waiting.size()) < num_workers_) return;
@@ -79,14 +190,31 @@ void SumServer::handle(KVMessage&& req) {
   Round done = std::move(r);
   r = Round{};
   r.pushed.assign(static_cast<size_t>(num_workers_), false);
-  for (const wire::Header& w : done.waiting) {
-    KVMessage out;
-    auto key_copy = std::make_shared<uint64_t>(key);
-    out.keys = Blob{key_copy.get(), sizeof(uint64_t), key_copy};
-    out.vals = done.sum;  // shares ownership: freed after the last send
-    out.head.dtype = h.dtype;
-    kv_.respond(w, std::move(out), nullptr);
+  ++k.rounds;
+  CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
+      << "sample key " << key << " sum of round " << k.rounds << ": "
+      << sample_values(done.sum.data, done.sum.len, h.dtype);
+  for (const wire::Header& w : done.waiting) answer(w, key, done.sum);
+}
+
+void SumServer::sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esize) {
+  const wire::Header& h = req.head;
+  if (!k.store.data) {
+    // The store starts at zero, so after any set of pushes it holds
+    // exactly their sum.
+    auto zero = std::shared_ptr<char[]>(new char[k.bytes]());
+    k.store = Blob{zero.get(), k.bytes, zero};
   }
+  reducer_.sum(k.store.data, req.vals.data, req.vals.len / esize,
+               static_cast<caravan_dtype>(h.dtype));
+  ++k.rounds;
+  // The store keeps changing while the van sends: each answer is a copy.
+  auto copy = std::shared_ptr<char[]>(new char[k.bytes]);
+  std::memcpy(copy.get(), k.store.data, k.bytes);
+  CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
+      << "sample key " << key << " store after push " << k.rounds << ": "
+      << sample_values(copy.get(), k.bytes, h.dtype);
+  answer(h, key, Blob{copy.get(), k.bytes, copy});
 }
 
 }  // namespace caravan

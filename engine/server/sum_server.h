@@ -1,17 +1,31 @@
-// BytePS-style summation, one request handler on top of the KV layer: every
-// worker pushes a key once per round; when all pushes of the round are in,
-// each worker gets the sum back as the answer to its own request.
+// BytePS-style summation on top of the KV layer. In the default
+// (synchronous) mode every worker pushes a key once per round; when all
+// pushes of the round are in, each worker gets the sum back as the answer
+// to its own request. In asynchronous mode (BYTEPS_ENABLE_ASYNC) every push
+// is added into the key's store at once and answered with the store as it
+// is then.
 //
-// Each round sums into a buffer of its own (the round's first push, kept
-// without copying), released only when the van has sent the last answer
-// from it: a fast worker's next round can never overwrite a sum a slow
-// worker has not received.
+// Sums run on BYTEPS_SERVER_ENGINE_THREAD engine threads. Each key belongs
+// to one thread, chosen when the key is first seen as the thread with the
+// fewest bytes of keys so far, so a key's state is only ever touched by its
+// thread and large keys spread evenly. With BYTEPS_SERVER_ENABLE_SCHEDULE a
+// thread serves the queued key with the fewest finished rounds first.
+//
+// In synchronous mode each round sums into a buffer of its own (the round's
+// first push, kept without copying), released only when the van has sent
+// the last answer from it: a fast worker's next round can never overwrite a
+// sum a slow worker has not received.
 #pragma once
 
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/core/config.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"
 
@@ -19,10 +33,15 @@ namespace caravan {
 
 class SumServer {
  public:
-  SumServer(KVEndpoint& kv, Reducer& reducer, int num_workers);
-  // Handles one request; runs on the KV receive thread.
+  // Reads num_workers, server_engine_threads, server_enable_schedule and
+  // enable_async from `config`; starts the engine threads.
+  SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config);
+  ~SumServer();
+  // Checks one request and queues it for its key's engine thread; runs on
+  // the KV receive thread.
   void handle(KVMessage&& request);
-  // Drops rounds in progress (shutdown or job failure).
+  // Stops the engine threads and drops rounds in progress (shutdown or job
+  // failure). Idempotent.
   void clear();
 
  private:
@@ -34,18 +53,45 @@ class SumServer {
   struct KeyState {
     size_t bytes = 0;
     int dtype = -1;
+    uint64_t rounds = 0;  // finished rounds (async: pushes added)
     Round round;
+    Blob store;  // async mode: the running sum
     // Set when workers disagree on the key's size or dtype: every push of
     // it is refused from then on, so no worker gets a wrong sum.
     std::string poisoned;
   };
+  struct Queued {
+    KVMessage request;
+    uint64_t sequence;
+  };
+  struct Engine {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Queued> queue;
+    bool stop = false;
+    uint64_t bytes = 0;  // of the keys it owns; read by the receive thread only
+    std::unordered_map<uint64_t, KeyState> keys;  // its thread only
+    std::thread thread;
+  };
+
+  void run(Engine& e);
+  Queued take(Engine& e);  // e.mu held, queue not empty
+  void process(Engine& e, KVMessage&& req);
+  void sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, size_t esize);
+  void sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esize);
+  void answer(const wire::Header& request, uint64_t key, const Blob& vals);
   void refuse(const KVMessage& request, int code, const std::string& why);
   void answer_error(const wire::Header& request, int code, const std::string& why);
 
   KVEndpoint& kv_;
   Reducer& reducer_;
-  int num_workers_;
-  std::unordered_map<uint64_t, KeyState> keys_;
+  const int num_workers_;
+  const bool schedule_;
+  const bool async_;
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::unordered_map<uint64_t, Engine*> owner_;  // receive thread only
+  uint64_t sequence_ = 0;                        // receive thread only
+  std::once_flag stopped_;
 };
 
 }  // namespace caravan

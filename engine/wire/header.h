@@ -36,6 +36,7 @@ enum Flags : uint32_t {
   // (the ps-lite layer), which matches responses itself.
   kRouted = 1u << 4,
   kSimple = 1u << 5,  // a SimpleApp message: cmd is the head, vals the body
+  kSample = 1u << 6,  // push_pull of BYTEPS_DEBUG_SAMPLE_TENSOR: log its values
 };
 
 struct Header {

@@ -6,17 +6,19 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/kv/sample_trace.h"
 #include "engine/reducer/reducer.h"
 
 namespace caravan {
 
 PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers,
-                               size_t partition_bytes, int op_timeout_s)
+                               const JobConfig& config)
     : kv_(kv),
       servers_(std::move(servers)),
-      partition_bytes_(partition_bytes),
-      op_timeout_s_(op_timeout_s),
-      scheduler_(make_fifo_scheduler()) {}
+      partition_bytes_(static_cast<size_t>(config.partition_bytes)),
+      op_timeout_s_(config.op_timeout_s),
+      sample_tensor_(config.debug_sample_tensor),
+      scheduler_(make_scheduler(config.scheduling_credit)) {}
 
 TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int dtype) {
   auto it = tensors_.find(name);
@@ -81,18 +83,34 @@ void PushPullClient::pump() {
   }
 }
 
+void PushPullClient::partition_finished() {
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    scheduler_->finished();
+  }
+  pump();
+}
+
 void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t index,
                                     int priority) {
   const Partition& part = op->plan->partitions[index];
+  const std::string& name = op->plan->name;
+  bool sample = !sample_tensor_.empty() && name == sample_tensor_;
   auto key = std::make_shared<uint64_t>(part.key);
   KVMessage msg;
-  msg.head.flags = wire::kPush | wire::kPull;
+  msg.head.flags = wire::kPush | wire::kPull | (sample ? wire::kSample : 0u);
   msg.head.priority = priority;
   msg.head.dtype = static_cast<uint8_t>(op->plan->dtype);
   msg.keys = Blob{key.get(), sizeof(uint64_t), key};
   msg.vals = Blob{op->data + part.offset, part.bytes, nullptr};
   const ServerAddress& server = servers_[static_cast<size_t>(part.server)];
-  auto on_response = [this, op, index, &part, &server](KVMessage&& r) {
+  CARAVAN_VLOG(2) << "push_pull: send '" << name << "' partition " << index << "/"
+                  << op->plan->partitions.size() << " (key " << part.key << ", " << part.bytes
+                  << " B, priority " << priority << ") to " << server.name;
+  CARAVAN_SAMPLE_LOG(sample) << "sample '" << name << "' partition " << index << " push: "
+                      << sample_values(msg.vals.data, part.bytes, op->plan->dtype);
+  auto on_response = [this, op, index, &part, &server, sample](KVMessage&& r) {
+    partition_finished();
     if (r.is_error()) {
       std::string why = r.error_text();
       if (r.head.status != CARAVAN_ERR_PEER_LOST) why = server.name + ": " + why;
@@ -112,6 +130,8 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     op->answered[index] = true;
     lock.unlock();
     std::memcpy(op->data + part.offset, r.vals.data, part.bytes);
+    CARAVAN_SAMPLE_LOG(sample) << "sample '" << op->plan->name << "' partition " << index << " pull: "
+                        << sample_values(op->data + part.offset, part.bytes, op->plan->dtype);
     finish_event(*op, 0, "");
   };
   auto on_sent = [this, op, &server](caravan_status s) {
@@ -124,7 +144,13 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
   } catch (const Error& e) {
-    // Neither handler will run: account for both events here.
+    // Neither handler will run: account for both events here. The pump()
+    // that called us goes on with the next partition, so no pump() here
+    // (that would recurse once per queued partition).
+    {
+      std::lock_guard<std::mutex> lock(send_mu_);
+      scheduler_->finished();
+    }
     finish_event(*op, e.code(), e.what());
     finish_event(*op, e.code(), e.what());
   }

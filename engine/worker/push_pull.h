@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/core/config.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
 #include "engine/worker/scheduler.h"
@@ -49,8 +50,9 @@ class Operation {
 
 class PushPullClient {
  public:
-  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, size_t partition_bytes,
-                 int op_timeout_s);
+  // Reads partition_bytes, op_timeout_s, scheduling_credit and
+  // debug_sample_tensor from `config`.
+  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
 
   // Starts a push_pull; throws caravan::Error for misuse found up front.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
@@ -67,12 +69,15 @@ class PushPullClient {
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
   void pump();
+  // A sent partition's answer came back: frees its scheduling credit.
+  void partition_finished();
   std::string outstanding(const Operation& op) const;
 
   KVEndpoint& kv_;
   std::vector<ServerAddress> servers_;
   size_t partition_bytes_;
   int op_timeout_s_;
+  std::string sample_tensor_;
 
   std::mutex mu_;  // tensors_, keys_, in-flight counts
   std::condition_variable idle_cv_;
@@ -80,7 +85,7 @@ class PushPullClient {
   std::unordered_map<std::string, std::unique_ptr<TensorPlan>> tensors_;
   std::unordered_map<uint64_t, std::string> keys_;
 
-  std::mutex send_mu_;  // scheduler_ and sequence_
+  std::mutex send_mu_;  // scheduler_ and sequence_ (pump() sends outside it)
   std::unique_ptr<Scheduler> scheduler_;
   uint64_t sequence_ = 0;
 };

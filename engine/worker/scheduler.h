@@ -1,5 +1,7 @@
 // The order in which a worker's pending partitions go out. The engine asks
-// the Scheduler for the next partition whenever it may send one more.
+// the Scheduler for the next partition whenever it may send one more, and
+// tells it when a sent partition's answer came back, so a policy can bound
+// how many are in flight.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +21,22 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual void add(PendingSend item) = 0;
-  // The next partition to send, or nothing when none is pending.
+  // The next partition to send now, or nothing when none is pending or the
+  // policy holds the rest back. The caller sends what it gets.
   virtual std::optional<PendingSend> next() = 0;
+  // A partition that next() handed out has its answer (or failed).
+  virtual void finished() = 0;
 };
 
-// First in, first out: the order push_pull was called in.
+// First in, first out: the order push_pull was called in, nothing held back.
 std::unique_ptr<Scheduler> make_fifo_scheduler();
+
+// Highest priority first (then submission order), with at most `credit`
+// partitions in flight (BYTEPS_SCHEDULING_CREDIT): a high-priority tensor
+// submitted late overtakes the queued partitions of a low-priority one.
+std::unique_ptr<Scheduler> make_priority_scheduler(int credit);
+
+// BYTEPS_SCHEDULING_CREDIT: 0 is FIFO, otherwise priority with that credit.
+std::unique_ptr<Scheduler> make_scheduler(int credit);
 
 }  // namespace caravan
