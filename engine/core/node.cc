@@ -7,6 +7,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/net.h"
+#include "engine/numa/cpu_binding.h"
 
 namespace caravan {
 
@@ -15,6 +16,10 @@ Node::Node(const JobConfig& config, NodeOptions options)
       failure_observer_(std::move(options.on_failure)),
       link_(config, [this](const std::string& why) { on_failure(why); }) {
   Log::set_node_label(role_name(config.role));
+  // Workers only, as in BytePS (its launcher wraps just them in numactl):
+  // servers and the scheduler keep the whole machine. First, so that every
+  // thread started from here on is born bound.
+  if (config.role == Role::kWorker) bind_worker_cpus(CpuSettings::from_env());
   van_ = open_van(config);
   std::string host = net::advertised_host(config.node_host, config.interface);
   self_.role = config.role;
