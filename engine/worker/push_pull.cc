@@ -72,13 +72,23 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
 }
 
 void PushPullClient::pump() {
+  // A van may report a send done inside send() itself, which lands here
+  // again on the same thread: the loop already running picks up the freed
+  // credit, so recursing (once per partition) is never needed.
+  thread_local const PushPullClient* pumping = nullptr;
+  if (pumping == this) return;
+  struct Mark {
+    const PushPullClient* saved;
+    ~Mark() { pumping = saved; }
+  } mark{pumping};
+  pumping = this;
   for (;;) {
     std::optional<PendingSend> next;
     {
       std::lock_guard<std::mutex> lock(send_mu_);
       next = scheduler_->next();
     }
-    if (!next) return;
+    if (!next) break;
     next->start();
   }
 }
@@ -110,7 +120,6 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << name << "' partition " << index << " push: "
                       << sample_values(msg.vals.data, part.bytes, op->plan->dtype);
   auto on_response = [this, op, index, &part, &server, sample](KVMessage&& r) {
-    partition_finished();
     if (r.is_error()) {
       std::string why = r.error_text();
       if (r.head.status != CARAVAN_ERR_PEER_LOST) why = server.name + ": " + why;
@@ -134,7 +143,11 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
                         << sample_values(op->data + part.offset, part.bytes, op->plan->dtype);
     finish_event(*op, 0, "");
   };
+  // Credit is freed when the van is done sending, not when the sum comes
+  // back: the sum waits for every worker, and workers whose queues differ
+  // would otherwise each hold credit the others' rounds need.
   auto on_sent = [this, op, &server](caravan_status s) {
+    partition_finished();
     if (s == CARAVAN_STATUS_OK)
       finish_event(*op, 0, "");
     else
@@ -144,13 +157,8 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
   } catch (const Error& e) {
-    // Neither handler will run: account for both events here. The pump()
-    // that called us goes on with the next partition, so no pump() here
-    // (that would recurse once per queued partition).
-    {
-      std::lock_guard<std::mutex> lock(send_mu_);
-      scheduler_->finished();
-    }
+    // Neither handler will run: account for both events here.
+    partition_finished();
     finish_event(*op, e.code(), e.what());
     finish_event(*op, e.code(), e.what());
   }

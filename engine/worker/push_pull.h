@@ -69,7 +69,7 @@ class PushPullClient {
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
   void pump();
-  // A sent partition's answer came back: frees its scheduling credit.
+  // The van is done sending a partition: frees its scheduling credit.
   void partition_finished();
   std::string outstanding(const Operation& op) const;
 

@@ -1,7 +1,7 @@
 // The order in which a worker's pending partitions go out. The engine asks
 // the Scheduler for the next partition whenever it may send one more, and
-// tells it when a sent partition's answer came back, so a policy can bound
-// how many are in flight.
+// tells it when the van is done sending one, so a policy can bound how
+// many are on the wire.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,8 @@ class Scheduler {
   // The next partition to send now, or nothing when none is pending or the
   // policy holds the rest back. The caller sends what it gets.
   virtual std::optional<PendingSend> next() = 0;
-  // A partition that next() handed out has its answer (or failed).
+  // A partition that next() handed out has left (the van is done with it,
+  // or the send failed).
   virtual void finished() = 0;
 };
 

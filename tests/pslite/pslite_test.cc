@@ -10,12 +10,6 @@
 namespace caravan::test {
 namespace {
 
-int count_of(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
-
 struct Program {
   const char* name;
   const char* path;

@@ -138,4 +138,10 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+int count_of(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
 }  // namespace caravan::test

@@ -56,4 +56,7 @@ std::vector<std::pair<std::string, std::string>> node_env(const std::string& rol
 // A TCP port that was free a moment ago on 127.0.0.1.
 int free_port();
 
+// How often `needle` occurs in `text` (overlaps counted).
+int count_of(const std::string& text, const std::string& needle);
+
 }  // namespace caravan::test
