@@ -10,6 +10,14 @@
 #include "engine/reducer/reducer.h"
 
 namespace caravan {
+namespace {
+
+long long micros_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+}  // namespace
 
 PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers,
                                const JobConfig& config)
@@ -137,6 +145,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       return;
     }
     op->answered[index] = true;
+    if (op->first_answer_us < 0) op->first_answer_us = micros_since(op->submitted);
     lock.unlock();
     std::memcpy(op->data + part.offset, r.vals.data, part.bytes);
     CARAVAN_SAMPLE_LOG(sample) << "sample '" << op->plan->name << "' partition " << index << " pull: "
@@ -148,6 +157,10 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   // would otherwise each hold credit the others' rounds need.
   auto on_sent = [this, op, &server](caravan_status s) {
     partition_finished();
+    {
+      std::lock_guard<std::mutex> lock(op->mu);
+      op->last_sent_us = micros_since(op->submitted);
+    }
     if (s == CARAVAN_STATUS_OK)
       finish_event(*op, 0, "");
     else
@@ -178,6 +191,9 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     }
   }
   if (!now_done) return;
+  CARAVAN_VLOG(2) << "push_pull: '" << op.plan->name << "' done: " << op.plan->partitions.size()
+                  << " partitions, first sum back after " << op.first_answer_us
+                  << " us, last partition sent after " << op.last_sent_us << " us";
   {
     std::lock_guard<std::mutex> lock(mu_);
     op.plan->in_flight = false;

@@ -3,6 +3,7 @@
 // gathers the sums back into the caller's buffer.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -46,6 +47,12 @@ class Operation {
   std::string error;
   bool done = false;
   bool abandoned = false;  // timed out: late answers are ignored
+  // Microseconds after submission, for the PS_VERBOSE=2 pipelining line:
+  // the first partition's sum arriving before the last partition left
+  // shows pulls overlapping pushes.
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
+  long long first_answer_us = -1;
+  long long last_sent_us = -1;
 };
 
 class PushPullClient {

@@ -100,6 +100,22 @@ TEST(SchedulingCredit, WithoutCreditPartitionsLeaveInSubmissionOrder) {
   EXPECT_EQ(order_with_credit("0"), "low#0 low#1 low#2 high#0");
 }
 
+// BYTEPS_PARTITION_BYTES pipelines: the sum of a 64 MiB tensor's first
+// partition is back before its last partition has left the worker.
+TEST(Partitioning, PullsOfEarlyPartitionsOverlapPushesOfLaterOnes) {
+  ProcessResult r = launch(1, 1, {SUM_CHECK_WORKER_BIN, "1"},
+                           {{"BYTEPS_PARTITION_BYTES", "1048576"}, {"PS_VERBOSE", "2"}});
+  ASSERT_FALSE(r.timed_out) << r.output.substr(0, 4000);
+  ASSERT_EQ(r.exit_code, 0) << r.output.substr(0, 4000);
+  // t0_s3: 64 MiB of float32.
+  std::smatch m;
+  std::regex line("'t0_s3' done: ([0-9]+) partitions, first sum back after ([0-9]+) us, "
+                  "last partition sent after ([0-9]+) us");
+  ASSERT_TRUE(std::regex_search(r.output, m, line)) << "no pipelining line for t0_s3";
+  EXPECT_EQ(m[1].str(), "64");
+  EXPECT_LT(std::stoll(m[2].str()), std::stoll(m[3].str())) << m[0];
+}
+
 // Exact sums of every dtype and size however the servers and workers are
 // configured; sum_check_worker gives each dtype its own priority.
 class ServerSettings
