@@ -97,6 +97,10 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role) {
   c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
   c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));
   c.heartbeat_timeout_s = static_cast<int>(env::integer("PS_HEARTBEAT_TIMEOUT", 1, 86400, 20));
+  int resend_timeout =
+      static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));
+  c.resend_timeout_ms = env::boolean("PS_RESEND", false) ? resend_timeout : 0;
+  c.drop_percent = static_cast<int>(env::integer("PS_DROP_MSG", 0, 100, 0));
   if (c.heartbeat_interval_s > 0 && c.heartbeat_timeout_s <= c.heartbeat_interval_s)
     throw config_error("PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
                        " must be longer than PS_HEARTBEAT_INTERVAL=" +

@@ -37,6 +37,8 @@ struct JobConfig {
   int op_timeout_s = 600;             // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;       // PS_HEARTBEAT_INTERVAL (0 = off)
   int heartbeat_timeout_s = 20;       // PS_HEARTBEAT_TIMEOUT
+  int resend_timeout_ms = 0;          // PS_RESEND ? PS_RESEND_TIMEOUT : 0 (off)
+  int drop_percent = 0;               // PS_DROP_MSG (testing only)
 
   // Reads and checks every variable; throws a CARAVAN_ERR_CONFIG error
   // naming the first variable at fault. `forced_role` skips DMLC_ROLE.

@@ -33,6 +33,7 @@ Node::Node(const JobConfig& config, NodeOptions options)
   Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
   kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
+  kv_->set_reliability(config_.resend_timeout_ms, config_.drop_percent);
   // Workers talk only to servers and servers only to workers, unless the
   // application (ps-lite) may address any node.
   Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;

@@ -1,5 +1,6 @@
 #include "engine/kv/kv_endpoint.h"
 
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -20,6 +21,15 @@ struct Outgoing {
   KVMessage msg;
   KVEndpoint::SentHandler on_sent;
 };
+
+// A message that may be resent must own its bytes: the caller's memory is
+// only promised until the first send is done.
+void own(Blob& b) {
+  if (b.keep || b.len == 0) return;
+  auto copy = std::shared_ptr<char[]>(new char[b.len]);
+  std::memcpy(copy.get(), b.data, b.len);
+  b = Blob{copy.get(), b.len, copy};
+}
 
 }  // namespace
 
@@ -48,6 +58,11 @@ KVMessage KVEndpoint::local_error(const wire::Header& request, int code, const s
 }
 
 void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
+  bool resend = reliability_ && reliability_->resend_on();
+  if (resend) {
+    msg.head.flags |= wire::kWantAck;
+    for (Blob* b : {&msg.keys, &msg.vals, &msg.lens}) own(*b);
+  }
   auto out = std::make_shared<Outgoing>();
   msg.head.seg_len[0] = msg.keys.len;
   msg.head.seg_len[1] = msg.vals.len;
@@ -61,9 +76,74 @@ void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
                                 {out->msg.lens.data, out->msg.lens.len}};
   CARAVAN_VLOG(2) << "kv: send to node " << recipient << " ts " << out->msg.head.timestamp
                   << " flags " << out->msg.head.flags << " vals " << out->msg.vals.len << " B";
-  van_.send(static_cast<uint64_t>(recipient), segs, 4, [out](caravan_status s) {
-    if (out->on_sent) out->on_sent(s);
-  });
+  if (resend) {
+    // Kept before the first send, so an acknowledgement can never arrive
+    // before there is something to acknowledge.
+    reliability_->keep(out->msg.head, [this, recipient, out] {
+      caravan_segment_v1 again[4] = {{out->header, wire::kHeaderBytes},
+                                     {out->msg.keys.data, out->msg.keys.len},
+                                     {out->msg.vals.data, out->msg.vals.len},
+                                     {out->msg.lens.data, out->msg.lens.len}};
+      try {
+        van_.send(static_cast<uint64_t>(recipient), again, 4, [out](caravan_status) {});
+      } catch (const Error& e) {
+        CARAVAN_LOG(DEBUG) << "kv: resending to node " << recipient << " failed: " << e.what();
+      }
+    });
+  }
+  try {
+    van_.send(static_cast<uint64_t>(recipient), segs, 4, [out](caravan_status s) {
+      if (out->on_sent) out->on_sent(s);
+    });
+  } catch (...) {
+    if (resend) reliability_->acknowledged(signature_of(out->msg.head));
+    throw;
+  }
+}
+
+bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& peer) {
+  if (!reliability_) return h.type == wire::Type::kKV;
+  if (reliability_->drop()) {
+    CARAVAN_VLOG(2) << "kv: PS_DROP_MSG dropped message " << h.timestamp << " from " << peer;
+    return false;
+  }
+  if (h.type == wire::Type::kAck) {
+    // The acknowledgement echoes the header of a message this node sent.
+    if (h.sender == my_id_)
+      reliability_->acknowledged(signature_of(h));
+    else
+      CARAVAN_LOG(WARNING) << "dropping an acknowledgement from " << peer << " for node "
+                           << h.sender << ", this is node " << my_id_;
+    return false;
+  }
+  if (h.flags & wire::kWantAck) {
+    wire::Header ack = h;
+    ack.type = wire::Type::kAck;
+    ack.seg_len[0] = ack.seg_len[1] = ack.seg_len[2] = 0;
+    auto bytes = std::make_shared<std::array<uint8_t, wire::kHeaderBytes>>();
+    wire::encode(ack, bytes->data());
+    caravan_segment_v1 segs[4] = {{bytes->data(), wire::kHeaderBytes}, {}, {}, {}};
+    try {
+      van_.send(static_cast<uint64_t>(h.sender), segs, 4, [bytes](caravan_status) {});
+    } catch (const Error& e) {
+      CARAVAN_LOG(DEBUG) << "kv: acknowledging message " << h.timestamp << " to node " << h.sender
+                         << " failed: " << e.what();
+    }
+    if (!reliability_->first_delivery(h)) {
+      CARAVAN_VLOG(2) << "kv: message " << h.timestamp << " from node " << h.sender
+                      << " arrived again (resent); delivered once already";
+      return false;
+    }
+  }
+  if (!(h.flags & (wire::kRequest | wire::kRouted))) {
+    // A response acknowledges its request.
+    wire::Header request = h;
+    request.sender = h.recipient;
+    request.recipient = h.sender;
+    request.flags = wire::kRequest;
+    reliability_->acknowledged(signature_of(request));
+  }
+  return true;
 }
 
 void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_response,
@@ -123,6 +203,7 @@ void KVEndpoint::fail_all(int code, const std::string& why) {
     }
     pending.swap(pending_);
   }
+  if (reliability_) reliability_->clear();
   for (auto& [ts, p] : pending) {
     wire::Header h;
     h.timestamp = ts;
@@ -143,7 +224,7 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   std::string why;
   if (!wire::decode(r->segments[0].data, r->segments[0].len, kMaxSegmentBytes, &m.head, &why))
     return drop(why);
-  if (m.head.type != wire::Type::kKV)
+  if (m.head.type != wire::Type::kKV && m.head.type != wire::Type::kAck)
     return drop("message type " + std::to_string(static_cast<int>(m.head.type)) +
                 " does not belong on the data plane");
   Blob* blobs[3] = {&m.keys, &m.vals, &m.lens};
@@ -158,10 +239,11 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   }
   if (m.keys.len % sizeof(uint64_t) != 0) return drop("keys are not a whole number of uint64");
   if (m.lens.len % sizeof(int32_t) != 0) return drop("lens are not a whole number of int32");
-  if (m.head.recipient != my_id_)
+  if (m.head.type == wire::Type::kKV && m.head.recipient != my_id_)
     return drop("addressed to node " + std::to_string(m.head.recipient) + ", this is node " +
                 std::to_string(my_id_));
   m.peer = peer;
+  if (!reliability_filter(m.head, peer)) return;
   CARAVAN_VLOG(2) << "kv: recv from node " << m.head.sender << " ts " << m.head.timestamp
                   << " flags " << m.head.flags << " vals " << m.vals.len << " B";
   if (m.head.flags & wire::kRouted) {
@@ -198,6 +280,7 @@ void KVEndpoint::loop() {
       fail_all(CARAVAN_ERR_TRANSPORT, e.what());
       break;
     }
+    if (reliability_) reliability_->tick();
     if (!r) continue;
     try {
       deliver(std::move(r));

@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
 #include "engine/kv/kv_message.h"
+#include "engine/kv/reliability.h"
 #include "engine/van/van.h"
 
 namespace caravan {
@@ -30,6 +32,10 @@ class KVEndpoint {
   // Messages flagged kRouted (requests and responses alike) go to this
   // handler instead; set before start().
   void set_routed_handler(RequestHandler on_routed) { on_routed_ = std::move(on_routed); }
+  // PS_RESEND (timeout in ms, 0 = off) and PS_DROP_MSG; set before start().
+  void set_reliability(int resend_timeout_ms, int drop_percent) {
+    reliability_ = std::make_unique<Reliability>(resend_timeout_ms, drop_percent);
+  }
   // Sends a kRouted message as it is (sender filled in); throws when the
   // job already failed.
   void send_routed(int recipient, KVMessage msg, SentHandler on_sent);
@@ -54,12 +60,16 @@ class KVEndpoint {
   void loop();
   void deliver(std::unique_ptr<Van::Received> received);
   void transmit(int recipient, KVMessage& msg, SentHandler on_sent);
+  // Handles kAck, kWantAck and PS_DROP_MSG; false when `h`'s message is
+  // not to be delivered.
+  bool reliability_filter(const wire::Header& h, const std::string& peer);
   static KVMessage local_error(const wire::Header& request, int code, const std::string& why);
 
   Van& van_;
   int my_id_;
   RequestHandler on_request_;
   RequestHandler on_routed_;
+  std::unique_ptr<Reliability> reliability_;
   std::mutex mu_;
   std::unordered_map<int32_t, Pending> pending_;
   int32_t next_timestamp_ = 1;

@@ -118,6 +118,7 @@ void Runtime::start(int customer_id, bool do_barrier) {
         table = service->wait_table();
         auto kv = std::make_unique<KVEndpoint>(*van, kSchedulerId, [](KVMessage&&) {});
         kv->set_routed_handler([this](KVMessage&& m) { route(std::move(m)); });
+        kv->set_reliability(cfg.resend_timeout_ms, cfg.drop_percent);
         for (auto& n : table)
           if (n.id != kSchedulerId) van->connect(static_cast<uint64_t>(n.id), n.van_address);
         kv->start();

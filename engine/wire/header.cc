@@ -25,6 +25,7 @@ T get(const uint8_t* p) {
 bool known_type(uint16_t t) {
   switch (static_cast<Type>(t)) {
     case Type::kKV:
+    case Type::kAck:
     case Type::kRegister:
     case Type::kNodeTable:
     case Type::kBarrier:

@@ -11,13 +11,15 @@
 namespace caravan::wire {
 
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
-constexpr uint16_t kVersion = 1;
+// 2: kAck and kWantAck (PS_RESEND).
+constexpr uint16_t kVersion = 2;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
 enum class Type : uint16_t {
   // Data plane (vans).
   kKV = 1,
+  kAck = 2,  // PS_RESEND: a kWantAck message arrived (its fields echoed)
   // Control plane (scheduler TCP channel).
   kRegister = 10,
   kNodeTable = 11,
@@ -37,6 +39,7 @@ enum Flags : uint32_t {
   kRouted = 1u << 4,
   kSimple = 1u << 5,  // a SimpleApp message: cmd is the head, vals the body
   kSample = 1u << 6,  // push_pull of BYTEPS_DEBUG_SAMPLE_TENSOR: log its values
+  kWantAck = 1u << 8,  // PS_RESEND: acknowledge with kAck; resent until then
 };
 
 struct Header {

@@ -146,6 +146,29 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// PS_RESEND: 5% of received messages (pushes, sums and acknowledgements)
+// dropped, every sum still exact; without resend the same loss is a named
+// timeout, not a hang.
+TEST(Resend, FivePercentDroppedAndEverySumStaysExact) {
+  ProcessResult r = launch(2, 2, {SUM_CHECK_WORKER_BIN, "3", "300000"},
+                           {{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "200"},
+                            {"PS_DROP_MSG", "5"}, {"PS_VERBOSE", "1"}});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "all sums exact"), 2) << r.output;
+  EXPECT_GT(count_of(r.output, "resending message"), 0) << "nothing was dropped:\n" << r.output;
+}
+
+TEST(Resend, WithoutResendALostMessageIsANamedTimeout) {
+  ProcessResult r = launch(2, 2, {SUM_CHECK_WORKER_BIN, "3", "300000"},
+                           {{"PS_DROP_MSG", "5"}, {"CARAVAN_OP_TIMEOUT", "5"}});
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("timed out after 5 s (CARAVAN_OP_TIMEOUT) waiting for server"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(AsyncMode, KnownDeltasFromThreeWorkersAddUpExactly) {
   ProcessResult r = launch(3, 2, {ASYNC_WORKER_BIN, "20"},
                            {{"BYTEPS_ENABLE_ASYNC", "1"}, {"BYTEPS_PARTITION_BYTES", "262144"},

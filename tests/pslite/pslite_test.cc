@@ -4,6 +4,8 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "tests/support/process.h"
 
@@ -31,18 +33,32 @@ using Param = std::tuple<int, int, int>;  // program, workers, servers
 
 class PsLiteJob : public ::testing::TestWithParam<Param> {};
 
-TEST_P(PsLiteJob, RunsUnchangedInEveryRole) {
-  const Program& p = kPrograms[std::get<0>(GetParam())];
-  int workers = std::get<1>(GetParam()), servers = std::get<2>(GetParam());
+void run_program(const Program& p, int workers, int servers,
+                 std::vector<std::pair<std::string, std::string>> env) {
   ProcessSpec spec;
   spec.argv = {CARAVAN_LAUNCH_BIN, "--spmd",   "--workers", std::to_string(workers),
                "--servers",        std::to_string(servers), "--", p.path};
+  spec.set_env = std::move(env);
   spec.timeout_s = 120;
   ProcessResult r = run_process(spec);
   ASSERT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   int expected = p.every_role ? 1 + servers + workers : workers * p.per_worker;
   EXPECT_EQ(count_of(r.output, p.success), expected) << r.output;
+}
+
+TEST_P(PsLiteJob, RunsUnchangedInEveryRole) {
+  run_program(kPrograms[std::get<0>(GetParam())], std::get<1>(GetParam()),
+              std::get<2>(GetParam()), {});
+}
+
+// PS_RESEND as in ps-lite: with 5% of received messages dropped (requests,
+// responses and acknowledgements alike), every program still completes.
+TEST(PsLiteResend, EveryProgramSurvivesFivePercentDropped) {
+  for (const Program& p : kPrograms) {
+    SCOPED_TRACE(p.name);
+    run_program(p, 2, 2, {{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "100"}, {"PS_DROP_MSG", "5"}});
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
