@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,6 +46,8 @@ class Operation {
   std::string error;
   bool done = false;
   bool abandoned = false;  // timed out: late answers are ignored
+  // Told once, after done is set; may be empty.
+  std::function<void()> on_done;
 };
 
 class PushPullClient {
@@ -53,8 +56,9 @@ class PushPullClient {
                  int op_timeout_s);
 
   // Starts a push_pull; throws caravan::Error for misuse found up front.
+  // `on_done` runs on a van thread when the operation ends.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
-                                    int priority);
+                                    int priority, std::function<void()> on_done = {});
   // 1 done, 0 pending, or the negative error (message in *error).
   int poll(Operation& op, std::string* error);
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.
