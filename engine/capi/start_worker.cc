@@ -5,6 +5,7 @@
 #include "engine/base/log.h"
 #include "engine/core/config.h"
 #include "engine/local/local_config.h"
+#include "engine/local/local_worker.h"
 #include "engine/local/solo_worker.h"
 #include "engine/worker/job_member.h"
 #include "engine/worker/worker.h"
@@ -23,9 +24,7 @@ std::unique_ptr<Worker> start_worker() {
                                        ": caravan_init() joins as a worker; run the " +
                                        role_name(config.role) + " with caravan-server");
   CARAVAN_LOG(INFO) << plan.reason;
-  if (plan.local_group)
-    throw config_error("BYTEPS_LOCAL_SIZE=" + std::to_string(local.local_size) +
-                       ": several worker processes per machine are not supported yet");
+  if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);
   if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
   Log::set_node_label("worker 0");
   return std::make_unique<SoloWorker>();

@@ -1,6 +1,7 @@
 #include "engine/local/tensor_registry.h"
 
 #include "engine/base/error.h"
+#include "engine/local/tensor_segment.h"
 #include "engine/reducer/reducer.h"
 
 namespace caravan {

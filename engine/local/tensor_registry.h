@@ -12,6 +12,8 @@
 
 namespace caravan {
 
+class TensorSegment;
+
 struct LocalTensor {
   LocalTensor(std::string n, size_t c, int d);
   ~LocalTensor();
@@ -24,6 +26,8 @@ struct LocalTensor {
   bool in_flight = false;
   int failure_code = 0;  // once it failed for good, every later use fails so
   std::string failure;
+  // Set at first use, then left alone (local groups only).
+  std::unique_ptr<TensorSegment> segment;
 };
 
 class TensorRegistry {
