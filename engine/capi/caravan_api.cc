@@ -7,25 +7,18 @@
 #include "caravan/caravan.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/core/node.h"
 #include "engine/reducer/reducer.h"
-#include "engine/worker/push_pull.h"
+#include "engine/worker/worker.h"
 
 struct caravan_handle_s {
-  std::shared_ptr<caravan::Operation> op;
+  std::shared_ptr<caravan::Worker::Op> op;
 };
 
 namespace caravan {
 namespace {
 
-struct WorkerState {
-  JobConfig config;
-  std::unique_ptr<Node> node;
-  std::unique_ptr<PushPullClient> client;
-};
-
 std::mutex g_mu;  // guards g_state's lifetime (init/shutdown)
-std::shared_ptr<WorkerState> g_state;
+std::shared_ptr<Worker> g_state;
 
 thread_local int t_code = 0;
 thread_local std::string t_message;
@@ -37,7 +30,7 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
-std::shared_ptr<WorkerState> state() {
+std::shared_ptr<Worker> state() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_state;
 }
@@ -106,30 +99,14 @@ int caravan_init(void) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
     Log::configure_from_env();
-    auto s = std::make_shared<WorkerState>();
-    s->config = JobConfig::from_env();
-    if (s->config.role != Role::kWorker)
-      return fail(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(s->config.role) +
-                                         ": caravan_init() joins as a worker; run the " +
-                                         role_name(s->config.role) + " with caravan-server");
-    NodeOptions options;
-    options.on_request = [](KVMessage&& req) {
-      CARAVAN_LOG(WARNING) << "worker: dropping a request from node " << req.head.sender << " ("
-                           << req.peer << "): workers serve no requests";
-    };
-    s->node = std::make_unique<Node>(s->config, std::move(options));
-    std::vector<ServerAddress> servers;
-    for (const NodeInfo* n : s->node->nodes_of(Role::kServer))
-      servers.push_back(ServerAddress{n->id, n->describe()});
-    s->client = std::make_unique<PushPullClient>(s->node->kv(), std::move(servers), s->config);
-    g_state = std::move(s);
+    g_state = start_worker();
     return 0;
   });
 }
 
 int caravan_shutdown(void) {
   return guarded([]() -> int {
-    std::shared_ptr<WorkerState> s;
+    std::shared_ptr<Worker> s;
     {
       std::lock_guard<std::mutex> lock(g_mu);
       s.swap(g_state);
@@ -137,25 +114,23 @@ int caravan_shutdown(void) {
     if (!s) return not_initialized();
     int rc = 0;
     try {
-      s->client->drain();
-      s->node->leave(s->config.op_timeout_s);
+      s->leave();
     } catch (const Error& e) {
       rc = fail(e.code(), e.what());
     }
-    s->client.reset();
-    s->node.reset();
+    s.reset();
     return rc;
   });
 }
 
 int caravan_rank(void) {
   auto s = state();
-  return s ? s->node->self().rank : not_initialized();
+  return s ? s->rank() : not_initialized();
 }
 
 int caravan_size(void) {
   auto s = state();
-  return s ? s->config.num_workers : not_initialized();
+  return s ? s->size() : not_initialized();
 }
 
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -167,7 +142,7 @@ int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_
     auto s = state();
     if (!s) return not_initialized();
     auto h = std::make_unique<caravan_handle_s>();
-    h->op = s->client->submit(name, data, count, dtype, priority);
+    h->op = s->submit(name, data, count, dtype, priority);
     *out = h.release();
     return 0;
   });
@@ -187,7 +162,7 @@ int caravan_poll(caravan_handle h) {
     auto s = state();
     if (!s) return not_initialized();
     std::string error;
-    int rc = s->client->poll(*h->op, &error);
+    int rc = s->poll(*h->op, &error);
     return rc < 0 ? fail(rc, error) : rc;
   });
 }
@@ -199,7 +174,7 @@ int caravan_wait(caravan_handle h) {
     auto s = state();
     if (!s) return not_initialized();
     std::string error;
-    int rc = s->client->wait(*owned->op, &error);
+    int rc = s->wait(*owned->op, &error);
     return rc < 0 ? fail(rc, error) : 0;
   });
 }

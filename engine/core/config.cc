@@ -62,14 +62,17 @@ void resolve_van(JobConfig& cfg) {
   if (rdma) cfg.van_source = "DMLC_ENABLE_RDMA=" + *rdma;
 }
 
-JobConfig JobConfig::from_env(std::optional<Role> forced_role) {
+JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_servers) {
   JobConfig c;
   c.role = forced_role ? *forced_role
                        : parse_role(env::required("DMLC_ROLE", "scheduler, server or worker"));
-  c.root_uri = env::required("DMLC_PS_ROOT_URI", "the scheduler's address");
-  c.root_port = static_cast<int>(env::required_integer("DMLC_PS_ROOT_PORT", 1, 65535));
+  std::optional<int64_t> absent;
+  if (without_servers) absent = 0;
+  c.root_uri = without_servers ? env::get("DMLC_PS_ROOT_URI").value_or("")
+                               : env::required("DMLC_PS_ROOT_URI", "the scheduler's address");
+  c.root_port = static_cast<int>(env::integer("DMLC_PS_ROOT_PORT", 1, 65535, absent));
   c.num_workers = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
-  c.num_servers = static_cast<int>(env::required_integer("DMLC_NUM_SERVER", 1, 1 << 20));
+  c.num_servers = static_cast<int>(env::integer("DMLC_NUM_SERVER", 1, 1 << 20, absent));
   if (c.role == Role::kWorker) {
     if (auto id = env::get("DMLC_WORKER_ID"))
       c.preferred_rank =

@@ -42,7 +42,11 @@ struct JobConfig {
 
   // Reads and checks every variable; throws a CARAVAN_ERR_CONFIG error
   // naming the first variable at fault. `forced_role` skips DMLC_ROLE.
-  static JobConfig from_env(std::optional<Role> forced_role = std::nullopt);
+  // `without_servers`: a worker that needs no scheduler or server (one
+  // machine), so DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT and DMLC_NUM_SERVER
+  // are optional (still checked when set).
+  static JobConfig from_env(std::optional<Role> forced_role = std::nullopt,
+                            bool without_servers = false);
 };
 
 // Maps DMLC_ENABLE_RDMA / CARAVAN_VAN to a van plugin name or path.

@@ -55,14 +55,21 @@ class PluginReducer final : public Reducer {
   }
   const std::string& description() const override { return description_; }
   void sum(void* dst, const void* src, size_t count, caravan_dtype dtype) override {
-    caravan_status s = ops_->sum(ctx_, dst, src, count, dtype, nullptr);
+    check(ops_->sum(ctx_, dst, src, count, dtype, nullptr), count, dtype);
+  }
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                caravan_dtype dtype) override {
+    check(ops_->sum_many(ctx_, dst, srcs, num_srcs, count, dtype, nullptr), count, dtype);
+  }
+
+ private:
+  void check(caravan_status s, size_t count, caravan_dtype dtype) const {
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_INTERNAL, "reducer '" + description_ + "' failed to sum " +
                                             std::to_string(count) + " " + dtype_name(dtype) +
                                             ": " + describe_plugin_failure(s));
   }
 
- private:
   std::unique_ptr<PluginLibrary> lib_;
   const caravan_reducer_ops_v1* ops_;
   HostServices host_;

@@ -17,6 +17,10 @@ class Reducer {
   virtual const std::string& description() const = 0;
   // dst += src; throws on failure.
   virtual void sum(void* dst, const void* src, size_t count, caravan_dtype dtype) = 0;
+  // dst = srcs[0] + ... + srcs[num_srcs - 1] in one pass over memory; dst
+  // may be srcs[0]; throws on failure.
+  virtual void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                        caravan_dtype dtype) = 0;
 };
 
 // Size in bytes of one element; 0 for an invalid dtype.

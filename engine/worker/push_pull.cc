@@ -55,7 +55,8 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
 }
 
 std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
-                                                  size_t count, int dtype, int priority) {
+                                                  size_t count, int dtype, int priority,
+                                                  std::function<void()> on_done) {
   std::shared_ptr<Operation> op;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -68,6 +69,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op = std::make_shared<Operation>(&plan, static_cast<char*>(data));
     op->events_left = 2 * plan.partitions.size();
     op->answered.assign(plan.partitions.size(), false);
+    op->on_done = std::move(on_done);
   }
   {
     std::lock_guard<std::mutex> lock(send_mu_);
@@ -201,6 +203,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
   }
   idle_cv_.notify_all();
   op.cv.notify_all();
+  if (op.on_done) op.on_done();
 }
 
 int PushPullClient::poll(Operation& op, std::string* error) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,8 @@ class Operation {
   std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
   long long first_answer_us = -1;
   long long last_sent_us = -1;
+  // Told once, after done is set; may be empty.
+  std::function<void()> on_done;
 };
 
 class PushPullClient {
@@ -62,8 +65,9 @@ class PushPullClient {
   PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
 
   // Starts a push_pull; throws caravan::Error for misuse found up front.
+  // `on_done` runs on a van thread when the operation ends.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
-                                    int priority);
+                                    int priority, std::function<void()> on_done = {});
   // 1 done, 0 pending, or the negative error (message in *error).
   int poll(Operation& op, std::string* error);
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.

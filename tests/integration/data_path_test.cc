@@ -57,6 +57,7 @@ std::string order_with_credit(const std::string& credit) {
     s.set_env.push_back({"PS_VERBOSE", "2"});
     s.set_env.push_back({"BYTEPS_SCHEDULING_CREDIT", credit});
     s.set_env.push_back({"BYTEPS_PARTITION_BYTES", "67108864"});
+    s.set_env.push_back({"BYTEPS_FORCE_DISTRIBUTED", "1"});
     s.timeout_s = 120;
     return s;
   };

@@ -28,6 +28,7 @@ struct Job {
       if (role == "worker") s.argv = {bin, "100000", "10000"};  // runs until stopped
       s.set_env = node_env(role, port, num_workers, num_servers);
       s.set_env.push_back({"PS_VERBOSE", "1"});
+      s.set_env.push_back({"BYTEPS_FORCE_DISTRIBUTED", "1"});  // a 1-worker job uses its server
       s.set_env.push_back({"PS_HEARTBEAT_INTERVAL", "1"});
       s.set_env.push_back({"PS_HEARTBEAT_TIMEOUT", std::to_string(kHeartbeatTimeout)});
       return s;

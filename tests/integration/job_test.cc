@@ -90,7 +90,8 @@ TEST(BadEnvironment, MalformedWorkerCountIsNamed) {
 TEST(BadEnvironment, MissingRootUriIsNamedByAWorker) {
   ProcessSpec spec;
   spec.argv = {SUM_CHECK_WORKER_BIN};
-  for (auto& kv : node_env("worker", free_port(), 1, 1))
+  // Two workers: a single one needs no scheduler, so no address either.
+  for (auto& kv : node_env("worker", free_port(), 2, 1))
     if (kv.first != "DMLC_PS_ROOT_URI") spec.set_env.push_back(kv);
   spec.unset_env = {"DMLC_PS_ROOT_URI"};
   spec.timeout_s = 10;
@@ -144,6 +145,7 @@ TEST(BadEnvironment, AWorkerWithoutAJobGivesUpAtTheDeadline) {
   ProcessSpec spec;
   spec.argv = {SUM_CHECK_WORKER_BIN};
   spec.set_env = node_env("worker", free_port(), 1, 1);
+  spec.set_env.push_back({"BYTEPS_FORCE_DISTRIBUTED", "1"});
   spec.set_env.push_back({"CARAVAN_CONNECT_TIMEOUT", "2"});
   spec.timeout_s = 10;
   ProcessResult r = run_process(spec);

@@ -30,7 +30,8 @@ const char kUsage[] =
     "\n"
     "Starts one scheduler, M servers and N workers on this machine, prefixes\n"
     "their output with their role and waits for them. If one fails, the\n"
-    "others are stopped.\n"
+    "others are stopped. Workers get BYTEPS_FORCE_DISTRIBUTED=1, so even a\n"
+    "single worker uses the scheduler and servers started for it.\n"
     "\n"
     "options:\n"
     "  --workers N        number of workers (default 1)\n"
@@ -215,7 +216,7 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
   // Set per child below; a stale value inherited from the shell would lie.
   static const std::set<std::string> kManaged = {
       "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
-      "DMLC_NUM_SERVER", "DMLC_WORKER_ID",   "CARAVAN_SERVER_ID"};
+      "DMLC_NUM_SERVER", "DMLC_WORKER_ID",   "CARAVAN_SERVER_ID", "BYTEPS_FORCE_DISTRIBUTED"};
   std::vector<std::string> base;
   bool have_node_host = false;
   for (char** e = environ; *e; ++e) {
@@ -248,8 +249,10 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
         {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(j)});
   }
   for (int i = 0; i < o.workers; ++i) {
+    // The launcher starts a scheduler and servers, so even a single worker
+    // must use them instead of summing alone.
     add("worker " + std::to_string(i), o.command,
-        {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i)});
+        {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i), "BYTEPS_FORCE_DISTRIBUTED=1"});
   }
   return plan;
 }

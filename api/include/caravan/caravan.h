@@ -54,7 +54,11 @@ typedef struct caravan_handle_s* caravan_handle;
 
 /* Joins the job the environment describes as a worker: loads the van,
  * registers with the scheduler, connects to the servers and waits at the
- * start-up barrier. Blocks up to CARAVAN_CONNECT_TIMEOUT seconds.
+ * start-up barrier. Blocks up to CARAVAN_CONNECT_TIMEOUT seconds. With
+ * DMLC_NUM_WORKER=1 it needs no scheduler or server (unless
+ * BYTEPS_FORCE_DISTRIBUTED=1); with BYTEPS_LOCAL_SIZE > 1 it first meets
+ * the other worker processes of this machine, and only local rank 0 joins
+ * the scheduler and servers.
  * Errors: CONFIG (names the variable and value), PLUGIN (lists every path
  * tried), TIMEOUT (names the missing nodes), PEER_LOST, STATE (already
  * initialised). */
@@ -67,10 +71,12 @@ int caravan_init(void);
  * PEER_LOST (the job still ends for this process). */
 int caravan_shutdown(void);
 
-/* This worker's rank in 0..size-1, or NOT_INITIALIZED. Never blocks. */
+/* This worker's rank in 0..size-1 (machine * BYTEPS_LOCAL_SIZE + local
+ * rank), or NOT_INITIALIZED. Never blocks. */
 int caravan_rank(void);
 
-/* The number of workers in the job, or NOT_INITIALIZED. Never blocks. */
+/* The number of worker processes in the job (DMLC_NUM_WORKER *
+ * BYTEPS_LOCAL_SIZE), or NOT_INITIALIZED. Never blocks. */
 int caravan_size(void);
 
 /* Sums `data` (count elements of dtype) over all workers, in place: on

@@ -1,0 +1,33 @@
+// Chooses how this worker takes part in the job (through the servers, alone,
+// or with the other processes of its machine) from the environment.
+#include "engine/base/env.h"
+#include "engine/base/error.h"
+#include "engine/base/log.h"
+#include "engine/core/config.h"
+#include "engine/local/local_config.h"
+#include "engine/local/local_worker.h"
+#include "engine/local/solo_worker.h"
+#include "engine/worker/job_member.h"
+#include "engine/worker/worker.h"
+
+namespace caravan {
+
+std::unique_ptr<Worker> start_worker() {
+  // The job's shape decides which other variables are required, so it is
+  // read first.
+  int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
+  LocalConfig local = LocalConfig::from_env();
+  WorkerPlan plan = plan_worker(machines, local);
+  JobConfig config = JobConfig::from_env(std::nullopt, !plan.joins_job);
+  if (config.role != Role::kWorker)
+    throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
+                                       ": caravan_init() joins as a worker; run the " +
+                                       role_name(config.role) + " with caravan-server");
+  CARAVAN_LOG(INFO) << plan.reason;
+  if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);
+  if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
+  Log::set_node_label("worker 0");
+  return std::make_unique<SoloWorker>();
+}
+
+}  // namespace caravan

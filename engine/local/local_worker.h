@@ -1,0 +1,77 @@
+// A worker process of a machine with BYTEPS_LOCAL_SIZE > 1. Local rank 0
+// sums the machine's contributions with the job's reducer, push_pulls that
+// sum through the servers when there is a job (DMLC_NUM_WORKER > 1 or
+// BYTEPS_FORCE_DISTRIBUTED=1), and hands the result back through shared
+// memory; the other local ranks copy their data in and the result out.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/core/config.h"
+#include "engine/local/local_config.h"
+#include "engine/local/local_group.h"
+#include "engine/local/tensor_registry.h"
+#include "engine/reducer/reducer.h"
+#include "engine/worker/job_member.h"
+#include "engine/worker/worker.h"
+
+namespace caravan {
+
+class LocalWorker final : public Worker {
+ public:
+  // Meets the other local ranks (and, on local rank 0 with `joins_job`,
+  // joins the job). Throws caravan::Error; the other local ranks then fail
+  // with the reason too.
+  LocalWorker(const JobConfig& config, const LocalConfig& local, bool joins_job);
+  ~LocalWorker() override;
+
+  std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
+                             int priority) override;
+  int poll(Op& op, std::string* error) override;
+  int wait(Op& op, std::string* error) override;
+  void leave() override;
+  int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
+  int size() const override { return num_machines_ * group_->local_size(); }
+
+ private:
+  struct LocalOp;
+  bool is_root() const { return group_->local_rank() == 0; }
+  std::string overdue(const LocalOp& op, const std::vector<int>& missing) const;
+  std::string within_op_timeout() const;
+  std::string deserted(const LocalOp& op, std::vector<int>* missing) const;
+
+  // Local rank 0: the machine-sum thread takes each op from gathering to
+  // summed to (through the servers) published.
+  void run_machine_sum();
+  void stop_machine_sum();
+  bool advance(const std::shared_ptr<LocalOp>& op);
+  void publish(LocalOp& op, int code, const std::string& error);
+  void complete(LocalOp& op, int code, const std::string& error);
+
+  // The other local ranks: wait for the result (or, without `block`, only
+  // look) and copy it out. 0, a negative error, or kPending.
+  int collect(LocalOp& op, bool block, std::string* error);
+  void drain();
+
+  JobConfig config_;
+  bool joins_job_;
+  int num_machines_;
+  int machine_rank_ = 0;
+  std::unique_ptr<LocalGroup> group_;
+  std::unique_ptr<Reducer> reducer_;   // local rank 0
+  std::unique_ptr<JobMember> member_;  // local rank 0 of a job with servers
+  TensorRegistry tensors_;
+
+  // pending_, stop_ and every op's result; taken before the registry's mutex when both are.
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::vector<std::shared_ptr<LocalOp>> pending_;  // local rank 0: not yet done
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace caravan

@@ -1,0 +1,56 @@
+#include "engine/worker/job_member.h"
+
+#include "engine/base/log.h"
+
+namespace caravan {
+
+JobMember::JobMember(const JobConfig& config, std::function<void(const std::string&)> on_failure)
+    : op_timeout_s_(config.op_timeout_s) {
+  NodeOptions options;
+  options.on_request = [](KVMessage&& req) {
+    CARAVAN_LOG(WARNING) << "worker: dropping a request from node " << req.head.sender << " ("
+                         << req.peer << "): workers serve no requests";
+  };
+  options.on_failure = std::move(on_failure);
+  node_ = std::make_unique<Node>(config, std::move(options));
+  std::vector<ServerAddress> servers;
+  for (const NodeInfo* n : node_->nodes_of(Role::kServer))
+    servers.push_back(ServerAddress{n->id, n->describe()});
+  client_ = std::make_unique<PushPullClient>(node_->kv(), std::move(servers), config);
+}
+
+JobMember::~JobMember() {
+  // The node first: stopping it may still settle sends in flight, which
+  // reports to the client.
+  node_.reset();
+  client_.reset();
+}
+
+void JobMember::leave() {
+  client_->drain();
+  node_->leave(op_timeout_s_);
+}
+
+namespace {
+
+struct RemoteOp final : Worker::Op {
+  explicit RemoteOp(std::shared_ptr<Operation> o) : op(std::move(o)) {}
+  std::shared_ptr<Operation> op;
+};
+
+}  // namespace
+
+std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, void* data,
+                                                      size_t count, int dtype, int priority) {
+  return std::make_shared<RemoteOp>(member_.client().submit(name, data, count, dtype, priority));
+}
+
+int DistributedWorker::poll(Op& op, std::string* error) {
+  return member_.client().poll(*static_cast<RemoteOp&>(op).op, error);
+}
+
+int DistributedWorker::wait(Op& op, std::string* error) {
+  return member_.client().wait(*static_cast<RemoteOp&>(op).op, error);
+}
+
+}  // namespace caravan
