@@ -88,8 +88,10 @@ for pid in $(pgrep -P "$launcher"); do
   esac
 done
 [ "${#label_of[@]}" -eq $((workers + servers + 1)) ] ||
-  fail "found ${#label_of[@]} job processes under caravan-launch, expected $((workers + servers + 1))"
-mapfile -t pids < <(for p in "${!label_of[@]}"; do echo "${label_of[$p]} $p"; done | sort | cut -d' ' -f2)
+  fail "found ${#label_of[@]} job processes under caravan-launch," \
+    "expected $((workers + servers + 1))"
+mapfile -t pids < <(for p in "${!label_of[@]}"; do echo "${label_of[$p]} $p"; done |
+  sort | cut -d' ' -f2)
 echo "soak: $workers workers, $servers servers, seed $seed, ${seconds} s; sampling VmRSS of" \
   "$(for p in "${pids[@]}"; do printf '%s (pid %s) ' "${label_of[$p]}" "$p"; done)"
 
@@ -111,9 +113,10 @@ while :; do
     for line in "${status_lines[@]}"; do
       [[ $line =~ ^VmRSS:[[:space:]]+([0-9]+) ]] && { rss=${BASH_REMATCH[1]}; break; }
     done
+    elapsed_ms=$(( (now_us - t0_us) / 1000 ))
     [ -n "$rss" ] ||
-      fail "${label_of[$pid]} (pid $pid) exited during the soak, at $(( (now_us - t0_us) / 1000000 )) s"
-    echo "$(( (now_us - t0_us) / 1000 )) ${label_of[$pid]} $rss" >>"$samples"
+      fail "${label_of[$pid]} (pid $pid) exited during the soak, at $((elapsed_ms / 1000)) s"
+    echo "$elapsed_ms ${label_of[$pid]} $rss" >>"$samples"
   done
   sleep "$period"
 done
@@ -132,7 +135,8 @@ grep 'soak-worker [0-9]*: .*all sums exact' "$log"
 # little is in flight: memory never given back raises it. Growth is the
 # floor of the last 20% of the run against the floor of the 20% right after
 # the warm-up.
-awk -v total="$((seconds * 1000 - sample_margin_ms))" -v warm_pct="$warmup_pct" -v limit="$limit_pct" '
+awk -v total="$((seconds * 1000 - sample_margin_ms))" -v warm_pct="$warmup_pct" \
+  -v limit="$limit_pct" '
   function floor_of(p, w,   n, i, j, v, a) {
     n = count[p, w]
     for (i = 1; i <= n; ++i) {
@@ -151,12 +155,14 @@ awk -v total="$((seconds * 1000 - sample_margin_ms))" -v warm_pct="$warmup_pct" 
     else next
     kb[p, w, ++count[p, w]] = $3 }
   END {
-    printf "%-10s %10s %14s %14s %14s %8s\n", "process", "first kB", "start kB", "end kB", "peak kB", "growth"
+    printf "%-10s %10s %14s %14s %14s %8s\n",
+           "process", "first kB", "start kB", "end kB", "peak kB", "growth"
     status = 0
     for (i = 1; i <= n; ++i) {
       p = order[i]
       if (count[p, "early"] < 10 || count[p, "late"] < 10) {
-        printf "soak: FAIL: too few samples of %s to judge (%d after the warm-up, %d at the end)\n", p, count[p, "early"], count[p, "late"]
+        printf "soak: FAIL: too few samples of %s to judge (%d after the warm-up, %d at the end)\n",
+               p, count[p, "early"], count[p, "late"]
         status = 1
         continue
       }
@@ -164,11 +170,14 @@ awk -v total="$((seconds * 1000 - sample_margin_ms))" -v warm_pct="$warmup_pct" 
       g = 100 * (end - start) / start
       printf "%-10s %10d %14d %14d %14d %7.2f%%\n", p, first[p], start, end, peak[p], g
       if (g >= limit) {
-        printf "soak: FAIL: %s grew %.2f%% after the warm-up: its RSS floor went from %d kB to %d kB (limit %d%%)\n", p, g, start, end, limit
+        printf "soak: FAIL: %s grew %.2f%% after the warm-up: its RSS floor went from %d kB" \
+               " to %d kB (limit %d%%)\n", p, g, start, end, limit
         status = 1
       }
     }
-    printf "(first: at time zero; start, end: the floor, the 10th percentile of RSS, over %d%%-%d%% and %d%%-100%% of the run; peak: the most after the warm-up)\n", warm_pct, 2 * warm_pct, 100 - warm_pct
+    printf "(first: at time zero; start, end: the floor, the 10th percentile of RSS, over" \
+           " %d%%-%d%% and %d%%-100%% of the run; peak: the most after the warm-up)\n",
+           warm_pct, 2 * warm_pct, 100 - warm_pct
     exit status
-  }' "$samples" || { echo "soak: FAIL: memory grew after the warm-up"; exit 1; }
+  }' "$samples" || exit 1
 echo "soak: OK: no process grew ${limit_pct}% or more after the ${warmup_pct}% warm-up"

@@ -23,7 +23,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <caravan/caravan.h>
-
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,9 +47,15 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-#define CHECK_RC(call, round) do { int rc_ = (call); if (rc_ != 0) { \
-  fprintf(stderr, "soak-worker: round %ld: %s failed: %s\n", (long)(round), #call, \
-          caravan_strerror(rc_)); return 1; } } while (0)
+#define CHECK_RC(call, round)                                                          \
+  do {                                                                                 \
+    int rc_ = (call);                                                                  \
+    if (rc_ != 0) {                                                                    \
+      fprintf(stderr, "soak-worker: round %ld: %s failed: %s\n", (long)(round), #call, \
+              caravan_strerror(rc_));                                                  \
+      return 1;                                                                        \
+    }                                                                                  \
+  } while (0)
 
 typedef struct {
   char name[32];
@@ -83,7 +88,10 @@ int main(int argc, char** argv) {
     pool[t].count = bytes / 4 ? bytes / 4 : 1;
     pool[t].dtype = t % 2 ? CARAVAN_INT32 : CARAVAN_FLOAT32;
     pool[t].data = malloc(pool[t].count * 4);
-    if (!pool[t].data) { fprintf(stderr, "soak_worker: out of memory\n"); return 1; }
+    if (!pool[t].data) {
+      fprintf(stderr, "soak_worker: out of memory\n");
+      return 1;
+    }
     snprintf(pool[t].name, sizeof pool[t].name, "soak.t%d", t);
     pool_bytes += pool[t].count * 4;
   }
@@ -107,8 +115,10 @@ int main(int argc, char** argv) {
       if (!x->in_round) continue;
       for (size_t i = 0; i < x->count; ++i) {
         int v = value(rank, i, round);
-        if (x->dtype == CARAVAN_INT32) ((int32_t*)x->data)[i] = v;
-        else ((float*)x->data)[i] = (float)v;
+        if (x->dtype == CARAVAN_INT32)
+          ((int32_t*)x->data)[i] = v;
+        else
+          ((float*)x->data)[i] = (float)v;
       }
       CHECK_RC(caravan_push_pull_async(x->name, x->data, x->count, x->dtype, 0, &x->handle), round);
     }
@@ -120,10 +130,12 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < x->count; ++i) {
         long want = 0;
         for (int r = 0; r < size; ++r) want += value(r, i, round);
-        long got = x->dtype == CARAVAN_INT32 ? (long)((int32_t*)x->data)[i]
-                                             : (long)((float*)x->data)[i];
+        long got =
+            x->dtype == CARAVAN_INT32 ? (long)((int32_t*)x->data)[i] : (long)((float*)x->data)[i];
         if (got != want) {
-          fprintf(stderr, "soak-worker %d: round %ld tensor %s (%zu elements): element %zu is %ld, expected %ld\n",
+          fprintf(stderr,
+                  "soak-worker %d: round %ld tensor %s (%zu elements): element %zu is %ld, "
+                  "expected %ld\n",
                   rank, round, x->name, x->count, i, got, want);
           return 1;
         }
