@@ -172,6 +172,21 @@ TEST(WireHeader, RejectsSegmentOverTheLimit) {
   EXPECT_NE(refusal(buf, sizeof buf, 1ull << 32).find("4294967297"), std::string::npos);
 }
 
+TEST(WireHeader, PlausiblePrefixRefusesAStreamThatCannotBeOurs) {
+  uint8_t buf[kHeaderBytes];
+  encode(sample(), buf);
+  std::string why;
+  for (size_t len = 0; len <= kHeaderBytes; ++len)
+    EXPECT_TRUE(plausible_prefix(buf, len, &why)) << len << " bytes: " << why;
+  const char* http = "GET / HTTP/1.1";
+  EXPECT_FALSE(plausible_prefix(http, 1, &why));
+  EXPECT_NE(why.find("byte 0 is 0x47"), std::string::npos) << why;
+  buf[6] = 99;  // unknown type, known as soon as 8 bytes are in
+  EXPECT_TRUE(plausible_prefix(buf, 7, &why));
+  EXPECT_FALSE(plausible_prefix(buf, 8, &why));
+  EXPECT_NE(why.find("unknown message type 99"), std::string::npos) << why;
+}
+
 TEST(WireBytes, WriterReaderRoundTrip) {
   Writer w;
   w.u8(0xFE);
