@@ -243,6 +243,20 @@ TEST(WireBytes, ReaderRefusesOversizedStrings) {
   Reader r3(w.bytes().data(), w.bytes().size());
   EXPECT_THROW(r3.str(4999), std::runtime_error);
 
+  // A refused string consumes nothing, like every other failed read: the
+  // length is still there to read (found by wire_fuzz).
+  Reader r5(w.bytes().data(), w.bytes().size());
+  EXPECT_THROW(r5.str(10), std::runtime_error);
+  EXPECT_EQ(r5.u64(), 5000u);
+  Writer cut;
+  cut.u64(6);
+  cut.u8('a');
+  Reader r6(cut.bytes().data(), cut.bytes().size());
+  EXPECT_THROW(r6.str(), std::runtime_error);
+  EXPECT_EQ(r6.u64(), 6u);
+  EXPECT_EQ(r6.u8(), 'a');
+  EXPECT_TRUE(r6.done());
+
   // A declared length far beyond the body must not be trusted.
   Writer huge;
   huge.u64(UINT64_MAX);
