@@ -1,5 +1,8 @@
 #include "engine/server/push_pull_request.h"
 
+#include <cstring>
+
+#include "engine/control/node_info.h"
 #include "engine/reducer/reducer.h"
 
 namespace caravan {
@@ -7,8 +10,10 @@ namespace caravan {
 bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequest* out,
                              std::string* why) {
   const wire::Header& h = req.head;
-  int rank = (h.sender - 9) / 2;
-  if (h.sender < 9 || h.sender % 2 == 0 || rank >= num_workers) {
+  // The sender is checked before any arithmetic on it: a stranger's
+  // INT_MIN would overflow the rank computation.
+  if (h.sender < worker_id(0) || h.sender > worker_id(num_workers - 1) ||
+      (h.sender - worker_id(0)) % 2 != 0) {
     *why = "node " + std::to_string(h.sender) + " is not a worker of this job";
     return false;
   }
@@ -28,8 +33,10 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
            " value bytes is not a whole number of elements";
     return false;
   }
-  out->rank = rank;
-  out->key = *req.keys.as<uint64_t>();
+  out->rank = (h.sender - worker_id(0)) / 2;
+  // The van ABI promises no alignment: a van may hand over segments packed
+  // at any offset.
+  std::memcpy(&out->key, req.keys.data, sizeof out->key);
   out->element_bytes = esize;
   out->count = req.vals.len / esize;
   return true;

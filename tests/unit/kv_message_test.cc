@@ -2,6 +2,7 @@
 // summation server's checks in parse_push_pull_request.
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -80,6 +81,36 @@ TEST(KVMessage, RefusesAMessageForAnotherNode) {
   std::string why;
   EXPECT_FALSE(decode_kv_message(r.segs, 4, server_id(1), &m, &why));
   EXPECT_NE(why.find("addressed to node 8, this is node 10"), std::string::npos) << why;
+}
+
+// Regression (kv_fuzz): the rank was computed as (sender - 9) / 2 before
+// the sender was checked, a signed overflow for a sender near INT_MIN.
+TEST(PushPullRequest, RefusesSendersThatAreNoWorkerWithoutOverflow) {
+  for (int sender : {INT_MIN, INT_MIN + 8, -1, 0, 8, server_id(0), worker_id(2), INT_MAX}) {
+    Received r(push_pull(sender), key(1), std::vector<uint8_t>(16, 1));
+    KVMessage m;
+    std::string why;
+    ASSERT_TRUE(decode_kv_message(r.segs, 4, server_id(0), &m, &why)) << why;
+    PushPullRequest req;
+    EXPECT_FALSE(parse_push_pull_request(m, 2, &req, &why)) << sender;
+    EXPECT_NE(why.find("node " + std::to_string(sender) + " is not a worker"), std::string::npos)
+        << why;
+  }
+}
+
+// Regression (kv_fuzz, under UBSan): the key was loaded through a
+// uint64_t pointer, but the van ABI promises no alignment.
+TEST(PushPullRequest, ReadsAKeyAtAnUnalignedAddress) {
+  for (size_t offset = 1; offset < 8; ++offset) {
+    Received r(push_pull(worker_id(0)), key(0xA1B2C3D4E5F60718ull), std::vector<uint8_t>(8, 1),
+               offset);
+    KVMessage m;
+    std::string why;
+    ASSERT_TRUE(decode_kv_message(r.segs, 4, server_id(0), &m, &why)) << why;
+    PushPullRequest req;
+    ASSERT_TRUE(parse_push_pull_request(m, 1, &req, &why)) << why;
+    EXPECT_EQ(req.key, 0xA1B2C3D4E5F60718ull) << "offset " << offset;
+  }
 }
 
 TEST(PushPullRequest, RefusesValuesThatAreNoWholeNumberOfElements) {
