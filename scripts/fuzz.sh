@@ -41,7 +41,7 @@ for t in "${targets[@]}"; do
     echo "fuzz.sh: $t FAILED; the input is in $build/artifacts/ (replay: $build/tests/fuzz/$t <file>)" >&2
     exit 1
   fi
-  grep -E '^stat::number_of_executed_runs|^stat::new_units_added' "$build/$t.log" | tr '\n' ' '
+  grep -E '^stat::number_of_executed_units|^stat::new_units_added' "$build/$t.log" | tr '\n' ' '
   echo
 done
 echo "fuzz.sh: ${#targets[@]} targets, ${seconds} s each, no crash"
