@@ -13,8 +13,8 @@
 
 namespace caravan {
 
-ControlHub::ControlHub(MessageHandler on_message, CloseHandler on_close)
-    : on_message_(std::move(on_message)), on_close_(std::move(on_close)) {
+ControlHub::ControlHub(ControlReceiver receiver, MessageHandler on_message, CloseHandler on_close)
+    : receiver_(receiver), on_message_(std::move(on_message)), on_close_(std::move(on_close)) {
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
     throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
 }
@@ -35,6 +35,7 @@ int ControlHub::adopt(int fd) {
   auto c = std::make_shared<Conn>();
   c->fd = fd;
   c->peer = net::peer_name(fd);
+  c->since = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   int id = next_id_++;
   conns_[id] = c;
@@ -73,6 +74,7 @@ bool ControlHub::send(int conn, wire::Header head, const std::vector<uint8_t>& b
     c = it->second;
   }
   head.seg_len[0] = body.size();
+  head.seg_len[1] = head.seg_len[2] = 0;
   uint8_t hdr[wire::kHeaderBytes];
   wire::encode(head, hdr);
   CARAVAN_VLOG(2) << "control: send type " << static_cast<int>(head.type) << " to " << c->peer;
@@ -94,6 +96,7 @@ void ControlHub::close(int conn) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = conns_.find(conn);
   if (it == conns_.end()) return;
+  it->second->closed = true;
   ::shutdown(it->second->fd, SHUT_RDWR);
   ::close(it->second->fd);
   conns_.erase(it);
@@ -115,14 +118,25 @@ void ControlHub::accept_one() {
   int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (fd < 0) return;
   int id = adopt(fd);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    conns_[id]->accepted = true;
+  }
   CARAVAN_VLOG(1) << "control: connection " << id << " from " << peer(id);
 }
 
-bool ControlHub::read_from(int id, Conn& c, std::string* why) {
+// Runs on the hub's thread, the only one that touches c.in, c.messages and
+// c.since.
+bool ControlHub::read_from(int id, Conn& c, std::string* why, bool* bad) {
   uint8_t buf[65536];
   ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
   if (n == 0) {
-    *why = "connection closed by peer";
+    if (c.in.buffered() > 0) {
+      *why = "connection closed in the middle of a message (" + c.in.describe_partial() + ")";
+      *bad = true;
+    } else {
+      *why = "connection closed by peer";
+    }
     return false;
   }
   if (n < 0) {
@@ -130,28 +144,89 @@ bool ControlHub::read_from(int id, Conn& c, std::string* why) {
     *why = std::string("read failed: ") + std::strerror(errno);
     return false;
   }
-  c.in.insert(c.in.end(), buf, buf + n);
-  while (c.in.size() >= wire::kHeaderBytes) {
-    wire::Header h;
-    std::string bad;
-    if (!wire::decode(c.in.data(), wire::kHeaderBytes, kMaxBody, &h, &bad)) {
-      // A byte stream cannot be resynchronised after a bad header.
-      *why = "malformed message: " + bad;
+  if (c.in.buffered() == 0 && c.messages > 0) c.since = Clock::now();
+  c.in.append(buf, static_cast<size_t>(n));
+  for (;;) {
+    wire::Header head;
+    std::vector<uint8_t> body;
+    std::string fault;
+    switch (c.in.next(&head, &body, &fault)) {
+      case FrameReader::Next::kNeedMore:
+        return true;
+      case FrameReader::Next::kMalformed:
+        *why = "malformed message: " + fault;
+        *bad = true;
+        return false;
+      case FrameReader::Next::kMessage:
+        break;
+    }
+    ControlMessage msg;
+    if (!parse_control_message(receiver_, head, body, &msg, &fault)) {
+      *why = "malformed message: " + fault;
+      *bad = true;
       return false;
     }
-    size_t total = wire::kHeaderBytes + h.seg_len[0];
-    if (c.in.size() < total) break;
-    std::vector<uint8_t> body(c.in.begin() + wire::kHeaderBytes, c.in.begin() + total);
-    c.in.erase(c.in.begin(), c.in.begin() + total);
-    on_message_(id, h, std::move(body));
+    ++c.messages;
+    // What is left in the buffer arrived with this read.
+    c.since = Clock::now();
+    CARAVAN_VLOG(2) << "control: received type " << static_cast<int>(head.type) << " from "
+                    << c.peer;
+    on_message_(id, std::move(msg));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (c.closed) return true;
   }
-  return true;
+}
+
+void ControlHub::drop(int id, Conn& c, const std::string& why, bool bad) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conns_.erase(id) == 0) return;
+    c.closed = true;
+  }
+  ::close(c.fd);
+  if (bad) {
+    CARAVAN_LOG(WARNING) << "control: dropping the connection from " << c.peer << ": " << why;
+  } else {
+    CARAVAN_VLOG(1) << "control: connection from " << c.peer << " ended: " << why;
+  }
+  on_close_(id, why);
+}
+
+int ControlHub::expire_stalled() {
+  if (stall_limit_s_ <= 0) return -1;
+  auto now = Clock::now();
+  auto limit = std::chrono::seconds(stall_limit_s_);
+  std::vector<std::pair<int, std::shared_ptr<Conn>>> stalled;
+  long long next_ms = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, c] : conns_) {
+      if (!c->accepted || (c->messages > 0 && c->in.buffered() == 0)) continue;
+      auto deadline = c->since + limit;
+      if (now >= deadline) {
+        stalled.emplace_back(id, c);
+        continue;
+      }
+      long long ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      if (next_ms < 0 || ms < next_ms) next_ms = ms;
+    }
+  }
+  for (auto& [id, c] : stalled) {
+    std::string why =
+        c->messages == 0 && c->in.buffered() == 0
+            ? "sent no message within " + std::to_string(stall_limit_s_) + " s of connecting"
+            : "stalled for " + std::to_string(stall_limit_s_) +
+                  " s in the middle of a message (" + c->in.describe_partial() + ")";
+    drop(id, *c, why, true);
+  }
+  return static_cast<int>(next_ms);
 }
 
 void ControlHub::loop() {
   std::vector<pollfd> fds;
   std::vector<int> ids;
   for (;;) {
+    int timeout_ms = expire_stalled();
     fds.clear();
     ids.clear();
     fds.push_back({wake_pipe_[0], POLLIN, 0});
@@ -168,7 +243,7 @@ void ControlHub::loop() {
         ids.push_back(id);
       }
     }
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
+    if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) return;
     for (size_t i = 0; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       if (ids[i] == 0) {
@@ -186,21 +261,8 @@ void ControlHub::loop() {
           c = it->second;
         }
         std::string why;
-        if (!read_from(ids[i], *c, &why)) {
-          bool known;
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            known = conns_.erase(ids[i]) > 0;
-          }
-          if (known) {
-            ::close(c->fd);
-            if (why.rfind("malformed", 0) == 0) {
-              CARAVAN_LOG(WARNING) << "control: dropping connection from " << c->peer << ": "
-                                   << why;
-            }
-            on_close_(ids[i], why);
-          }
-        }
+        bool bad = false;
+        if (!read_from(ids[i], *c, &why, &bad)) drop(ids[i], *c, why, bad);
       }
     }
   }

@@ -11,7 +11,7 @@ namespace caravan {
 SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
     : config_(config),
       on_failure_(std::move(on_failure)),
-      hub_([this](int, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(h, std::move(b)); },
+      hub_(ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
            [this](int, const std::string& why) {
              fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why);
            }),
@@ -58,24 +58,16 @@ void SchedulerLink::fail(const std::string& why) {
   if (on_failure_) on_failure_(why);
 }
 
-void SchedulerLink::on_message(const wire::Header& head, std::vector<uint8_t>&& body) {
+void SchedulerLink::on_message(ControlMessage&& msg) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_seen_ = std::chrono::steady_clock::now();
   }
+  const wire::Header& head = msg.head;
   switch (head.type) {
-    case wire::Type::kHeartbeat:
-      break;
     case wire::Type::kNodeTable: {
-      std::vector<NodeInfo> table;
-      try {
-        table = decode_node_table(body);
-      } catch (const std::exception& e) {
-        fail(std::string("malformed node table from the scheduler: ") + e.what());
-        return;
-      }
       std::lock_guard<std::mutex> lock(mu_);
-      table_ = std::move(table);
+      table_ = std::move(msg.table);
       my_id_ = head.recipient;
       have_table_ = true;
       cv_.notify_all();
@@ -88,11 +80,10 @@ void SchedulerLink::on_message(const wire::Header& head, std::vector<uint8_t>&& 
       break;
     }
     case wire::Type::kAbort:
-      fail("the scheduler aborted the job: " + std::string(body.begin(), body.end()));
+      fail("the scheduler aborted the job: " + msg.text);
       break;
-    default:
-      CARAVAN_LOG(WARNING) << "dropping unexpected control message type "
-                           << static_cast<int>(head.type) << " from the scheduler";
+    default:  // HEARTBEAT: being heard from is all it says
+      break;
   }
 }
 

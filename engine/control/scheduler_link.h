@@ -37,7 +37,7 @@ class SchedulerLink {
   std::string failure() const;
 
  private:
-  void on_message(const wire::Header& head, std::vector<uint8_t>&& body);
+  void on_message(ControlMessage&& msg);
   void fail(const std::string& why);
   std::string scheduler_name() const;
 

@@ -6,13 +6,13 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/wire/bytes.h"
 
 namespace caravan {
 
 SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self)
     : config_(config),
-      hub_([this](int c, const wire::Header& h, std::vector<uint8_t>&& b) { on_message(c, h, std::move(b)); },
+      hub_(ControlReceiver::kScheduler,
+           [this](int c, ControlMessage&& m) { on_message(c, std::move(m)); },
            [this](int c, const std::string& why) { on_closed(c, why); }),
       heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {
   if (self) {
@@ -83,43 +83,48 @@ void SchedulerService::abort_job(const std::string& why) {
   if (on_failure_) on_failure_(why);
 }
 
-void SchedulerService::on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body) {
+void SchedulerService::on_message(int conn, ControlMessage&& msg) {
   std::lock_guard<std::mutex> lock(mu_);
   last_seen_[conn] = std::chrono::steady_clock::now();
-  switch (head.type) {
-    case wire::Type::kHeartbeat:
-      break;
+  switch (msg.head.type) {
     case wire::Type::kRegister:
-      handle_register(conn, std::move(body));
+      handle_register(conn, msg.node);
       break;
     case wire::Type::kBarrier:
-      handle_barrier(conn, head);
+      handle_barrier(conn, msg.head);
       break;
-    default:
-      CARAVAN_LOG(WARNING) << "scheduler: dropping unexpected message type "
-                           << static_cast<int>(head.type) << " from " << hub_.peer(conn);
+    default:  // HEARTBEAT: being heard from is all it says
+      break;
   }
 }
 
-void SchedulerService::handle_register(int conn, std::vector<uint8_t>&& body) {
-  NodeInfo n;
-  try {
-    n = decode_register(body);
-  } catch (const std::exception& e) {
-    CARAVAN_LOG(WARNING) << "scheduler: dropping malformed registration from " << hub_.peer(conn)
-                         << ": " << e.what();
-    hub_.close(conn);
-    return;
+void SchedulerService::evict(int conn, const std::string& why) {
+  CARAVAN_LOG(WARNING) << "scheduler: dropping the connection from " << hub_.peer(conn) << ": "
+                       << why;
+  hub_.close(conn);
+  last_seen_.erase(conn);
+  for (auto* m : {&pending_, &nodes_}) {
+    auto it = m->find(conn);
+    if (it == m->end()) continue;
+    NodeInfo n = it->second;
+    m->erase(it);
+    abort_job("lost " + n.describe() + ": " + why);
   }
+}
+
+void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   auto refuse = [&](const std::string& why) {
-    CARAVAN_LOG(WARNING) << "scheduler: refusing " << n.describe() << ": " << why;
+    CARAVAN_LOG(WARNING) << "scheduler: refusing " << n.describe() << " connected from "
+                         << hub_.peer(conn) << ": " << why;
     wire::Header h;
     h.type = wire::Type::kAbort;
     std::vector<uint8_t> b(why.begin(), why.end());
     hub_.send(conn, h, b);
     hub_.close(conn);
+    last_seen_.erase(conn);
   };
-  if (n.role == Role::kScheduler) return refuse("a second scheduler tried to register");
+  if (pending_.count(conn) || nodes_.count(conn))
+    return evict(conn, "it registered a second time on one connection");
   if (table_sent_) return refuse("the job has already started with all its nodes");
   int have = 0;
   for (auto& [c, p] : pending_) have += p.role == n.role;
@@ -162,10 +167,7 @@ void SchedulerService::send_table() {
 
 void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
   int id = node_of(conn);
-  if (id == 0) {
-    CARAVAN_LOG(WARNING) << "scheduler: dropping barrier from unregistered " << hub_.peer(conn);
-    return;
-  }
+  if (id == 0) return evict(conn, "a barrier from a connection that is no node of the job (yet)");
   bool final = head.flags & wire::kFinal;
   int key = final ? -1 : head.cmd;
   barrier_arrived_[key].insert(id);
@@ -242,6 +244,10 @@ void SchedulerService::start() {
   // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
   // reach us, which may be a NAT or DNS name rather than a local address.
   hub_.listen("0.0.0.0", config_.root_port);
+  // Every node sends its registration as soon as it connects, and a node
+  // that stays silent this long counts as lost anyway: a connection that
+  // stalls for longer (in its first message or mid-message) is no node.
+  hub_.set_stall_limit(config_.heartbeat_timeout_s);
   hub_.start();
   heartbeat_.start();
   CARAVAN_VLOG(1) << "scheduler: listening on port " << config_.root_port << " for "

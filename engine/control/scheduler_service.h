@@ -12,6 +12,7 @@
 #include <string>
 
 #include "engine/control/control_hub.h"
+#include "engine/control/control_message.h"
 #include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
 #include "engine/core/config.h"
@@ -44,9 +45,12 @@ class SchedulerService {
   }
 
  private:
-  void on_message(int conn, const wire::Header& head, std::vector<uint8_t>&& body);
+  void on_message(int conn, ControlMessage&& msg);
   void on_closed(int conn, const std::string& why);
-  void handle_register(int conn, std::vector<uint8_t>&& body);
+  void handle_register(int conn, const NodeInfo& n);
+  // Closes a connection that broke the protocol; when it belongs to a node
+  // of the job, the job ends naming that node. Caller holds mu_.
+  void evict(int conn, const std::string& why);
   void handle_barrier(int conn, const wire::Header& head);
   void send_table();
   // Sends BARRIER_DONE when every member of the barrier `key` arrived.

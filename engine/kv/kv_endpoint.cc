@@ -10,8 +10,6 @@
 namespace caravan {
 namespace {
 
-// Values can be larger than 4 GiB; a declared length beyond this is garbage.
-constexpr uint64_t kMaxSegmentBytes = 1ull << 40;
 constexpr int kPollMs = 100;
 
 // The header bytes and everything the segments borrow, alive until the van
@@ -218,30 +216,10 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   auto drop = [&](const std::string& why) {
     CARAVAN_LOG(WARNING) << "dropping a malformed message from " << peer << ": " << why;
   };
-  if (r->num_segments != 4)
-    return drop(std::to_string(r->num_segments) + " segments, expected 4");
   KVMessage m;
   std::string why;
-  if (!wire::decode(r->segments[0].data, r->segments[0].len, kMaxSegmentBytes, &m.head, &why))
-    return drop(why);
-  if (m.head.type != wire::Type::kKV && m.head.type != wire::Type::kAck)
-    return drop("message type " + std::to_string(static_cast<int>(m.head.type)) +
-                " does not belong on the data plane");
-  Blob* blobs[3] = {&m.keys, &m.vals, &m.lens};
-  for (size_t i = 0; i < 3; ++i) {
-    auto& seg = r->segments[i + 1];
-    if (seg.len != m.head.seg_len[i])
-      return drop("segment " + std::to_string(i + 1) + " has " + std::to_string(seg.len) +
-                  " bytes, the header declares " + std::to_string(m.head.seg_len[i]));
-    blobs[i]->data = seg.data;
-    blobs[i]->len = seg.len;
-    blobs[i]->keep = r;
-  }
-  if (m.keys.len % sizeof(uint64_t) != 0) return drop("keys are not a whole number of uint64");
-  if (m.lens.len % sizeof(int32_t) != 0) return drop("lens are not a whole number of int32");
-  if (m.head.type == wire::Type::kKV && m.head.recipient != my_id_)
-    return drop("addressed to node " + std::to_string(m.head.recipient) + ", this is node " +
-                std::to_string(my_id_));
+  if (!decode_kv_message(r->segments, r->num_segments, my_id_, &m, &why)) return drop(why);
+  for (Blob* b : {&m.keys, &m.vals, &m.lens}) b->keep = r;
   m.peer = peer;
   if (!reliability_filter(m.head, peer)) return;
   CARAVAN_VLOG(2) << "kv: recv from node " << m.head.sender << " ts " << m.head.timestamp

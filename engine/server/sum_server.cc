@@ -6,6 +6,7 @@
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"
 #include "engine/kv/sample_trace.h"
+#include "engine/server/push_pull_request.h"
 
 namespace caravan {
 
@@ -69,23 +70,11 @@ void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& va
 }
 
 void SumServer::handle(KVMessage&& req) {
-  const wire::Header& h = req.head;
-  int rank = (h.sender - 9) / 2;
-  if (h.sender < 9 || h.sender % 2 == 0 || rank >= num_workers_)
-    return refuse(req, CARAVAN_ERR_SERVER,
-                  "node " + std::to_string(h.sender) + " is not a worker of this job");
-  if ((h.flags & (wire::kPush | wire::kPull)) != (wire::kPush | wire::kPull))
-    return refuse(req, CARAVAN_ERR_SERVER, "this server only answers push_pull requests");
-  if (req.keys.len != sizeof(uint64_t))
-    return refuse(req, CARAVAN_ERR_SERVER, "a push_pull request carries exactly one key");
-  // dtype_size() is 0 for a number that is no caravan_dtype, so later
-  // casts only ever see valid values.
-  size_t esize = dtype_size(h.dtype);
-  if (esize == 0 || req.vals.len % esize != 0)
-    return refuse(req, CARAVAN_ERR_SERVER,
-                  "dtype " + std::to_string(h.dtype) + " with " + std::to_string(req.vals.len) +
-                      " value bytes is not a whole number of elements");
-  uint64_t key = *req.keys.as<uint64_t>();
+  PushPullRequest checked;
+  std::string why;
+  if (!parse_push_pull_request(req, num_workers_, &checked, &why))
+    return refuse(req, CARAVAN_ERR_SERVER, why);
+  uint64_t key = checked.key;
   Engine*& e = owner_[key];
   if (!e) {
     e = engines_.front().get();
@@ -95,7 +84,7 @@ void SumServer::handle(KVMessage&& req) {
   }
   {
     std::lock_guard<std::mutex> lock(e->mu);
-    e->queue.push_back(Queued{std::move(req), sequence_++});
+    e->queue.push_back(Queued{std::move(req), checked, sequence_++});
   }
   e->cv.notify_one();
 }
@@ -107,7 +96,7 @@ SumServer::Queued SumServer::take(Engine& e) {
     // longest; among equals, arrival order.
     uint64_t best_rounds = UINT64_MAX;
     for (size_t i = 0; i < e.queue.size(); ++i) {
-      uint64_t key = *e.queue[i].request.keys.as<uint64_t>();
+      uint64_t key = e.queue[i].checked.key;
       auto it = e.keys.find(key);
       uint64_t rounds = it == e.keys.end() ? 0 : it->second.rounds;
       if (rounds < best_rounds) {
@@ -129,7 +118,7 @@ void SumServer::run(Engine& e) {
     Queued q = take(e);
     lock.unlock();
     try {
-      process(e, std::move(q.request));
+      process(e, std::move(q));
     } catch (const std::exception& ex) {
       CARAVAN_LOG(ERROR) << "server: summing a request failed: " << ex.what();
     }
@@ -137,11 +126,12 @@ void SumServer::run(Engine& e) {
   }
 }
 
-void SumServer::process(Engine& e, KVMessage&& req) {
+void SumServer::process(Engine& e, Queued&& q) {
+  KVMessage& req = q.request;
   const wire::Header& h = req.head;
-  int rank = (h.sender - 9) / 2;
-  size_t esize = dtype_size(h.dtype);
-  uint64_t key = *req.keys.as<uint64_t>();
+  int rank = q.checked.rank;
+  size_t esize = q.checked.element_bytes;
+  uint64_t key = q.checked.key;
   CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
       << "sample key " << key << " receive from worker " << rank << ": "
       << sample_values(req.vals.data, req.vals.len, h.dtype);

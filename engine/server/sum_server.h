@@ -28,6 +28,7 @@
 #include "engine/core/config.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"
+#include "engine/server/push_pull_request.h"
 
 namespace caravan {
 
@@ -62,6 +63,7 @@ class SumServer {
   };
   struct Queued {
     KVMessage request;
+    PushPullRequest checked;  // what handle() found, so no one parses it again
     uint64_t sequence;
   };
   struct Engine {
@@ -76,7 +78,7 @@ class SumServer {
 
   void run(Engine& e);
   Queued take(Engine& e);  // e.mu held, queue not empty
-  void process(Engine& e, KVMessage&& req);
+  void process(Engine& e, Queued&& q);
   void sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, size_t esize);
   void sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esize);
   void answer(const wire::Header& request, uint64_t key, const Blob& vals);

@@ -36,8 +36,13 @@ class Reader {
   int32_t i32() { return static_cast<int32_t>(static_cast<uint32_t>(raw(4))); }
   uint64_t u64() { return raw(8); }
   std::string str(size_t max_len = 4096) {
-    uint64_t n = u64();
-    if (n > max_len || n > left_) throw std::runtime_error("string length out of bounds");
+    // The length is only peeked until the string is known to fit, so a
+    // refused string consumes nothing, like every other failed read.
+    if (left_ < 8) throw std::runtime_error("truncated body");
+    uint64_t n = peek(8);
+    if (n > max_len || n > left_ - 8) throw std::runtime_error("string length out of bounds");
+    p_ += 8;
+    left_ -= 8;
     std::string s(reinterpret_cast<const char*>(p_), n);
     p_ += n;
     left_ -= n;
@@ -46,10 +51,14 @@ class Reader {
   bool done() const { return left_ == 0; }
 
  private:
-  uint64_t raw(int n) {
-    if (left_ < static_cast<size_t>(n)) throw std::runtime_error("truncated body");
+  uint64_t peek(int n) const {
     uint64_t v = 0;
     for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p_[i]) << (8 * i);
+    return v;
+  }
+  uint64_t raw(int n) {
+    if (left_ < static_cast<size_t>(n)) throw std::runtime_error("truncated body");
+    uint64_t v = peek(n);
     p_ += n;
     left_ -= n;
     return v;

@@ -57,6 +57,27 @@ void encode(const Header& h, uint8_t out[kHeaderBytes]) {
   for (size_t i = 0; i < kSegments; ++i) put<uint64_t>(out + 48 + 8 * i, h.seg_len[i]);
 }
 
+bool plausible_prefix(const void* data, size_t len, std::string* why) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  uint8_t magic[4];
+  put<uint32_t>(magic, kMagic);
+  for (size_t i = 0; i < 4 && i < len; ++i) {
+    if (p[i] != magic[i]) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "bad magic: byte %zu is 0x%02x (expected 0x%02x of 0x%08x)",
+                    i, p[i], magic[i], kMagic);
+      *why = buf;
+      return false;
+    }
+  }
+  if (len < 8) return true;
+  // Magic, version and type are all here: the full check says the rest.
+  uint8_t head[kHeaderBytes] = {};
+  std::memcpy(head, p, 8);
+  Header ignored;
+  return decode(head, kHeaderBytes, UINT64_MAX, &ignored, why);
+}
+
 bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* h,
             std::string* why) {
   char buf[160];

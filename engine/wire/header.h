@@ -64,4 +64,10 @@ void encode(const Header& h, uint8_t out[kHeaderBytes]);
 bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* out,
             std::string* why);
 
+// Checks the first `len` bytes of a header that has not fully arrived (magic,
+// version and type, as far as they go), so a stream that cannot be ours is
+// refused at once rather than after 72 bytes or never. True when nothing
+// seen so far is wrong; `len` may be anything, even past the header.
+bool plausible_prefix(const void* data, size_t len, std::string* why);
+
 }  // namespace caravan::wire

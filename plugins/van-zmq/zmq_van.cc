@@ -146,6 +146,15 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
     int64_t max_frame = max_message_bytes_ ? static_cast<int64_t>(max_message_bytes_) : -1;
     if (zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max_frame, sizeof max_frame) != 0)
       throw Error(CARAVAN_STATUS_INTERNAL, "setting ZMQ_MAXMSGSIZE: " + zmq_error());
+    // Without a ZAP domain libzmq takes a peer whose first byte is not
+    // ZMTP 3's 0xFF for a ZMTP 1.0 peer and hands whatever it sends (random
+    // bytes, a raw Caravan header, an HTTP request) to the engine as
+    // messages, keeping the connection. With one it refuses such a peer
+    // and closes the connection at the handshake. No ZAP handler runs in
+    // this context, so every ZMTP 3 peer is still let in.
+    static const char kZapDomain[] = "caravan";
+    if (zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, kZapDomain, sizeof kZapDomain - 1) != 0)
+      throw Error(CARAVAN_STATUS_INTERNAL, "setting ZMQ_ZAP_DOMAIN: " + zmq_error());
   } catch (const Error& e) {
     fail(e.status(), e.what());
   }

@@ -172,6 +172,21 @@ TEST(WireHeader, RejectsSegmentOverTheLimit) {
   EXPECT_NE(refusal(buf, sizeof buf, 1ull << 32).find("4294967297"), std::string::npos);
 }
 
+TEST(WireHeader, PlausiblePrefixRefusesAStreamThatCannotBeOurs) {
+  uint8_t buf[kHeaderBytes];
+  encode(sample(), buf);
+  std::string why;
+  for (size_t len = 0; len <= kHeaderBytes; ++len)
+    EXPECT_TRUE(plausible_prefix(buf, len, &why)) << len << " bytes: " << why;
+  const char* http = "GET / HTTP/1.1";
+  EXPECT_FALSE(plausible_prefix(http, 1, &why));
+  EXPECT_NE(why.find("byte 0 is 0x47"), std::string::npos) << why;
+  buf[6] = 99;  // unknown type, known as soon as 8 bytes are in
+  EXPECT_TRUE(plausible_prefix(buf, 7, &why));
+  EXPECT_FALSE(plausible_prefix(buf, 8, &why));
+  EXPECT_NE(why.find("unknown message type 99"), std::string::npos) << why;
+}
+
 TEST(WireBytes, WriterReaderRoundTrip) {
   Writer w;
   w.u8(0xFE);
@@ -227,6 +242,20 @@ TEST(WireBytes, ReaderRefusesOversizedStrings) {
   EXPECT_EQ(r2.str(5000).size(), 5000u);
   Reader r3(w.bytes().data(), w.bytes().size());
   EXPECT_THROW(r3.str(4999), std::runtime_error);
+
+  // A refused string consumes nothing, like every other failed read: the
+  // length is still there to read (found by wire_fuzz).
+  Reader r5(w.bytes().data(), w.bytes().size());
+  EXPECT_THROW(r5.str(10), std::runtime_error);
+  EXPECT_EQ(r5.u64(), 5000u);
+  Writer cut;
+  cut.u64(6);
+  cut.u8('a');
+  Reader r6(cut.bytes().data(), cut.bytes().size());
+  EXPECT_THROW(r6.str(), std::runtime_error);
+  EXPECT_EQ(r6.u64(), 6u);
+  EXPECT_EQ(r6.u8(), 'a');
+  EXPECT_TRUE(r6.done());
 
   // A declared length far beyond the body must not be trusted.
   Writer huge;

@@ -1,0 +1,127 @@
+#include "engine/control/control_message.h"
+
+#include <exception>
+
+namespace caravan {
+namespace {
+
+const char* type_name(wire::Type t) {
+  switch (t) {
+    case wire::Type::kKV: return "KV";
+    case wire::Type::kAck: return "ACK";
+    case wire::Type::kRegister: return "REGISTER";
+    case wire::Type::kNodeTable: return "NODE_TABLE";
+    case wire::Type::kBarrier: return "BARRIER";
+    case wire::Type::kBarrierDone: return "BARRIER_DONE";
+    case wire::Type::kAbort: return "ABORT";
+    case wire::Type::kHeartbeat: return "HEARTBEAT";
+  }
+  return "?";
+}
+
+bool expected_by(ControlReceiver r, wire::Type t) {
+  switch (t) {
+    case wire::Type::kHeartbeat: return true;
+    case wire::Type::kRegister:
+    case wire::Type::kBarrier: return r == ControlReceiver::kScheduler;
+    case wire::Type::kNodeTable:
+    case wire::Type::kBarrierDone:
+    case wire::Type::kAbort: return r == ControlReceiver::kNode;
+    case wire::Type::kKV:
+    case wire::Type::kAck: return false;
+  }
+  return false;
+}
+
+// Barrier groups are sums of kSchedulerGroup, kServerGroup and kWorkerGroup;
+// the shutdown barrier (kFinal) ignores its group, which may then be 0.
+constexpr int kAllGroups = kSchedulerGroup + kServerGroup + kWorkerGroup;
+
+bool check_group(const wire::Header& h, std::string* why) {
+  bool final = h.flags & wire::kFinal;
+  if (h.cmd < (final ? 0 : 1) || h.cmd > kAllGroups) {
+    *why = std::string(type_name(h.type)) + " for node group " + std::to_string(h.cmd) +
+           ", which is no combination of scheduler (1), servers (2) and workers (4)";
+    return false;
+  }
+  return true;
+}
+
+bool check_node(const NodeInfo& n, std::string* why) {
+  if (n.preferred_rank < -1 || n.rank < -1) {
+    *why = "rank " + std::to_string(n.rank) + " / preferred rank " +
+           std::to_string(n.preferred_rank) + " of " + n.describe() + " is negative";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
+                           const std::vector<uint8_t>& body, ControlMessage* out,
+                           std::string* why) {
+  if (!expected_by(receiver, head.type)) {
+    *why = std::string("a ") + type_name(head.type) + " message does not belong on the " +
+           (receiver == ControlReceiver::kScheduler ? "scheduler's" : "node's") +
+           " end of the control channel";
+    return false;
+  }
+  out->head = head;
+  switch (head.type) {
+    case wire::Type::kRegister:
+    case wire::Type::kNodeTable:
+      try {
+        if (head.type == wire::Type::kRegister) {
+          out->node = decode_register(body);
+          if (out->node.role == Role::kScheduler) {
+            *why = "a REGISTER from a second scheduler";
+            return false;
+          }
+          if (out->node.van_address.empty()) {
+            *why = "a REGISTER of " + out->node.describe() + " without a van address";
+            return false;
+          }
+          return check_node(out->node, why);
+        }
+        out->table = decode_node_table(body);
+        for (const NodeInfo& n : out->table)
+          if (!check_node(n, why)) return false;
+        return true;
+      } catch (const std::exception& e) {
+        *why = std::string("malformed ") + type_name(head.type) + " body of " +
+               std::to_string(body.size()) + " bytes: " + e.what();
+        return false;
+      }
+    case wire::Type::kAbort:
+      out->text.assign(body.begin(), body.end());
+      return true;
+    case wire::Type::kBarrier:
+    case wire::Type::kBarrierDone:
+      if (!check_group(head, why)) return false;
+      [[fallthrough]];
+    case wire::Type::kHeartbeat:
+      if (!body.empty()) {
+        *why = std::string("a ") + type_name(head.type) + " message with a body of " +
+               std::to_string(body.size()) + " bytes (it carries none)";
+        return false;
+      }
+      return true;
+    case wire::Type::kKV:
+    case wire::Type::kAck:
+      break;
+  }
+  *why = "unhandled message type";
+  return false;
+}
+
+std::vector<uint8_t> control_body(const ControlMessage& msg) {
+  switch (msg.head.type) {
+    case wire::Type::kRegister: return encode_register(msg.node);
+    case wire::Type::kNodeTable: return encode_node_table(msg.table);
+    case wire::Type::kAbort: return {msg.text.begin(), msg.text.end()};
+    default: return {};
+  }
+}
+
+}  // namespace caravan

@@ -1,0 +1,45 @@
+#include "engine/server/push_pull_request.h"
+
+#include <cstring>
+
+#include "engine/control/node_info.h"
+#include "engine/reducer/reducer.h"
+
+namespace caravan {
+
+bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequest* out,
+                             std::string* why) {
+  const wire::Header& h = req.head;
+  // The sender is checked before any arithmetic on it: a stranger's
+  // INT_MIN would overflow the rank computation.
+  if (h.sender < worker_id(0) || h.sender > worker_id(num_workers - 1) ||
+      (h.sender - worker_id(0)) % 2 != 0) {
+    *why = "node " + std::to_string(h.sender) + " is not a worker of this job";
+    return false;
+  }
+  if ((h.flags & (wire::kPush | wire::kPull)) != (wire::kPush | wire::kPull)) {
+    *why = "this server only answers push_pull requests";
+    return false;
+  }
+  if (req.keys.len != sizeof(uint64_t)) {
+    *why = "a push_pull request carries exactly one key";
+    return false;
+  }
+  // dtype_size() is 0 for a number that is no caravan_dtype, so later casts
+  // to caravan_dtype only ever see valid values.
+  size_t esize = dtype_size(h.dtype);
+  if (esize == 0 || req.vals.len % esize != 0) {
+    *why = "dtype " + std::to_string(h.dtype) + " with " + std::to_string(req.vals.len) +
+           " value bytes is not a whole number of elements";
+    return false;
+  }
+  out->rank = (h.sender - worker_id(0)) / 2;
+  // The van ABI promises no alignment: a van may hand over segments packed
+  // at any offset.
+  std::memcpy(&out->key, req.keys.data, sizeof out->key);
+  out->element_bytes = esize;
+  out->count = req.vals.len / esize;
+  return true;
+}
+
+}  // namespace caravan

@@ -1,0 +1,181 @@
+// The control channel's parsers: FrameReader cutting a byte stream into
+// messages, and parse_control_message checking each before any handler
+// sees it.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/control/control_message.h"
+#include "engine/control/frame_reader.h"
+#include "engine/control/node_info.h"
+#include "tests/support/control_frame.h"
+
+namespace caravan {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+using test::control_frame;
+
+NodeInfo worker(const std::string& address) {
+  NodeInfo n;
+  n.role = Role::kWorker;
+  n.host = "127.0.0.1";
+  n.van_address = address;
+  n.pid = 7;
+  return n;
+}
+
+TEST(FrameReader, CutsAStreamFedOneByteAtATime) {
+  Bytes stream = control_frame(wire::Type::kRegister, encode_register(worker("tcp://127.0.0.1:1")));
+  Bytes beat = control_frame(wire::Type::kHeartbeat, {});
+  stream.insert(stream.end(), beat.begin(), beat.end());
+  FrameReader r(1 << 20);
+  std::vector<wire::Type> got;
+  for (uint8_t byte : stream) {
+    r.append(&byte, 1);
+    wire::Header h;
+    Bytes body;
+    std::string why;
+    FrameReader::Next next;
+    while ((next = r.next(&h, &body, &why)) == FrameReader::Next::kMessage) {
+      EXPECT_EQ(body.size(), h.seg_len[0]);
+      got.push_back(h.type);
+    }
+    ASSERT_EQ(next, FrameReader::Next::kNeedMore) << why;
+  }
+  EXPECT_EQ(got, (std::vector<wire::Type>{wire::Type::kRegister, wire::Type::kHeartbeat}));
+  EXPECT_EQ(r.buffered(), 0u);
+}
+
+TEST(FrameReader, RefusesAStrangerOnItsFirstWrongByte) {
+  FrameReader r(1 << 20);
+  uint8_t http[] = {'G', 'E', 'T', ' '};
+  r.append(http, 1);
+  wire::Header h;
+  Bytes body;
+  std::string why;
+  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+  EXPECT_NE(why.find("bad magic"), std::string::npos) << why;
+}
+
+TEST(FrameReader, RefusesAnOversizedBodyBeforeItArrives) {
+  wire::Header h;
+  h.type = wire::Type::kRegister;
+  h.seg_len[0] = 3ull << 30;  // claims 3 GiB
+  Bytes b(wire::kHeaderBytes);
+  wire::encode(h, b.data());
+  FrameReader r(16 << 20);
+  r.append(b.data(), b.size());
+  Bytes body;
+  std::string why;
+  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+  EXPECT_NE(why.find("3221225472"), std::string::npos) << why;
+}
+
+TEST(FrameReader, RefusesDataSegmentsOnTheControlChannel) {
+  wire::Header h;
+  h.type = wire::Type::kHeartbeat;
+  h.seg_len[2] = 4;
+  Bytes b(wire::kHeaderBytes);
+  wire::encode(h, b.data());
+  FrameReader r(1 << 20);
+  r.append(b.data(), b.size());
+  Bytes body;
+  std::string why;
+  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+  EXPECT_NE(why.find("must be empty"), std::string::npos) << why;
+}
+
+TEST(FrameReader, DescribesAMessageCutShort) {
+  Bytes b = control_frame(wire::Type::kAbort, Bytes(500, 'x'));
+  FrameReader r(1 << 20);
+  r.append(b.data(), 30);
+  EXPECT_EQ(r.describe_partial(), "30 of 72 header bytes");
+  r.append(b.data() + 30, 52);
+  EXPECT_EQ(r.describe_partial(), "10 of 500 body bytes");
+}
+
+std::string refusal(ControlReceiver side, const Bytes& stream) {
+  FrameReader r(1 << 20);
+  r.append(stream.data(), stream.size());
+  wire::Header h;
+  Bytes body;
+  std::string why;
+  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMessage) << why;
+  ControlMessage msg;
+  EXPECT_FALSE(parse_control_message(side, h, body, &msg, &why));
+  EXPECT_FALSE(why.empty());
+  return why;
+}
+
+TEST(ControlMessage, ParsesWhatEachSideExpects) {
+  NodeInfo n = worker("tcp://127.0.0.1:5");
+  n.preferred_rank = 1;
+  wire::Header h;
+  h.type = wire::Type::kRegister;
+  ControlMessage msg;
+  std::string why;
+  ASSERT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, encode_register(n), &msg, &why))
+      << why;
+  EXPECT_EQ(msg.node.van_address, "tcp://127.0.0.1:5");
+  EXPECT_EQ(msg.node.preferred_rank, 1);
+  EXPECT_EQ(control_body(msg), encode_register(n));
+
+  h.type = wire::Type::kBarrier;
+  h.cmd = kServerGroup + kWorkerGroup;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
+  h.type = wire::Type::kAbort;
+  h.cmd = 0;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
+  EXPECT_EQ(msg.text, "no");
+}
+
+TEST(ControlMessage, RefusesMessagesForTheOtherSide) {
+  EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}))
+                .find("ABORT message does not belong on the scheduler's end"),
+            std::string::npos);
+  EXPECT_NE(refusal(ControlReceiver::kNode, control_frame(wire::Type::kBarrier, {}, 6))
+                .find("BARRIER message does not belong on the node's end"),
+            std::string::npos);
+  EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kKV, {})).find("KV message"),
+            std::string::npos);
+}
+
+TEST(ControlMessage, RefusesMalformedBodies) {
+  Bytes reg = encode_register(worker("tcp://127.0.0.1:5"));
+  reg.pop_back();
+  std::string why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kRegister, reg));
+  EXPECT_NE(why.find("malformed REGISTER body"), std::string::npos) << why;
+  why = refusal(ControlReceiver::kScheduler,
+                control_frame(wire::Type::kRegister, encode_register(worker(""))));
+  EXPECT_NE(why.find("without a van address"), std::string::npos) << why;
+  NodeInfo bad_rank = worker("tcp://127.0.0.1:5");
+  bad_rank.preferred_rank = -5;
+  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kRegister, encode_register(bad_rank)));
+  EXPECT_NE(why.find("negative"), std::string::npos) << why;
+  NodeInfo second = worker("tcp://127.0.0.1:5");
+  second.role = Role::kScheduler;
+  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kRegister, encode_register(second)));
+  EXPECT_NE(why.find("second scheduler"), std::string::npos) << why;
+  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kHeartbeat, {1, 2, 3}));
+  EXPECT_NE(why.find("body of 3 bytes"), std::string::npos) << why;
+}
+
+TEST(ControlMessage, RefusesBarrierGroupsThatDoNotExist) {
+  for (int group : {0, 8, -1, 1 << 30}) {
+    std::string why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrier, {}, group));
+    EXPECT_NE(why.find("node group " + std::to_string(group)), std::string::npos) << why;
+  }
+  // The shutdown barrier ignores its group, which may then be 0.
+  wire::Header h;
+  h.type = wire::Type::kBarrier;
+  h.flags = wire::kFinal;
+  ControlMessage msg;
+  std::string why;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
+}
+
+}  // namespace
+}  // namespace caravan
