@@ -1,7 +1,7 @@
 // CARAVAN_JOB_TOKEN without sockets: the HMAC against a published test
-// vector, the variable itself, and the control channel's challenge-response
-// driven from both ends, with the forgeries, replays and reflections a
-// stranger could try.
+// vector, the variable itself, the control channel's challenge-response
+// driven from both ends, and the data plane's seals, each with the
+// forgeries, replays and reflections a stranger could try.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "engine/auth/job_token.h"
 #include "engine/base/error.h"
 #include "engine/control/control_auth.h"
+#include "engine/kv/message_seal.h"
 #include "engine/wire/header.h"
 #include "tests/unit/env_guard.h"
 
@@ -200,6 +201,160 @@ TEST(ControlAuth, ANodeRefusesASchedulerThatCannotProveTheToken) {
   EXPECT_FALSE(s.done);
   EXPECT_NE(s.error.find("does not match this node's CARAVAN_JOB_TOKEN"), std::string::npos)
       << s.error;
+}
+
+// --- The data plane ---
+
+constexpr int32_t kServer = 8, kWorker0 = 9, kWorker1 = 11;
+
+struct Sent {
+  Bytes header, keys, vals, lens;
+  MessageSeal::Seal seal{};
+  caravan_recv_segment_v1 segs[5];
+  size_t count = 5;
+
+  Sent(wire::Header h, Bytes k, Bytes v) : keys(std::move(k)), vals(std::move(v)) {
+    h.seg_len[0] = keys.size();
+    h.seg_len[1] = vals.size();
+    header.resize(wire::kHeaderBytes);
+    wire::encode(h, header.data());
+  }
+  void seal_with(MessageSeal& from, int32_t to) {
+    caravan_segment_v1 out[4] = {{header.data(), header.size()},
+                                 {keys.data(), keys.size()},
+                                 {vals.data(), vals.size()},
+                                 {lens.data(), lens.size()}};
+    auto lock = from.seal(to, out, &seal);
+  }
+  const caravan_recv_segment_v1* received() {
+    segs[0] = {header.data(), header.size()};
+    segs[1] = {keys.data(), keys.size()};
+    segs[2] = {vals.data(), vals.size()};
+    segs[3] = {lens.data(), lens.size()};
+    segs[4] = {seal.data(), seal.size()};
+    return segs;
+  }
+};
+
+wire::Header push(int32_t from, int32_t to, int32_t ts = 1) {
+  wire::Header h;
+  h.type = wire::Type::kKV;
+  h.flags = wire::kRequest | wire::kPush | wire::kPull;
+  h.sender = from;
+  h.recipient = to;
+  h.timestamp = ts;
+  return h;
+}
+
+struct Job {
+  std::shared_ptr<const auth::JobToken> t = token("s3cret");
+  auth::Nonce run = auth::fresh_nonce();
+  std::vector<int32_t> ids = {kServer, kWorker0, kWorker1};
+  MessageSeal server{*t, run, kServer, ids};
+  MessageSeal worker0{*t, run, kWorker0, ids};
+  MessageSeal worker1{*t, run, kWorker1, ids};
+};
+
+bool opens(MessageSeal& at, Sent& m, std::string* why) {
+  return at.open(m.received(), m.count, why);
+}
+
+TEST(MessageSeal, SealedMessagesOpenInOrderAndEachOnlyOnce) {
+  Job job;
+  std::string why;
+  for (int32_t ts = 1; ts <= 3; ++ts) {
+    Sent m(push(kWorker0, kServer, ts), Bytes(8, 1), Bytes(4096, 2));
+    m.seal_with(job.worker0, kServer);
+    EXPECT_TRUE(opens(job.server, m, &why)) << why;
+    EXPECT_FALSE(opens(job.server, m, &why)) << "the same message was accepted twice";
+    EXPECT_NE(why.find("a replayed message"), std::string::npos) << why;
+  }
+  Sent reply(push(kServer, kWorker0), Bytes(8, 1), Bytes(4096, 3));
+  reply.seal_with(job.server, kWorker0);
+  EXPECT_TRUE(opens(job.worker0, reply, &why)) << why;
+}
+
+TEST(MessageSeal, AnAcknowledgementIsCheckedAsFromItsSender) {
+  Job job;
+  wire::Header ack = push(kWorker0, kServer);  // echoes the worker's request
+  ack.type = wire::Type::kAck;
+  Sent m(ack, {}, {});
+  m.seal_with(job.server, kWorker0);
+  std::string why;
+  EXPECT_TRUE(opens(job.worker0, m, &why)) << why;
+}
+
+TEST(MessageSeal, AStrangersMessagesAreRefusedWithTheReason) {
+  Job job;
+  std::string why;
+
+  Sent unsealed(push(kWorker0, kServer), Bytes(8, 1), Bytes(16, 2));
+  unsealed.count = 4;
+  EXPECT_FALSE(opens(job.server, unsealed, &why));
+  EXPECT_NE(why.find("it claims to come from node 9 but carries no CARAVAN_JOB_TOKEN seal"),
+            std::string::npos)
+      << why;
+
+  // Right ids, right job nonce even (a stranger cannot know it), wrong token.
+  MessageSeal stranger(auth::JobToken("guess"), job.run, kWorker0, job.ids);
+  Sent forged(push(kWorker0, kServer), Bytes(8, 1), Bytes(16, 2));
+  forged.seal_with(stranger, kServer);
+  EXPECT_FALSE(opens(job.server, forged, &why));
+  EXPECT_NE(why.find("its CARAVAN_JOB_TOKEN seal is wrong"), std::string::npos) << why;
+
+  // A node of the job cannot speak for another: worker 1's seal on a
+  // message that claims worker 0.
+  Sent impersonation(push(kWorker0, kServer), Bytes(8, 1), Bytes(16, 2));
+  impersonation.seal_with(job.worker1, kServer);
+  EXPECT_FALSE(opens(job.server, impersonation, &why));
+
+  Sent unknown(push(77, kServer), Bytes(8, 1), Bytes(16, 2));
+  unknown.seal_with(job.worker0, kServer);
+  EXPECT_FALSE(opens(job.server, unknown, &why));
+  EXPECT_NE(why.find("node 77, which is no peer"), std::string::npos) << why;
+}
+
+TEST(MessageSeal, AnyChangeToHeaderKeysOrTheirSplitBreaksTheSeal) {
+  std::string why;
+  for (int field = 0; field < 3; ++field) {
+    Job job;
+    Sent m(push(kWorker0, kServer), Bytes(8, 1), Bytes(16, 2));
+    m.seal_with(job.worker0, kServer);
+    if (field == 0) m.header[28] ^= 1;  // the timestamp
+    if (field == 1) m.keys[0] ^= 1;
+    if (field == 2) {
+      // The last key byte moved into lens: the sealed bytes, taken end to
+      // end, are unchanged; only the sealed lengths tell.
+      m.lens.insert(m.lens.begin(), m.keys.back());
+      m.keys.pop_back();
+    }
+    EXPECT_FALSE(opens(job.server, m, &why)) << "field " << field;
+    if (field == 2) {
+      EXPECT_NE(why.find("the header declares 8"), std::string::npos) << why;
+    }
+  }
+}
+
+TEST(MessageSeal, AMessageOfAnotherRunOrDirectionIsRefused) {
+  Job job, other;
+  std::string why;
+  Sent old(push(kWorker0, kServer), Bytes(8, 1), Bytes(16, 2));
+  old.seal_with(other.worker0, kServer);
+  EXPECT_FALSE(opens(job.server, old, &why)) << "a message of another run was accepted";
+
+  // The server's message to worker 0, played back to the server: it comes
+  // from the server itself, which is no peer of its own.
+  Sent reflected(push(kServer, kWorker0), Bytes(8, 1), Bytes(16, 2));
+  reflected.seal_with(job.server, kWorker0);
+  EXPECT_FALSE(opens(job.server, reflected, &why));
+  // And with sender and recipient swapped, claiming worker 0: the seal was
+  // made with the other direction's key.
+  wire::Header flipped = push(kWorker0, kServer);
+  flipped.seg_len[0] = 8;
+  flipped.seg_len[1] = 16;
+  wire::encode(flipped, reflected.header.data());
+  EXPECT_FALSE(opens(job.server, reflected, &why));
+  EXPECT_NE(why.find("seal is wrong"), std::string::npos) << why;
 }
 
 }  // namespace
