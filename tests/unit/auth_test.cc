@@ -55,7 +55,7 @@ TEST(JobTokenEnv, UnsetMeansNoTokenAndEmptyIsAConfigError) {
   EXPECT_NE(auth::JobToken::from_env(), nullptr);
 }
 
-TEST(JobToken, NoncesAreFreshAndDerivationsAreSeparate) {
+TEST(JobTokenDerivations, NoncesAreFreshAndDerivationsAreSeparate) {
   EXPECT_NE(auth::fresh_nonce(), auth::fresh_nonce());
   auth::JobToken t("s3cret");
   auth::Nonce a = auth::fresh_nonce(), b = auth::fresh_nonce();
