@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <string>
 
 struct evp_mac_ctx_st;
@@ -34,8 +35,8 @@ Nonce fresh_nonce();
 // Constant time (CRYPTO_memcmp), so a forger learns nothing from timing.
 bool same_mac(const uint8_t* a, const uint8_t* b);
 
-// HMAC-SHA256 under one key. The key schedule is done once; mac() copies
-// that state, so it may be called from several threads at once.
+// HMAC-SHA256 under one key, set up once. mac() may be called from several
+// threads at once (they take turns).
 class HmacSha256 {
  public:
   HmacSha256(const void* key, size_t len);
@@ -47,7 +48,8 @@ class HmacSha256 {
   Mac mac(std::initializer_list<Bytes> parts) const;
 
  private:
-  evp_mac_ctx_st* keyed_ = nullptr;
+  mutable std::mutex mu_;
+  evp_mac_ctx_st* ctx_ = nullptr;  // keyed; guarded by mu_
 };
 
 class JobToken {

@@ -59,9 +59,10 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
   // An acknowledgement echoes the header of the message it acknowledges,
   // so it comes from that message's recipient.
   int32_t from = h.type == wire::Type::kAck ? h.recipient : h.sender;
-  std::string claim = "it claims to come from node " + std::to_string(from);
+  // Built only for a refusal: this runs for every message.
+  auto claim = [from] { return "it claims to come from node " + std::to_string(from); };
   if (num_segments != 5 || segments[4].len != kBytes) {
-    *why = claim + " but carries no CARAVAN_JOB_TOKEN seal (" + std::to_string(num_segments) +
+    *why = claim() + " but carries no CARAVAN_JOB_TOKEN seal (" + std::to_string(num_segments) +
            " segments; a sealed message has 5, the last of " + std::to_string(kBytes) + " bytes)";
     return false;
   }
@@ -69,7 +70,7 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
   // sealed bytes (header | keys | lens) split one way only.
   for (size_t i = 0; i < 3; ++i) {
     if (segments[i + 1].len != h.seg_len[i]) {
-      *why = claim + " but segment " + std::to_string(i + 1) + " has " +
+      *why = claim() + " but segment " + std::to_string(i + 1) + " has " +
              std::to_string(segments[i + 1].len) + " bytes, the header declares " +
              std::to_string(h.seg_len[i]);
       return false;
@@ -77,7 +78,7 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
   }
   auto it = peers_.find(from);
   if (it == peers_.end()) {
-    *why = claim + ", which is no peer of this node in this job";
+    *why = claim() + ", which is no peer of this node in this job";
     return false;
   }
   Peer& peer = *it->second;
@@ -87,13 +88,13 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
                                      {segments[1].data, segments[1].len},
                                      {segments[3].data, segments[3].len}});
   if (!auth::same_mac(mac.data(), seal + 8)) {
-    *why = claim + " but its CARAVAN_JOB_TOKEN seal is wrong (made without the job's token, or "
+    *why = claim() + " but its CARAVAN_JOB_TOKEN seal is wrong (made without the job's token, or "
                    "the message was altered)";
     return false;
   }
   uint64_t seq = get_be64(seal);
   if (seq <= peer.received) {
-    *why = claim + " with seal number " + std::to_string(seq) + ", already past (" +
+    *why = claim() + " with seal number " + std::to_string(seq) + ", already past (" +
            std::to_string(peer.received) + " accepted): a replayed message";
     return false;
   }
