@@ -49,15 +49,42 @@ void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4]
     van_.send(static_cast<uint64_t>(recipient), segments, 4, std::move(done));
     return;
   }
-  // Owned by the send: a van may read the seal until it reports done.
-  auto seal = std::make_shared<MessageSeal::Seal>();
+  // Lives until the van is done: it may read the seal until then. A van may
+  // also report done inside send(), while the seal's lock is held, and done
+  // may send again to the same peer; so such a done waits for the unlock.
+  struct Send {
+    MessageSeal::Seal seal;
+    SendDone done;
+    std::mutex mu;
+    bool in_send = true;
+    bool finished = false;
+    caravan_status status = CARAVAN_STATUS_OK;
+  };
+  auto send = std::make_shared<Send>();
+  send->done = std::move(done);
   caravan_segment_v1 sealed[5] = {segments[0], segments[1], segments[2], segments[3],
-                                  {seal->data(), seal->size()}};
-  auto in_order = seal_->seal(recipient, segments, seal.get());
-  van_.send(static_cast<uint64_t>(recipient), sealed, 5,
-            [seal, done = std::move(done)](caravan_status s) {
-              if (done) done(s);
-            });
+                                  {send->seal.data(), send->seal.size()}};
+  {
+    auto in_order = seal_->seal(recipient, segments, &send->seal);
+    van_.send(static_cast<uint64_t>(recipient), sealed, 5, [send](caravan_status s) {
+      {
+        std::lock_guard<std::mutex> lock(send->mu);
+        if (send->in_send) {
+          send->finished = true;
+          send->status = s;
+          return;
+        }
+      }
+      if (send->done) send->done(s);
+    });
+  }
+  bool finished;
+  {
+    std::lock_guard<std::mutex> lock(send->mu);
+    send->in_send = false;
+    finished = send->finished;
+  }
+  if (finished && send->done) send->done(send->status);
 }
 
 void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
