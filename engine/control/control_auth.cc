@@ -54,11 +54,10 @@ AuthResponder::Step AuthResponder::on_message(int conn, const ControlMessage& ms
   };
   if (!token_) {
     if (is_auth(msg.head.type))
-      return refuse(
-          "it has a CARAVAN_JOB_TOKEN (its first message is " + std::string(type) +
-              ") and this scheduler has none",
-          "the scheduler has no CARAVAN_JOB_TOKEN and this node has one: set the same "
-          "CARAVAN_JOB_TOKEN on every node of the job, or unset it on every node");
+      return refuse("it has a CARAVAN_JOB_TOKEN (its first message is " + std::string(type) +
+                        ") and this scheduler has none",
+                    "the scheduler has no CARAVAN_JOB_TOKEN and this node has one: set the same "
+                    "CARAVAN_JOB_TOKEN on every node of the job, or unset it on every node");
     c.admitted = true;
     s.outcome = Step::kAdmit;
     s.deliver = true;

@@ -37,9 +37,9 @@ class AuthResponder {
   struct Step {
     enum Outcome { kWait, kAdmit, kRefuse } outcome = kWait;
     std::optional<ControlMessage> reply;  // sent before anything else happens
-    bool deliver = false;  // kAdmit: the message itself is to be handled as usual
-    std::string why;       // kRefuse: for the scheduler's log (the caller names the peer)
-    std::string tell;      // kRefuse: for the refused node
+    bool deliver = false;                 // kAdmit: the message itself is to be handled as usual
+    std::string why;   // kRefuse: for the scheduler's log (the caller names the peer)
+    std::string tell;  // kRefuse: for the refused node
   };
 
   // Without a token (null) a connection is admitted at its first message,

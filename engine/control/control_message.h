@@ -24,8 +24,8 @@ enum class ControlReceiver { kScheduler, kNode };
 constexpr int32_t kAbortRefused = 1;
 
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).
-constexpr size_t kAuthNonceBytes = 32;      // AUTH_HELLO, AUTH_CHALLENGE
-constexpr size_t kNodeProofBytes = 32;      // AUTH_PROOF to the scheduler: the HMAC
+constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE
+constexpr size_t kNodeProofBytes = 32;       // AUTH_PROOF to the scheduler: the HMAC
 constexpr size_t kSchedulerProofBytes = 64;  // AUTH_PROOF to a node: the HMAC, the job nonce
 
 struct ControlMessage {

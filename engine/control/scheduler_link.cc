@@ -52,8 +52,9 @@ void SchedulerLink::on_lost(const std::string& why) {
     // A scheduler that cannot take part in the challenge (an older build)
     // drops the connection at the first AUTH message.
     if (auth_ && !authenticated_)
-      hint = " before the CARAVAN_JOB_TOKEN challenge was complete (is the scheduler a Caravan "
-             "build that knows CARAVAN_JOB_TOKEN?)";
+      hint =
+          " before the CARAVAN_JOB_TOKEN challenge was complete (is the scheduler a Caravan "
+          "build that knows CARAVAN_JOB_TOKEN?)";
   }
   fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why + hint);
 }
@@ -118,8 +119,8 @@ void SchedulerLink::on_auth_message(const ControlMessage& msg) {
   }
   AuthInitiator::Step step = auth_->on_message(msg);
   if (!step.error.empty()) {
-    fail("the scheduler at " + scheduler_name() + " failed the CARAVAN_JOB_TOKEN challenge: " +
-             step.error,
+    fail("the scheduler at " + scheduler_name() +
+             " failed the CARAVAN_JOB_TOKEN challenge: " + step.error,
          CARAVAN_ERR_CONFIG);
     return;
   }
@@ -139,7 +140,8 @@ void SchedulerLink::authenticate(long long deadline_ms) {
                                            "challenge began");
   std::unique_lock<std::mutex> lock(mu_);
   bool ok = cv_.wait_until(
-      lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms - net::now_ms()),
+      lock,
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms - net::now_ms()),
       [&] { return authenticated_ || !failure_.empty(); });
   if (!failure_.empty()) throw Error(failure_code_, failure_);
   if (!ok)

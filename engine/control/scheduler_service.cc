@@ -107,8 +107,8 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
       break;
     case wire::Type::kAuthHello:
     case wire::Type::kAuthProof:
-      evict(conn, std::string("it sent ") + control_type_name(msg.head.type) +
-                      " after it was admitted");
+      evict(conn,
+            std::string("it sent ") + control_type_name(msg.head.type) + " after it was admitted");
       break;
     default:  // HEARTBEAT: being heard from is all it says
       break;
@@ -142,9 +142,7 @@ void SchedulerService::evict(int conn, const std::string& why) {
 }
 
 void SchedulerService::handle_register(int conn, const NodeInfo& n) {
-  auto refuse_node = [&](const std::string& why) {
-    refuse(conn, n.describe() + ": " + why, why);
-  };
+  auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   if (pending_.count(conn) || nodes_.count(conn))
     return evict(conn, "it registered a second time on one connection");
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
@@ -153,9 +151,9 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   if (have >= want)
     return refuse_node(std::string("the job already has its ") + std::to_string(want) + " " +
-                  role_name(n.role) + "s (" +
-                  (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
-                  " on the scheduler is " + std::to_string(want) + ")");
+                       role_name(n.role) + "s (" +
+                       (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
+                       " on the scheduler is " + std::to_string(want) + ")");
   pending_[conn] = n;
   CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
   if (static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers) send_table();

@@ -39,8 +39,9 @@ KVEndpoint::~KVEndpoint() { stop(); }
 void KVEndpoint::set_seal(std::unique_ptr<MessageSeal> seal) {
   size_t most = van_.properties().max_segments;
   if (seal && most < 5)
-    throw config_error("CARAVAN_JOB_TOKEN adds a fifth segment (its seal) to every message, and van '" +
-                       van_.name() + "' carries at most " + std::to_string(most));
+    throw config_error(
+        "CARAVAN_JOB_TOKEN adds a fifth segment (its seal) to every message, and van '" +
+        van_.name() + "' carries at most " + std::to_string(most));
   seal_ = std::move(seal);
 }
 
@@ -62,8 +63,8 @@ void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4]
   };
   auto send = std::make_shared<Send>();
   send->done = std::move(done);
-  caravan_segment_v1 sealed[5] = {segments[0], segments[1], segments[2], segments[3],
-                                  {send->seal.data(), send->seal.size()}};
+  caravan_segment_v1 sealed[5] = {
+      segments[0], segments[1], segments[2], segments[3], {send->seal.data(), send->seal.size()}};
   {
     auto in_order = seal_->seal(recipient, segments, &send->seal);
     van_.send(static_cast<uint64_t>(recipient), sealed, 5, [send](caravan_status s) {

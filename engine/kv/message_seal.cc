@@ -25,7 +25,8 @@ MessageSeal::MessageSeal(const auth::JobToken& token, const auth::Nonce& job, in
     : me_(me) {
   for (int32_t p : peers) {
     if (p == me) continue;
-    peers_.emplace(p, std::make_unique<Peer>(token.data_key(job, me, p), token.data_key(job, p, me)));
+    peers_.emplace(p,
+                   std::make_unique<Peer>(token.data_key(job, me, p), token.data_key(job, p, me)));
   }
 }
 
@@ -33,8 +34,8 @@ std::unique_lock<std::mutex> MessageSeal::seal(int32_t to, const caravan_segment
                                                Seal* out) {
   auto it = peers_.find(to);
   if (it == peers_.end())
-    throw Error(CARAVAN_ERR_INVALID_ARGUMENT,
-                "sealing a message for node " + std::to_string(to) + ", which is no node of this job");
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "sealing a message for node " + std::to_string(to) +
+                                                  ", which is no node of this job");
   Peer& peer = *it->second;
   std::unique_lock<std::mutex> lock(peer.send_mu);
   uint8_t* seq = out->data();
@@ -51,7 +52,8 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
                        std::string* why) {
   wire::Header h;
   std::string fault;
-  if (num_segments == 0 || !wire::decode(segments[0].data, segments[0].len, UINT64_MAX, &h, &fault)) {
+  if (num_segments == 0 ||
+      !wire::decode(segments[0].data, segments[0].len, UINT64_MAX, &h, &fault)) {
     *why = "not a Caravan message (" + (num_segments ? fault : std::string("no segments")) +
            "), so without a CARAVAN_JOB_TOKEN seal";
     return false;
@@ -88,8 +90,9 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
                                      {segments[1].data, segments[1].len},
                                      {segments[3].data, segments[3].len}});
   if (!auth::same_mac(mac.data(), seal + 8)) {
-    *why = claim() + " but its CARAVAN_JOB_TOKEN seal is wrong (made without the job's token, or "
-                   "the message was altered)";
+    *why = claim() +
+           " but its CARAVAN_JOB_TOKEN seal is wrong (made without the job's token, or "
+           "the message was altered)";
     return false;
   }
   uint64_t seq = get_be64(seal);

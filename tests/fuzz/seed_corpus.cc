@@ -110,7 +110,8 @@ void control_seeds() {
   append(c, control_frame(wire::Type::kAuthChallenge, nonce));
   append(c, control_frame(wire::Type::kAuthProof, Bytes(kSchedulerProofBytes, 0xa5)));
   std::string refused = "wrong CARAVAN_JOB_TOKEN: this node's token is not the scheduler's";
-  append(c, control_frame(wire::Type::kAbort, Bytes(refused.begin(), refused.end()), kAbortRefused));
+  append(c,
+         control_frame(wire::Type::kAbort, Bytes(refused.begin(), refused.end()), kAbortRefused));
   write("control_fuzz", "node_side_token_challenge", c);
 }
 

@@ -6,6 +6,8 @@
 // and logged with its address, the real ones must exit non-zero naming
 // CARAVAN_JOB_TOKEN within seconds, and the job must sum exactly. Then the
 // mismatches of configuration: a token on one side only, and an empty one.
+#include "engine/auth/job_token.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/auth/job_token.h"
 #include "engine/control/control_message.h"
 #include "engine/control/frame_reader.h"
 #include "engine/control/node_info.h"
@@ -190,7 +191,10 @@ void forge_pushes(int van_port, const auth::JobToken* wrong) {
 // Long enough (several seconds) that every stranger below meets the
 // workers in the middle of their push_pulls.
 LoopbackJobSpec job_spec() {
-  return {CARAVAN_SERVER_BIN, SUM_CHECK_WORKER_BIN, 2, {"80", "100000"},
+  return {CARAVAN_SERVER_BIN,
+          SUM_CHECK_WORKER_BIN,
+          2,
+          {"80", "100000"},
           {{"CARAVAN_JOB_TOKEN", kToken}}};
 }
 
@@ -294,8 +298,9 @@ TEST(JobToken, StrangersAreRefusedAndLoggedAndTheJobSumsExactly) {
 
   size_t forged = worker_keys().size();
   const std::string& server = job.server->output();
-  for (const char* why : {"it claims to come from node 9 but carries no CARAVAN_JOB_TOKEN seal",
-                          "it claims to come from node 9 but its CARAVAN_JOB_TOKEN seal is wrong"}) {
+  for (const char* why :
+       {"it claims to come from node 9 but carries no CARAVAN_JOB_TOKEN seal",
+        "it claims to come from node 9 but its CARAVAN_JOB_TOKEN seal is wrong"}) {
     std::string line = std::string("kv: refused a message from tcp://127.0.0.1: ") + why;
     EXPECT_EQ(count_of(server, line), static_cast<int>(forged)) << "'" << line << "' in\n"
                                                                 << server;

@@ -169,12 +169,12 @@ TEST(ControlMessage, AuthMessagesHaveTheirSizesAndTheirSide) {
   h.type = wire::Type::kAuthProof;
   ControlMessage msg;
   std::string why;
-  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, Bytes(kSchedulerProofBytes, 1), &msg,
-                                    &why))
+  EXPECT_TRUE(
+      parse_control_message(ControlReceiver::kNode, h, Bytes(kSchedulerProofBytes, 1), &msg, &why))
       << why;
   EXPECT_EQ(control_body(msg), Bytes(kSchedulerProofBytes, 1));
-  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, Bytes(kNodeProofBytes, 1), &msg,
-                                    &why))
+  EXPECT_TRUE(
+      parse_control_message(ControlReceiver::kScheduler, h, Bytes(kNodeProofBytes, 1), &msg, &why))
       << why;
   why = refusal(ControlReceiver::kScheduler,
                 control_frame(wire::Type::kAuthProof, Bytes(kSchedulerProofBytes, 1)));
