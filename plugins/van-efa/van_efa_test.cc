@@ -352,6 +352,34 @@ TEST(VanEfa, RegistrationBoundedOverDistinctBuffers) {
   }
 }
 
+// The engine may hold received messages for as long as it likes (a server
+// keeps a worker's push as its running sum until the other workers' pushes
+// arrive), so held messages filling the receive pool must not stop the
+// next ones from arriving.
+TEST(VanEfa, ReceiverHoldingEveryMessageStillGetsMore) {
+  constexpr size_t kLimit = size_t{8} << 20;  // 4 MiB for receiving
+  constexpr size_t kN = 12;
+  Pair p({{"MAX_REGISTERED_BYTES", std::to_string(kLimit)}, {"RX_DEPTH", "8"}});
+  std::vector<std::vector<uint8_t>> sent;
+  sent.reserve(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    sent.push_back(Pattern((size_t{1} << 20) + i * 4096, static_cast<unsigned>(i)));
+    ASSERT_EQ(p.a.Send(1, {Seg(sent[i])}), CARAVAN_STATUS_OK) << p.a.host.error();
+  }
+  std::vector<caravan_van_message_v1> held(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    held[i].struct_size = sizeof held[i];
+    caravan_status s = CARAVAN_STATUS_TIMEOUT;
+    for (auto deadline = Clock::now() + std::chrono::seconds(30);
+         s == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline;)
+      s = Ops().recv(p.b.ctx, 200, &held[i]);
+    ASSERT_EQ(s, CARAVAN_STATUS_OK) << "message " << i << " of " << kN << " not received within 30 s while "
+                                    << i << " are held: " << p.b.host.error();
+    ExpectSame(held[i].segments[0], sent[i]);
+  }
+  for (auto& m : held) EXPECT_EQ(Ops().release(p.b.ctx, &m), CARAVAN_STATUS_OK);
+}
+
 TEST(VanEfa, FinalizeWakesBlockedRecvAndFailsLaterCalls) {
   Van v;
   std::atomic<caravan_status> got{1};

@@ -41,7 +41,7 @@ struct InMsg {
   std::unique_ptr<char[]> heap;
   Buffer* pooled = nullptr;
   char* data = nullptr;
-  size_t filled = 0;
+  size_t filled = 0;  // chunks: bytes arrived
   size_t reads_left = 0;
   bool ready = false;
   bool failed = false;
@@ -97,17 +97,32 @@ Frame data_frame(Kind kind, const Job& job) {
 
 }  // namespace
 
-// Each pool gets half the limit: a sender waiting for completion notices
-// then never starves the receive side those notices depend on.
+namespace {
+
+// Large enough that reading through it costs few round trips, small next
+// to the receive pool it is taken from.
+size_t bounce_size(const Config& cfg) {
+  return BufferPool::class_of(std::max(cfg.eager_bytes, std::min(cfg.read_chunk, cfg.max_registered_bytes / 16)));
+}
+
+}  // namespace
+
+// Sending and receiving get half the limit each: a sender waiting for
+// completion notices then never starves the receive side those notices
+// depend on. The bounce buffer comes out of the receiving half.
 Engine::Engine(Transport& t, Config cfg, LogFn log, std::string self_name)
     : t_(t),
       cfg_(cfg),
       log_(std::move(log)),
       self_name_(std::move(self_name)),
+      bounce_bytes_(bounce_size(cfg)),
       tx_pool_([this](void* p, size_t n) { return t_.register_memory(p, n); },
                [this](const Registration& r) { t_.deregister(r); }, cfg.max_registered_bytes / 2),
       rx_pool_([this](void* p, size_t n) { return t_.register_memory(p, n); },
-               [this](const Registration& r) { t_.deregister(r); }, cfg.max_registered_bytes / 2) {
+               [this](const Registration& r) { t_.deregister(r); },
+               cfg.max_registered_bytes / 2 > bounce_bytes_ ? cfg.max_registered_bytes / 2 - bounce_bytes_ : 0),
+      bounce_pool_([this](void* p, size_t n) { return t_.register_memory(p, n); },
+                   [this](const Registration& r) { t_.deregister(r); }, bounce_bytes_) {
   std::random_device rd;
   nonce_ = (uint64_t{rd()} << 32) ^ rd() ^
            static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -117,12 +132,14 @@ Engine::Engine(Transport& t, Config cfg, LogFn log, std::string self_name)
 Engine::~Engine() { free(); }
 
 PoolStats Engine::stats() {
-  PoolStats a = tx_pool_.stats(), b = rx_pool_.stats();
-  a.registered_bytes += b.registered_bytes;
-  a.peak_bytes += b.peak_bytes;
-  a.limit_bytes += b.limit_bytes;
-  a.buffers += b.buffers;
-  a.registrations += b.registrations;
+  PoolStats a = tx_pool_.stats();
+  for (const PoolStats& b : {rx_pool_.stats(), bounce_pool_.stats()}) {
+    a.registered_bytes += b.registered_bytes;
+    a.peak_bytes += b.peak_bytes;
+    a.limit_bytes += b.limit_bytes;
+    a.buffers += b.buffers;
+    a.registrations += b.registrations;
+  }
   return a;
 }
 
@@ -322,9 +339,12 @@ bool Engine::post(Op* op) {
     case OpKind::kRecv:
       r = t_.post_recv(op->buf->data, cfg_.eager_bytes, op->buf->reg.desc, op, &err);
       break;
-    case OpKind::kRead:
-      r = t_.post_read(op->addr, op->buf->data + op->offset, op->len, op->buf->reg.desc, op->raddr,
-                       op->key, op, &err);
+    case OpKind::kRead: {
+      // A bounce buffer holds one piece at a time; a pooled one the whole message.
+      char* local = op->buf == bounce_ ? op->buf->data : op->buf->data + op->offset;
+      r = t_.post_read(op->addr, local, op->len, op->buf->reg.desc, op->raddr, op->key, op, &err);
+      break;
+    }
       break;
   }
   if (r == Transport::Post::kAgain) return false;
@@ -336,9 +356,7 @@ bool Engine::post(Op* op) {
   }
   log_(CARAVAN_LOG_ERROR, "posting failed: " + err);
   if (op->kind == OpKind::kRead) {
-    InMsg* m = op->msg;
-    delete op;
-    on_read_done(m, false);
+    read_finished(op, false);
   } else {
     (op->kind == OpKind::kSend ? tx_pool_ : rx_pool_).put(op->buf);
     delete op;
@@ -363,9 +381,7 @@ void Engine::complete(void* ctx, bool ok, size_t len, const std::string& err) {
     case OpKind::kRead: {
       --in_flight_;
       if (!ok) log_(CARAVAN_LOG_ERROR, "a remote read from " + op->msg->src->peer + " failed: " + err);
-      InMsg* m = op->msg;
-      delete op;
-      on_read_done(m, ok);
+      read_finished(op, ok);
       return;
     }
     case OpKind::kRecv:
@@ -477,29 +493,62 @@ void Engine::on_frame(const char* buf, size_t len) {
   deliver(src);
 }
 
+void Engine::queue_read(InMsg* m, Buffer* into, size_t offset, size_t len) {
+  auto* op = new Op;
+  op->kind = OpKind::kRead;
+  op->buf = into;
+  op->offset = offset;
+  op->len = len;
+  op->addr = m->src->addr;
+  op->raddr = m->raddr + offset;
+  op->key = m->key;
+  op->msg = m;
+  ctl_.push_back(op);
+  ++m->reads_left;
+}
+
 void Engine::start_reads() {
   while (!rts_wait_.empty()) {
     InMsg* m = rts_wait_.front();
     Buffer* b = rx_pool_.acquire(m->total, pooled_msgs_ > 0);
-    if (!b) return;  // a release() wakes us
-    rts_wait_.pop_front();
-    ++pooled_msgs_;
-    m->pooled = b;
-    m->data = b->data;
-    for (size_t off = 0; off < m->total; off += cfg_.read_chunk) {
-      auto* op = new Op;
-      op->kind = OpKind::kRead;
-      op->buf = b;
-      op->offset = off;
-      op->len = std::min<size_t>(cfg_.read_chunk, m->total - off);
-      op->addr = m->src->addr;
-      op->raddr = m->raddr + off;
-      op->key = m->key;
-      op->msg = m;
-      ctl_.push_back(op);
-      ++m->reads_left;
+    if (b) {
+      ++pooled_msgs_;
+      m->pooled = b;
+      m->data = b->data;
+      for (size_t off = 0; off < m->total; off += cfg_.read_chunk)
+        queue_read(m, b, off, std::min<size_t>(cfg_.read_chunk, m->total - off));
+    } else {
+      // Every pooled buffer is held by the application, which may keep
+      // them until it has this very message: waiting for a release could
+      // wait forever, so read it through the bounce buffer instead.
+      if (bouncing_) return;  // pump() calls again once it is free
+      if (!bounce_) bounce_ = bounce_pool_.acquire(bounce_bytes_, false);
+      m->heap.reset(new char[m->total]);
+      m->data = m->heap.get();
+      bouncing_ = m;
+      queue_read(m, bounce_, 0, std::min(bounce_->capacity, m->total));
     }
+    rts_wait_.pop_front();
   }
+}
+
+// Called with mu_ held, once per read posted (or refused by the transport).
+void Engine::read_finished(Op* op, bool ok) {
+  InMsg* m = op->msg;
+  if (op->buf == bounce_) {
+    if (ok) std::memcpy(m->data + op->offset, bounce_->data, op->len);
+    size_t next = op->offset + op->len;
+    delete op;
+    if (ok && next < m->total) {
+      --m->reads_left;
+      queue_read(m, bounce_, next, std::min(bounce_->capacity, m->total - next));
+      return;
+    }
+    bouncing_ = nullptr;
+  } else {
+    delete op;
+  }
+  on_read_done(m, ok);
 }
 
 void Engine::on_read_done(InMsg* m, bool ok) {
@@ -663,8 +712,11 @@ void Engine::free() {
   early_.clear();
   rts_wait_.clear();
   staged_.clear();
+  bounce_ = nullptr;
+  bouncing_ = nullptr;
   tx_pool_.clear();
   rx_pool_.clear();
+  bounce_pool_.clear();
 }
 
 }  // namespace caravan::rendezvous

@@ -8,6 +8,12 @@
 // sender reuses the staging buffer. Without remote reads the message goes
 // as a run of chunk frames instead.
 //
+// The application may hold received messages as long as it likes (a server
+// keeps a worker's push as its running sum until the other workers' pushes
+// come). When those held messages fill the receive pool, a request to send
+// is read through one bounce buffer into ordinary memory instead of waiting
+// for a release that may depend on that very message.
+//
 // Every stream (one per connected peer) numbers its messages; the receiver
 // delivers each stream's messages in that order even when a small message
 // overtakes a large one still being read.
@@ -118,6 +124,8 @@ class Engine {
   bool post(Op* op);
   void on_frame(const char* buf, size_t len);
   void on_read_done(InMsg* m, bool ok);
+  void read_finished(Op* op, bool ok);
+  void queue_read(InMsg* m, Buffer* into, size_t offset, size_t len);
   void start_reads();
   void deliver(Source& src);
   void drop(const std::string& peer, const std::string& why);
@@ -127,8 +135,10 @@ class Engine {
   Config cfg_;
   LogFn log_;
   std::string self_name_;
+  size_t bounce_bytes_;
   BufferPool tx_pool_;
   BufferPool rx_pool_;
+  BufferPool bounce_pool_;  // holds one buffer at most: bounce_
   uint64_t nonce_;
 
   std::mutex mu_;
@@ -138,6 +148,8 @@ class Engine {
   bool rx_posted_ = false;
   bool posted_any_ = false;
   size_t pooled_msgs_ = 0;  // received messages holding an rx_pool_ buffer
+  Buffer* bounce_ = nullptr;   // registered at its first use, kept until free()
+  InMsg* bouncing_ = nullptr;  // the one message being read through bounce_
   size_t in_flight_ = 0;  // posted sends and reads
   uint64_t next_stream_ = 1;
   uint64_t next_xfer_ = 1;
