@@ -380,7 +380,7 @@ void Engine::complete(void* ctx, bool ok, size_t len, const std::string& err) {
       return;
     case OpKind::kRead: {
       --in_flight_;
-      if (!ok) log_(CARAVAN_LOG_ERROR, "a remote read from " + op->msg->src->peer + " failed: " + err);
+      if (!ok && !closing_) log_(CARAVAN_LOG_ERROR, "a remote read from " + op->msg->src->peer + " failed: " + err);
       read_finished(op, ok);
       return;
     }
@@ -689,6 +689,27 @@ void Engine::close() {
       }
   }
   run_dones(dones);
+}
+
+void Engine::cancel_receives() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Op* op : posted_)
+    if (op->kind == OpKind::kRecv) t_.cancel(op);
+}
+
+size_t Engine::posted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return posted_.size();
+}
+
+std::string Engine::describe_posted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n[3] = {};
+  for (Op* op : posted_) ++n[static_cast<int>(op->kind)];
+  auto count = [](size_t k, const char* what) {
+    return std::to_string(k) + " " + what + (k == 1 ? "" : "s");
+  };
+  return count(n[0], "send") + ", " + count(n[2], "read") + ", " + count(n[1], "receive");
 }
 
 void Engine::free() {

@@ -61,6 +61,13 @@ class Transport {
   virtual std::string describe(const std::string& name) = 0;
   virtual Registration register_memory(void* p, size_t len) = 0;
   virtual void deregister(const Registration& r) = 0;
+  // Asks for a posted receive to be taken back; its completion (an error)
+  // still comes through Engine::complete(). False when the transport
+  // cannot cancel it.
+  virtual bool cancel(void* ctx) {
+    (void)ctx;
+    return false;
+  }
   // Makes the progress thread call pump() soon. Any thread; never blocks.
   virtual void wake() = 0;
 };
@@ -102,9 +109,13 @@ class Engine {
   bool busy();     // operations of ours in flight: keep driving progress
 
   // Finalize: close() once the progress thread is gone (wakes recv callers,
-  // runs pending done callbacks with CLOSED), free() once the transport can
-  // no longer touch our buffers.
+  // runs pending done callbacks with CLOSED, posts nothing more); then
+  // cancel_receives() and completions until posted() is 0; free() once the
+  // transport can no longer touch our buffers.
   void close();
+  void cancel_receives();
+  size_t posted();
+  std::string describe_posted();  // e.g. "2 sends, 1 read, 0 receives"
   void free();
   // Both pools together: staging and eager sends, receive ring and reads.
   PoolStats stats();
