@@ -42,6 +42,7 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   offer_ = probe(asked_, want_rma);
   cfg_.rma = offer_.rma;
+  cfg_.zero_copy = cfg_.rma && host_.param_int("ZERO_COPY", 1) != 0;
   if (want_rma && !offer_.rma)
     host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +
                                        " has no remote reads (FI_RMA): large messages go as chunked eager sends");
@@ -52,7 +53,7 @@ EfaVan::~EfaVan() { shutdown(); }
 void EfaVan::properties(caravan_van_properties_v1* out) const {
   if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
-  out->caps = cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0;
+  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0) | (cfg_.zero_copy ? CARAVAN_VAN_CAP_ZERO_COPY_SEND : 0);
   out->max_message_bytes = SIZE_MAX;
   out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
   out->transport = "efa";
@@ -235,7 +236,8 @@ void EfaVan::shutdown() noexcept {
   host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
                                   std::to_string(s.registered_bytes) + " bytes in " +
                                   std::to_string(s.buffers) + " buffers at finalize, " +
-                                  std::to_string(s.registrations) + " registrations, limit " +
+                                  std::to_string(s.registrations) + " registrations of pool buffers, " +
+                                  std::to_string(s.caller_registrations) + " of callers' memory, limit " +
                                   std::to_string(s.limit_bytes) + " bytes");
   if (!drain()) {
     // Closing now could crash inside libfabric or let it write into freed
@@ -244,6 +246,8 @@ void EfaVan::shutdown() noexcept {
               "finalize: after " + std::to_string(close_timeout_ms_) + " ms (CLOSE_TIMEOUT_MS) endpoint " +
                   address_ + " still has " + engine_->describe_posted() +
                   " posted; leaving it and its registered buffers open");
+    // Deregistering callers' memory is safe even so: reads of it then fail.
+    engine_->settle_transfers(CARAVAN_STATUS_CLOSED);
     (void)engine_.release();
     (void)fabric_.release();
     return;

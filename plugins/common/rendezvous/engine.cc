@@ -54,6 +54,7 @@ PoolStats Engine::stats() {
     a.limit_bytes += b.limit_bytes;
     a.buffers += b.buffers;
     a.registrations += b.registrations;
+    a.caller_registrations += b.caller_registrations;
   }
   return a;
 }
@@ -112,11 +113,24 @@ void Engine::disconnect(uint64_t peer) {
         tx_pool_.put(job->op->buf);
         delete job->op;
       }
-      if (job->done && job->type != Job::kFrame) dones.push_back({job->done, job->cookie, CARAVAN_STATUS_CLOSED});
+      if (job->xfer) settle(job->xfer, CARAVAN_STATUS_CLOSED);  // never announced
+      if (job->done) dones.push_back({job->done, job->cookie, CARAVAN_STATUS_CLOSED});
       delete job;
       j = out_.erase(j);
     }
+    // The peer may be reading these right now: give it a grace period to
+    // finish (its notice settles them as usual) before withdrawing them.
+    auto withdraw_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg_.orphan_grace_ms);
+    for (auto& [xfer, t] : transfers_) {
+      if (t->stream != id || t->regs.empty() || t->orphan) continue;
+      t->orphan = true;
+      t->withdraw_at = withdraw_at;
+      orphans_.push_back(xfer);
+    }
+    dones.insert(dones.end(), settled_.begin(), settled_.end());
+    settled_.clear();
   }
+  t_.wake();
   run_dones(dones);
 }
 
@@ -148,6 +162,7 @@ bool Engine::post(Op* op) {
   if (op->kind == OpKind::kRead) {
     read_finished(op, false);
   } else {
+    if (op->xfer) settle(op->xfer, CARAVAN_STATUS_IO);  // the peer never heard of it
     (op->kind == OpKind::kSend ? tx_pool_ : rx_pool_).put(op->buf);
     delete op;
   }
@@ -155,8 +170,16 @@ bool Engine::post(Op* op) {
 }
 
 void Engine::complete(void* ctx, bool ok, size_t len, const std::string& err) {
-  auto* op = static_cast<Op*>(ctx);
-  std::lock_guard<std::mutex> lock(mu_);
+  Dones dones;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    complete_locked(static_cast<Op*>(ctx), ok, len, err);
+    dones.swap(settled_);
+  }
+  run_dones(dones);
+}
+
+void Engine::complete_locked(Op* op, bool ok, size_t len, const std::string& err) {
   if (!posted_.erase(op)) {
     log_(CARAVAN_LOG_ERROR, "completion for an operation not in flight");
     return;
@@ -165,6 +188,7 @@ void Engine::complete(void* ctx, bool ok, size_t len, const std::string& err) {
     case OpKind::kSend:
       --in_flight_;
       if (!ok && !closing_) log_(CARAVAN_LOG_ERROR, "a send failed: " + err);
+      if (!ok && op->xfer) settle(op->xfer, CARAVAN_STATUS_IO);  // its request to send was lost
       tx_pool_.put(op->buf);
       delete op;
       return;
@@ -203,12 +227,15 @@ bool Engine::pump() {
         ctl_.push_back(op);
       }
     }
+    withdraw_orphans();
     start_reads();
     while (!ctl_.empty() && post(ctl_.front())) ctl_.pop_front();
     while (!out_.empty() && step_job(*out_.front(), dones)) {
       delete out_.front();
       out_.pop_front();
     }
+    dones.insert(dones.end(), settled_.begin(), settled_.end());
+    settled_.clear();
     did = posted_any_ || !dones.empty();
   }
   run_dones(dones);
@@ -233,11 +260,15 @@ void Engine::close() {
     closing_ = true;
     ready_cv_.notify_all();
     ready_cv_.wait(lock, [&] { return in_recv_ == 0; });
-    for (Job* job : out_)
+    for (Job* job : out_) {
+      if (job->xfer) settle(job->xfer, CARAVAN_STATUS_CLOSED);  // never announced
       if (job->done) {
         dones.push_back({job->done, job->cookie, CARAVAN_STATUS_CLOSED});
         job->done = nullptr;
       }
+    }
+    dones.insert(dones.end(), settled_.begin(), settled_.end());
+    settled_.clear();
   }
   run_dones(dones);
 }
@@ -264,6 +295,7 @@ std::string Engine::describe_posted() {
 }
 
 void Engine::free() {
+  settle_transfers(CARAVAN_STATUS_CLOSED);
   std::lock_guard<std::mutex> lock(mu_);
   for (Op* op : posted_) delete op;
   posted_.clear();
@@ -283,7 +315,7 @@ void Engine::free() {
   sources_.clear();
   early_.clear();
   rts_wait_.clear();
-  staged_.clear();
+  withdrawn_.clear();
   bounce_ = nullptr;
   bouncing_ = nullptr;
   tx_pool_.clear();

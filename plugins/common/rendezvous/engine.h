@@ -1,12 +1,22 @@
 // The message protocol of RDMA-capable vans, written once for all of them.
 //
 // A message whose frame fits EAGER_BYTES goes in one eager frame. A larger
-// one is copied into a registered staging buffer (so the caller's memory is
-// free at once and the pool bounds registration), announced by a request to
-// send; the receiver reads it with one or more remote reads into a pooled
-// registered buffer and answers with a completion notice, after which the
-// sender reuses the staging buffer. Without remote reads the message goes
-// as a run of chunk frames instead.
+// one is announced by a request to send that carries its small segments
+// inline and says where to read the others: either the caller's own memory,
+// registered for this one transfer (zero copy: done runs once the receiver
+// has read it), or a registered staging buffer the segments are copied into
+// (done runs at once). The receiver reads them with remote reads into a
+// pooled registered buffer and answers with a completion notice, after
+// which the sender deregisters or reuses. Without remote reads the message
+// goes as a run of chunk frames instead.
+//
+// Registration is bounded: pool buffers and callers' registrations count
+// against MAX_REGISTERED_BYTES together, and a sender past it waits for
+// transfers in flight to finish.
+//
+// After disconnect() the peer may still be reading a zero-copy transfer it
+// was told about: its memory is withdrawn (deregistered, so reads fail) and
+// its done run only after orphan_grace_ms, unless the notice comes first.
 //
 // The application may hold received messages as long as it likes (a server
 // keeps a worker's push as its running sum until the other workers' pushes
@@ -24,6 +34,7 @@
 #ifndef CARAVAN_RENDEZVOUS_ENGINE_H
 #define CARAVAN_RENDEZVOUS_ENGINE_H
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -78,6 +89,8 @@ struct Config {
   size_t rx_depth = 64;            // receive buffers kept posted
   size_t read_chunk = size_t{8} << 20;  // largest single remote read
   bool rma = true;                 // false: large messages go as chunks
+  bool zero_copy = false;          // true: register callers' memory instead of staging it
+  int orphan_grace_ms = 1000;
 };
 
 using LogFn = std::function<void(caravan_log_level, const std::string&)>;
@@ -87,6 +100,9 @@ struct InMsg;
 struct Source;
 struct Stream;
 struct Job;
+struct Transfer;
+struct Prepared;
+struct Piece;
 
 class Engine {
  public:
@@ -111,13 +127,18 @@ class Engine {
   // Finalize: close() once the progress thread is gone (wakes recv callers,
   // runs pending done callbacks with CLOSED, posts nothing more); then
   // cancel_receives() and completions until posted() is 0; free() once the
-  // transport can no longer touch our buffers.
+  // transport can no longer touch our buffers (it settles the transfers
+  // still waiting for their notice, with CLOSED).
   void close();
   void cancel_receives();
   size_t posted();
   std::string describe_posted();  // e.g. "2 sends, 1 read, 0 receives"
   void free();
-  // Both pools together: staging and eager sends, receive ring and reads.
+  // Settles every transfer: its caller's memory is deregistered and its
+  // done runs with `status`. Only once no peer can read it any more.
+  void settle_transfers(caravan_status status);
+  // All pools together: staging and eager sends with callers' registrations,
+  // receive ring and reads, the bounce buffer.
   PoolStats stats();
   const Config& config() const { return cfg_; }
 
@@ -130,13 +151,20 @@ class Engine {
   using Dones = std::vector<Done>;
   Op* frame_op(uint64_t to, Buffer* b, size_t len);
   void queue_hello(Stream& s);
+  void complete_locked(Op* op, bool ok, size_t len, const std::string& err);
   bool step_job(Job& job, Dones& dones);
-  Buffer* stage(const Job& job);
+  enum class Registered { kDone, kNoRoom, kFailed };
+  bool prepare(const Job& job, bool may_wait, Prepared* p);  // false: no room yet
+  Registered register_segments(const Job& job, bool may_wait, Prepared* p);
+  void unprepare(Prepared& p);
+  void announce(Job& job, Prepared& p, Dones& dones);
+  void settle(uint64_t xfer, caravan_status status);
+  void withdraw_orphans();
   bool post(Op* op);
   void on_frame(const char* buf, size_t len);
   void on_read_done(InMsg* m, bool ok);
   void read_finished(Op* op, bool ok);
-  void queue_read(InMsg* m, Buffer* into, size_t offset, size_t len);
+  void queue_read(InMsg* m, Buffer* into, const Piece& piece);
   void start_reads();
   void deliver(Source& src);
   void drop(const std::string& peer, const std::string& why);
@@ -168,7 +196,11 @@ class Engine {
   std::unordered_map<uint64_t, std::unique_ptr<Source>> sources_;  // by stream id
   std::unordered_map<uint64_t, std::vector<std::string>> early_;  // frames before hello
   static constexpr size_t kMaxEarlyFrames = 4096;
-  std::unordered_map<uint64_t, Buffer*> staged_;  // by transfer id, awaiting kFin
+  std::unordered_map<uint64_t, std::unique_ptr<Transfer>> transfers_;  // by id, awaiting kFin
+  std::vector<uint64_t> orphans_;   // transfers of disconnected streams
+  std::unordered_set<uint64_t> withdrawn_;  // their notices may still come
+  Dones settled_;              // done callbacks to run once mu_ is released
+  std::atomic<bool> warned_register_{false};
   std::deque<Op*> ctl_;        // receives, reads, notices: never wait on the pool
   std::deque<Job*> out_;       // stream traffic, in send order
   std::deque<InMsg*> rts_wait_;  // requests waiting for a receive buffer

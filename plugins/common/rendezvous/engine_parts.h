@@ -4,6 +4,7 @@
 #ifndef CARAVAN_RENDEZVOUS_ENGINE_PARTS_H
 #define CARAVAN_RENDEZVOUS_ENGINE_PARTS_H
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,9 +23,18 @@ struct Op {
   size_t len = 0;
   uint64_t addr = 0;
   InMsg* msg = nullptr;  // kRead
-  size_t offset = 0;
+  size_t offset = 0;      // kRead: where in the message the bytes go
   uint64_t raddr = 0;
   uint64_t key = 0;
+  uint64_t xfer = 0;      // kSend of a request to send: the transfer it announces
+};
+
+// A run of a message's bytes that one remote read fetches.
+struct Piece {
+  size_t offset = 0;  // in the message
+  uint64_t raddr = 0;
+  uint64_t key = 0;
+  size_t len = 0;
 };
 
 struct Source {
@@ -47,7 +57,41 @@ struct InMsg {
   size_t reads_left = 0;
   bool ready = false;
   bool failed = false;
-  uint64_t raddr = 0, key = 0, xfer = 0;
+  // A request to send: what the sender announced, until a buffer takes it.
+  uint64_t xfer = 0;
+  uint64_t inline_mask = 0;
+  uint64_t raddrs[kMaxSegments] = {};
+  uint64_t keys[kMaxSegments] = {};
+  std::string inline_bytes;
+  std::vector<Piece> pieces;  // read through the bounce buffer: all of them, in order
+  size_t next_piece = 0;
+};
+
+// A request to send, from its announcement until the receiver's notice
+// says the remote segments were read.
+struct Transfer {
+  uint64_t stream = 0;
+  Buffer* staged = nullptr;         // the remote segments copied, or
+  std::vector<Registration> regs;   // the caller's own, registered for this transfer
+  size_t charged = 0;               // bytes of regs counted against the send pool
+  caravan_send_done_fn done = nullptr;  // with regs: runs once the memory is free
+  void* cookie = nullptr;
+  // Set when its stream was disconnected: past this the memory is withdrawn.
+  bool orphan = false;
+  std::chrono::steady_clock::time_point withdraw_at{};
+};
+
+// What a request to send needs before it is announced: its remote segments
+// copied or registered, its frame with the inline segments in place.
+struct Prepared {
+  Buffer* frame = nullptr;
+  size_t inline_bytes = 0;
+  uint64_t inline_mask = 0;
+  uint64_t raddrs[kMaxSegments] = {};
+  uint64_t keys[kMaxSegments] = {};
+  Buffer* staged = nullptr;
+  std::vector<Registration> regs;
+  size_t charged = 0;
 };
 
 struct Stream {
@@ -57,7 +101,7 @@ struct Stream {
 };
 
 struct Job {
-  enum Type { kFrame, kStage, kChunked } type = kFrame;
+  enum Type { kFrame, kRts, kChunked } type = kFrame;
   uint64_t stream = 0;
   uint64_t to = 0;
   Op* op = nullptr;  // a frame built and not yet posted
@@ -65,8 +109,9 @@ struct Job {
   std::vector<caravan_segment_v1> segs;
   uint64_t total = 0;
   size_t offset = 0;
-  caravan_send_done_fn done = nullptr;
+  caravan_send_done_fn done = nullptr;  // cleared once run or handed to a Transfer
   void* cookie = nullptr;
+  uint64_t xfer = 0;  // kRts, once announced in op
 };
 
 }  // namespace caravan::rendezvous

@@ -93,11 +93,9 @@ void Engine::on_frame(const char* buf, size_t len) {
     return;
   }
   if (f.kind == Kind::kFin) {
-    auto it = staged_.find(f.seq);
-    if (it == staged_.end()) return drop("a peer", "notice for unknown transfer " + std::to_string(f.seq));
-    tx_pool_.put(it->second);
-    staged_.erase(it);
-    return;
+    if (transfers_.count(f.seq)) return settle(f.seq, CARAVAN_STATUS_OK);
+    if (withdrawn_.erase(f.seq)) return;  // read (or failed) after its stream was disconnected
+    return drop("a peer", "notice for unknown transfer " + std::to_string(f.seq));
   }
   auto sit = sources_.find(f.stream);
   if (sit == sources_.end()) {
@@ -133,9 +131,11 @@ void Engine::on_frame(const char* buf, size_t len) {
       m->ready = true;
       break;
     case Kind::kRts:
-      m->raddr = f.raddr;
-      m->key = f.key;
       m->xfer = f.xfer;
+      m->inline_mask = f.inline_mask;
+      std::copy(f.raddrs, f.raddrs + kMaxSegments, m->raddrs);
+      std::copy(f.keys, f.keys + kMaxSegments, m->keys);
+      m->inline_bytes.assign(f.payload, f.payload_len);
       rts_wait_.push_back(m);
       start_reads();
       break;
@@ -156,15 +156,49 @@ void Engine::on_frame(const char* buf, size_t len) {
   deliver(src);
 }
 
-void Engine::queue_read(InMsg* m, Buffer* into, size_t offset, size_t len) {
+namespace {
+
+// Puts a request to send's inline segments in place and lists the reads
+// that fetch the others, at most max_piece bytes each. Segments the sender
+// laid out back to back under one key (a staging buffer) take one read.
+std::vector<Piece> place(InMsg& m, size_t max_piece) {
+  std::vector<Piece> runs;
+  size_t off = 0, in = 0;
+  for (size_t i = 0; i < m.nseg; off += m.lens[i], ++i) {
+    if (m.lens[i] == 0) continue;
+    if (m.inline_mask >> i & 1) {
+      std::memcpy(m.data + off, m.inline_bytes.data() + in, m.lens[i]);
+      in += m.lens[i];
+      continue;
+    }
+    Piece* last = runs.empty() ? nullptr : &runs.back();
+    if (last && last->offset + last->len == off && last->raddr + last->len == m.raddrs[i] &&
+        last->key == m.keys[i]) {
+      last->len += m.lens[i];
+    } else {
+      runs.push_back({off, m.raddrs[i], m.keys[i], m.lens[i]});
+    }
+  }
+  m.inline_bytes.clear();
+  m.inline_bytes.shrink_to_fit();
+  std::vector<Piece> pieces;
+  for (const Piece& r : runs)
+    for (size_t o = 0; o < r.len; o += max_piece)
+      pieces.push_back({r.offset + o, r.raddr + o, r.key, std::min(max_piece, r.len - o)});
+  return pieces;
+}
+
+}  // namespace
+
+void Engine::queue_read(InMsg* m, Buffer* into, const Piece& piece) {
   auto* op = new Op;
   op->kind = OpKind::kRead;
   op->buf = into;
-  op->offset = offset;
-  op->len = len;
+  op->offset = piece.offset;
+  op->len = piece.len;
   op->addr = m->src->addr;
-  op->raddr = m->raddr + offset;
-  op->key = m->key;
+  op->raddr = piece.raddr;
+  op->key = piece.key;
   op->msg = m;
   ctl_.push_back(op);
   ++m->reads_left;
@@ -178,8 +212,7 @@ void Engine::start_reads() {
       ++pooled_msgs_;
       m->pooled = b;
       m->data = b->data;
-      for (size_t off = 0; off < m->total; off += cfg_.read_chunk)
-        queue_read(m, b, off, std::min<size_t>(cfg_.read_chunk, m->total - off));
+      for (const Piece& p : place(*m, cfg_.read_chunk)) queue_read(m, b, p);
     } else {
       // Every pooled buffer is held by the application, which may keep
       // them until it has this very message: waiting for a release could
@@ -188,8 +221,10 @@ void Engine::start_reads() {
       if (!bounce_) bounce_ = bounce_pool_.acquire(bounce_bytes_, false);
       m->heap.reset(new char[m->total]);
       m->data = m->heap.get();
+      m->pieces = place(*m, bounce_->capacity);
+      m->next_piece = 0;
       bouncing_ = m;
-      queue_read(m, bounce_, 0, std::min(bounce_->capacity, m->total));
+      queue_read(m, bounce_, m->pieces[m->next_piece++]);
     }
     rts_wait_.pop_front();
   }
@@ -200,13 +235,13 @@ void Engine::read_finished(Op* op, bool ok) {
   InMsg* m = op->msg;
   if (op->buf == bounce_) {
     if (ok) std::memcpy(m->data + op->offset, bounce_->data, op->len);
-    size_t next = op->offset + op->len;
     delete op;
-    if (ok && next < m->total) {
+    if (ok && m->next_piece < m->pieces.size()) {
       --m->reads_left;
-      queue_read(m, bounce_, next, std::min(bounce_->capacity, m->total - next));
+      queue_read(m, bounce_, m->pieces[m->next_piece++]);
       return;
     }
+    m->pieces.clear();
     bouncing_ = nullptr;
   } else {
     delete op;
