@@ -120,7 +120,7 @@ int caravan_init(void) {
     s->node = std::make_unique<Node>(s->config, std::move(options));
     std::vector<ServerAddress> servers;
     for (const NodeInfo* n : s->node->nodes_of(Role::kServer))
-      servers.push_back(ServerAddress{n->id, n->describe()});
+      servers.push_back(ServerAddress{n->id, n->describe(), n->host == s->node->self().host});
     s->client = std::make_unique<PushPullClient>(s->node->kv(), std::move(servers), s->config);
     g_state = std::move(s);
     return 0;
