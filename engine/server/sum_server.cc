@@ -5,6 +5,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"
+#include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
 
 namespace caravan {
@@ -16,7 +17,8 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
       schedule_(config.server_enable_schedule),
       async_(config.enable_async),
       ipc_(config.enable_ipc),
-      segments_(config.num_workers) {
+      segments_(config.num_workers),
+      orphans_(ipc::server_prefix(config.root_uri, config.root_port, kv.id())) {
   for (int i = 0; i < config.server_engine_threads; ++i) {
     engines_.push_back(std::make_unique<Engine>());
     Engine* e = engines_.back().get();
@@ -44,6 +46,13 @@ void SumServer::clear() {
     for (auto& e : engines_) {
       e->queue.clear();
       e->keys.clear();
+    }
+    if (!ipc_) return;
+    // A worker that died between making a segment and this server mapping
+    // it left the name behind, and no one else knows it is garbage.
+    if (size_t n = ipc::remove_segments(orphans_)) {
+      CARAVAN_LOG(WARNING) << "removed " << n << " shared-memory segment(s) " << orphans_
+                           << "* that a worker made but this server never mapped";
     }
   });
 }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -115,6 +116,7 @@ class SumServer {
   const bool async_;
   const bool ipc_;
   ipc::SegmentTable segments_;  // receive thread only
+  const std::string orphans_;   // the start of every segment name meant for this server
   std::vector<std::unique_ptr<Engine>> engines_;
   std::unordered_map<uint64_t, Engine*> owner_;  // receive thread only
   uint64_t sequence_ = 0;                        // receive thread only

@@ -1,33 +1,16 @@
 #include "engine/worker/push_pull.h"
 
-#include <unistd.h>
-
-#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <map>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
 #include "engine/reducer/reducer.h"
 
 namespace caravan {
-namespace {
-
-// Unique among the jobs of a host (the scheduler's address) and the
-// processes of the job (node ids, pid), and a valid shm_open name.
-std::string segment_prefix(const JobConfig& config, int worker, int server) {
-  std::string uri;
-  for (char c : config.root_uri.substr(0, 64))
-    uri += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
-  return "/caravan-ipc-" + uri + "-" + std::to_string(config.root_port) + "-w" +
-         std::to_string(worker) + "-s" + std::to_string(server) + "-p" + std::to_string(getpid()) +
-         "-";
-}
-
-}  // namespace
-
 PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers,
                                const JobConfig& config)
     : kv_(kv),
@@ -39,8 +22,9 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
   if (!config.enable_ipc) return;
   for (const ServerAddress& s : servers_) {
     if (s.same_host) {
-      lanes_.push_back(std::make_unique<ipc::WorkerLane>(
-          kv_, s.node_id, s.name, segment_prefix(config, kv_.id(), s.node_id), op_timeout_s_));
+      std::string names = ipc::lane_prefix(config.root_uri, config.root_port, s.node_id, kv_.id());
+      lanes_.push_back(
+          std::make_unique<ipc::WorkerLane>(kv_, s.node_id, s.name, names, op_timeout_s_));
     } else {
       lanes_.push_back(nullptr);
       CARAVAN_LOG(INFO) << s.name << " is on another host: values for it go through the van";

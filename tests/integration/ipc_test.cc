@@ -5,9 +5,14 @@
 // another host, gets the values through the van; and no segment is left
 // in /dev/shm, after a clean end or a killed worker.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <regex>
 #include <sstream>
@@ -40,7 +45,8 @@ std::vector<std::string> lines_with(const std::string& text, const std::string& 
 // taken from the first segment a log line names.
 std::string job_segment_prefix(const std::string& output) {
   std::smatch m;
-  if (!std::regex_search(output, m, std::regex("/(caravan-ipc-[0-9.]+-[0-9]+-)w"))) return "";
+  if (!std::regex_search(output, m, std::regex("/(caravan-ipc-[0-9.]+-[0-9]+-)s[0-9]+-w")))
+    return "";
   return m[1];
 }
 
@@ -52,6 +58,15 @@ std::vector<std::string> segments_in_dev_shm(const std::string& prefix) {
     if (std::string(e->d_name).rfind(prefix, 0) == 0) out.push_back(e->d_name);
   closedir(d);
   return out;
+}
+
+// What a worker killed between making a segment and its server mapping
+// it leaves in /dev/shm: a name no one will ever map.
+void leave_unmapped_segment(const std::string& name) {
+  int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << name << ": " << std::strerror(errno);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  close(fd);
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -221,11 +236,13 @@ TEST(IpcJob, ServersThatCannotShareMemoryGetValuesThroughTheVan) {
 
 // Names are removed as soon as the server mapped them, so a worker killed
 // in the middle of its job leaves nothing behind, and the others still
-// notice the loss and end.
+// notice the loss and end. Killed in the instant between making a segment
+// and the server mapping it, a worker does leave the name: the server,
+// ending with the job, removes it.
 TEST(IpcJob, KilledWorkerLeavesNoSegmentBehind) {
   NodeByNodeJob job(2, 1);
   Env ipc = {{"BYTEPS_ENABLE_IPC", "1"}};
-  job.server(0, ipc);
+  RunningProcess& server = job.server(0, ipc);
   // Tensors of at most 10000 elements: every slot fits in the first
   // segment, so once it is mapped no other segment is ever made.
   std::vector<std::string> forever = {"100000", "10000"};
@@ -235,15 +252,46 @@ TEST(IpcJob, KilledWorkerLeavesNoSegmentBehind) {
   ASSERT_TRUE(other.wait_for_output("go through shared memory", 30)) << other.output();
   EXPECT_EQ(joined(segments_in_dev_shm(job.segment_prefix())), "")
       << "a segment kept its name after the server mapped it";
+  // Server 0 is node 8, worker 0 node 9.
+  leave_unmapped_segment(job.segment_prefix() + "s8-w9-p" + std::to_string(victim.pid()) + "-1");
   victim.signal(SIGKILL);
   victim.wait(10);
-  for (RunningProcess* p : {&other, job.servers[0].get(), &job.scheduler()}) {
+  for (RunningProcess* p : {&other, &server, &job.scheduler()}) {
     ProcessResult r = p->wait(10);
     EXPECT_FALSE(r.timed_out) << r.output;
     EXPECT_NE(r.exit_code, 0) << r.output;
   }
   EXPECT_NE(other.output().find("lost worker 0"), std::string::npos) << other.output();
+  EXPECT_NE(server.output().find("removed 1 shared-memory segment(s)"), std::string::npos)
+      << server.output();
   EXPECT_EQ(joined(segments_in_dev_shm(job.segment_prefix())), "");
+}
+
+// Under caravan-launch the servers may be stopped before they can clean
+// up; the launcher removes what is left of the job once all are gone.
+TEST(IpcJob, LaunchedJobLeavesNoSegmentWhenAWorkerIsKilled) {
+  ProcessSpec spec;
+  // One worker: the line below is its own.
+  spec.argv = {CARAVAN_LAUNCH_BIN,   "--workers", "1",    "--servers", "1", "--",
+               SUM_CHECK_WORKER_BIN, "100000",    "10000"};
+  spec.set_env = {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "info"}};
+  RunningProcess launcher(spec);
+  ASSERT_TRUE(launcher.wait_for_output("go through shared memory", 30)) << launcher.output();
+  std::smatch m;
+  std::string out = launcher.output();
+  ASSERT_TRUE(
+      std::regex_search(out, m,
+                        std::regex("worker 0 pid ([0-9]+)\\] values for server 0 .* segment /"
+                                   "(caravan-ipc-[0-9.]+-[0-9]+-)(s[0-9]+-w[0-9]+-)")))
+      << out;
+  int pid = std::stoi(m[1]);
+  std::string prefix = m[2];
+  leave_unmapped_segment(prefix + std::string(m[3]) + "p" + std::to_string(pid) + "-1");
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  ProcessResult r = launcher.wait(30);
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(joined(segments_in_dev_shm(prefix)), "") << r.output;
 }
 
 }  // namespace
