@@ -3,6 +3,13 @@
 // per partition. A partition keeps its slot for the whole job, and a tensor
 // has at most one push_pull in flight, so the worker's values, the
 // server's sum and the next round never meet in one slot.
+//
+// A lane exists only for a server that advertises this worker's address,
+// and that is only a hint: containers can share an address without
+// sharing /dev/shm, and two machines behind NAT can advertise the same one.
+// What decides is the server itself: it must open the segment by name and
+// find in its header the random nonce the worker sent along; if it cannot,
+// it says why and this lane stays on the van.
 #pragma once
 
 #include <cstddef>
