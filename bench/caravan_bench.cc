@@ -326,9 +326,11 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 }
 
 std::string VanName() {
-  if (const char* v = getenv("CARAVAN_VAN"); v && *v) return v;
+  // Values bypass the van for servers on this host that map the worker's memory.
+  std::string ipc = EnvOr("BYTEPS_ENABLE_IPC", "0") == "1" ? " + shared memory (BYTEPS_ENABLE_IPC=1)" : "";
+  if (const char* v = getenv("CARAVAN_VAN"); v && *v) return v + ipc;
   std::string rdma = EnvOr("DMLC_ENABLE_RDMA", "0");
-  return rdma == "0" || rdma == "zmq" ? "zmq" : "DMLC_ENABLE_RDMA=" + rdma;
+  return (rdma == "0" || rdma == "zmq" ? "zmq" : "DMLC_ENABLE_RDMA=" + rdma) + ipc;
 }
 
 }  // namespace

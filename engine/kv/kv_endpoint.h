@@ -48,6 +48,7 @@ class KVEndpoint {
 
   void start();
   void stop();
+  int id() const { return my_id_; }  // this node's id
 
   // Sends a request to node `recipient`; fills head.sender/recipient/
   // timestamp and the request flag. Throws when the job already failed.

@@ -7,13 +7,19 @@
 
 namespace caravan {
 
+bool worker_rank_of(int32_t sender, int num_workers, int* rank) {
+  if (sender < worker_id(0) || sender > worker_id(num_workers - 1) ||
+      (sender - worker_id(0)) % 2 != 0)
+    return false;
+  *rank = (sender - worker_id(0)) / 2;
+  return true;
+}
+
 bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequest* out,
                              std::string* why) {
   const wire::Header& h = req.head;
-  // The sender is checked before any arithmetic on it: a stranger's
-  // INT_MIN would overflow the rank computation.
-  if (h.sender < worker_id(0) || h.sender > worker_id(num_workers - 1) ||
-      (h.sender - worker_id(0)) % 2 != 0) {
+  int rank = -1;
+  if (!worker_rank_of(h.sender, num_workers, &rank)) {
     *why = "node " + std::to_string(h.sender) + " is not a worker of this job";
     return false;
   }
@@ -33,7 +39,7 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
            " value bytes is not a whole number of elements";
     return false;
   }
-  out->rank = (h.sender - worker_id(0)) / 2;
+  out->rank = rank;
   // The van ABI promises no alignment: a van may hand over segments packed
   // at any offset.
   std::memcpy(&out->key, req.keys.data, sizeof out->key);

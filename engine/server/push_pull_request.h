@@ -19,6 +19,11 @@ struct PushPullRequest {
   size_t count = 0;  // elements
 };
 
+// The rank of worker node `sender` in a job of `num_workers` workers;
+// false for any other node id (checked before any arithmetic on it: a
+// stranger's INT_MIN would overflow the rank computation).
+bool worker_rank_of(int32_t sender, int num_workers, int* rank);
+
 // False (with *why, to send back to the worker and to log) when `request`
 // is no push_pull of one key by a worker of a job of `num_workers` workers.
 bool parse_push_pull_request(const KVMessage& request, int num_workers, PushPullRequest* out,

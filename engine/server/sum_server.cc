@@ -1,12 +1,14 @@
 #include "engine/server/sum_server.h"
 
+#include "engine/server/push_pull_request.h"
+
 #include <cstring>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"
+#include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
-#include "engine/server/push_pull_request.h"
 
 namespace caravan {
 
@@ -15,7 +17,10 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
       reducer_(reducer),
       num_workers_(config.num_workers),
       schedule_(config.server_enable_schedule),
-      async_(config.enable_async) {
+      async_(config.enable_async),
+      ipc_(config.enable_ipc),
+      segments_(config.num_workers),
+      orphans_(ipc::server_prefix(config.root_uri, config.root_port, kv.id())) {
   for (int i = 0; i < config.server_engine_threads; ++i) {
     engines_.push_back(std::make_unique<Engine>());
     Engine* e = engines_.back().get();
@@ -23,7 +28,8 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
   }
   CARAVAN_LOG(INFO) << (async_ ? "asynchronous" : "synchronous") << " summation on "
                     << engines_.size() << " engine thread(s)"
-                    << (schedule_ ? ", keys furthest behind first" : "");
+                    << (schedule_ ? ", keys furthest behind first" : "")
+                    << (ipc_ ? "; workers on this host may use shared memory" : "");
 }
 
 SumServer::~SumServer() { clear(); }
@@ -42,6 +48,13 @@ void SumServer::clear() {
     for (auto& e : engines_) {
       e->queue.clear();
       e->keys.clear();
+    }
+    if (!ipc_) return;
+    // A worker that died between making a segment and this server mapping
+    // it left the name behind, and no one else knows it is garbage.
+    if (size_t n = ipc::remove_segments(orphans_)) {
+      CARAVAN_LOG(WARNING) << "removed " << n << " shared-memory segment(s) " << orphans_
+                           << "* that a worker made but this server never mapped";
     }
   });
 }
@@ -69,13 +82,51 @@ void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& va
   kv_.respond(request, std::move(out), nullptr);
 }
 
+void SumServer::answer_in_place(const wire::Header& request, uint64_t key,
+                                const ipc::SlotDescriptor& at) {
+  auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(at));
+  answer(request, key, Blob{where->data(), where->size(), where});
+}
+
+void SumServer::attach(const KVMessage& req, int rank) {
+  if (!ipc_)
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "BYTEPS_ENABLE_IPC is not set on this server (set it on every node)");
+  ipc::AttachRequest a;
+  try {
+    a = ipc::decode_attach(req.vals.data, req.vals.len);
+    segments_.attach(rank, a);
+  } catch (const std::exception& e) {
+    return refuse(req, CARAVAN_ERR_SERVER, e.what());
+  }
+  CARAVAN_LOG(INFO) << "worker " << rank << ": mapped its shared-memory segment " << a.index << " ("
+                    << a.segment.bytes << " bytes) and removed its name " << a.segment.name;
+  KVMessage ok;
+  kv_.respond(req.head, std::move(ok), nullptr);
+}
+
 void SumServer::handle(KVMessage&& req) {
+  const wire::Header& h = req.head;
+  int rank = -1;
+  if (!worker_rank_of(h.sender, num_workers_, &rank))
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "node " + std::to_string(h.sender) + " is not a worker of this job");
+  if ((h.flags & wire::kShm) && !(h.flags & (wire::kPush | wire::kPull))) return attach(req, rank);
+  Source source;
+  if (h.flags & wire::kShm) {
+    try {
+      source.place = ipc::decode_descriptor(req.vals.data, req.vals.len);
+      source.slot = segments_.resolve(rank, *source.place);
+    } catch (const std::exception& e) {
+      return refuse(req, CARAVAN_ERR_SERVER, e.what());
+    }
+    req.vals = source.slot;
+  }
   PushPullRequest checked;
   std::string why;
   if (!parse_push_pull_request(req, num_workers_, &checked, &why))
     return refuse(req, CARAVAN_ERR_SERVER, why);
-  uint64_t key = checked.key;
-  Engine*& e = owner_[key];
+  Engine*& e = owner_[checked.key];
   if (!e) {
     e = engines_.front().get();
     for (auto& c : engines_)
@@ -84,7 +135,7 @@ void SumServer::handle(KVMessage&& req) {
   }
   {
     std::lock_guard<std::mutex> lock(e->mu);
-    e->queue.push_back(Queued{std::move(req), checked, sequence_++});
+    e->queue.push_back(Queued{std::move(req), checked, sequence_++, std::move(source)});
   }
   e->cv.notify_one();
 }
@@ -127,7 +178,7 @@ void SumServer::run(Engine& e) {
 }
 
 void SumServer::process(Engine& e, Queued&& q) {
-  KVMessage& req = q.request;
+  const KVMessage& req = q.request;
   const wire::Header& h = req.head;
   int rank = q.checked.rank;
   size_t esize = q.checked.element_bytes;
@@ -148,17 +199,18 @@ void SumServer::process(Engine& e, Queued&& q) {
                  " (the same tensor name with different sizes or dtypes on two workers)";
     // The workers already waiting in this round get the error too, rather
     // than waiting for a sum that cannot be right.
-    for (const wire::Header& w : k.round.waiting) answer_error(w, CARAVAN_ERR_MISMATCH, k.poisoned);
+    for (const Waiter& w : k.round.waiting) answer_error(w.head, CARAVAN_ERR_MISMATCH, k.poisoned);
     k.round = Round{};
   }
   if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
   if (async_)
-    sum_async(k, key, std::move(req), esize);
+    sum_async(k, key, std::move(q), esize);
   else
-    sum_sync(k, key, std::move(req), rank, esize);
+    sum_sync(k, key, std::move(q), rank, esize);
 }
 
-void SumServer::sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, size_t esize) {
+void SumServer::sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize) {
+  const KVMessage& req = q.request;
   const wire::Header& h = req.head;
   Round& r = k.round;
   if (r.pushed[static_cast<size_t>(rank)])
@@ -174,7 +226,7 @@ void SumServer::sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, s
     reducer_.sum(r.sum.data, req.vals.data, req.vals.len / esize,
                  static_cast<caravan_dtype>(h.dtype));
   }
-  r.waiting.push_back(h);
+  r.waiting.push_back(Waiter{h, std::move(q.source)});
   if (static_cast<int>(r.waiting.size()) < num_workers_) return;
 
   Round done = std::move(r);
@@ -184,10 +236,39 @@ void SumServer::sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, s
   CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
       << "sample key " << key << " sum of round " << k.rounds << ": "
       << sample_values(done.sum.data, done.sum.len, h.dtype);
-  for (const wire::Header& w : done.waiting) answer(w, key, done.sum);
+  finish_round(done, key);
 }
 
-void SumServer::sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esize) {
+void SumServer::finish_round(Round& done, uint64_t key) {
+  // Every copy is made before the first answer goes out: once answered, a
+  // worker may start its next round, overwriting its slot, which may be
+  // the accumulator.
+  bool sum_in_a_slot = false, van_waiters = false;
+  for (const Waiter& w : done.waiting) {
+    if (!w.source.place)
+      van_waiters = true;
+    else if (w.source.slot.data == done.sum.data)
+      sum_in_a_slot = true;
+  }
+  Blob for_van = done.sum;
+  if (sum_in_a_slot && van_waiters) {
+    auto copy = std::shared_ptr<char[]>(new char[done.sum.len]);
+    std::memcpy(copy.get(), done.sum.data, done.sum.len);
+    for_van = Blob{copy.get(), done.sum.len, copy};
+  }
+  for (const Waiter& w : done.waiting)
+    if (w.source.place && w.source.slot.data != done.sum.data)
+      std::memcpy(w.source.slot.data, done.sum.data, done.sum.len);
+  for (const Waiter& w : done.waiting) {
+    if (w.source.place)
+      answer_in_place(w.head, key, *w.source.place);
+    else
+      answer(w.head, key, for_van);
+  }
+}
+
+void SumServer::sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize) {
+  const KVMessage& req = q.request;
   const wire::Header& h = req.head;
   if (!k.store.data) {
     // The store starts at zero, so after any set of pushes it holds
@@ -198,6 +279,13 @@ void SumServer::sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esi
   reducer_.sum(k.store.data, req.vals.data, req.vals.len / esize,
                static_cast<caravan_dtype>(h.dtype));
   ++k.rounds;
+  if (q.source.place) {
+    std::memcpy(q.source.slot.data, k.store.data, k.bytes);
+    CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
+        << "sample key " << key << " store after push " << k.rounds << ": "
+        << sample_values(q.source.slot.data, k.bytes, h.dtype);
+    return answer_in_place(h, key, *q.source.place);
+  }
   // The store keeps changing while the van sends: each answer is a copy.
   auto copy = std::shared_ptr<char[]>(new char[k.bytes]);
   std::memcpy(copy.get(), k.store.data, k.bytes);

@@ -15,17 +15,27 @@
 // first push, kept without copying), released only when the van has sent
 // the last answer from it: a fast worker's next round can never overwrite a
 // sum a slow worker has not received.
+//
+// With BYTEPS_ENABLE_IPC, a worker on this host may put its values in a
+// shared-memory slot of its own and send only the slot's place (wire flag
+// kShm). Such a push is summed straight from the slot, and its answer is
+// the sum written back into the same slot. When the round's first push is
+// such a slot, that slot is the accumulator: its worker waits for the
+// answer and does not touch it before.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/core/config.h"
+#include "engine/ipc/segment_table.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"
 #include "engine/server/push_pull_request.h"
@@ -34,8 +44,8 @@ namespace caravan {
 
 class SumServer {
  public:
-  // Reads num_workers, server_engine_threads, server_enable_schedule and
-  // enable_async from `config`; starts the engine threads.
+  // Reads num_workers, server_engine_threads, server_enable_schedule,
+  // enable_async and enable_ipc from `config`; starts the engine threads.
   SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config);
   ~SumServer();
   // Checks one request and queues it for its key's engine thread; runs on
@@ -46,9 +56,19 @@ class SumServer {
   void clear();
 
  private:
+  // Where a push's values lie and its answer goes: a worker's
+  // shared-memory slot, or (place empty) the van.
+  struct Source {
+    std::optional<ipc::SlotDescriptor> place;
+    Blob slot;  // the slot's memory, when there is a place
+  };
+  struct Waiter {
+    wire::Header head;
+    Source source;
+  };
   struct Round {
     Blob sum;  // the accumulator, alive until every answer was sent
-    std::vector<wire::Header> waiting;
+    std::vector<Waiter> waiting;
     std::vector<bool> pushed;  // by worker rank
   };
   struct KeyState {
@@ -62,9 +82,10 @@ class SumServer {
     std::string poisoned;
   };
   struct Queued {
-    KVMessage request;
+    KVMessage request;  // vals: the values, wherever they lie
     PushPullRequest checked;  // what handle() found, so no one parses it again
     uint64_t sequence;
+    Source source;
   };
   struct Engine {
     std::mutex mu;
@@ -78,10 +99,15 @@ class SumServer {
 
   void run(Engine& e);
   Queued take(Engine& e);  // e.mu held, queue not empty
+  // Maps the segment an attach request announces and answers it.
+  void attach(const KVMessage& request, int rank);
   void process(Engine& e, Queued&& q);
-  void sum_sync(KeyState& k, uint64_t key, KVMessage&& req, int rank, size_t esize);
-  void sum_async(KeyState& k, uint64_t key, KVMessage&& req, size_t esize);
+  void sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize);
+  void finish_round(Round& done, uint64_t key);
+  void sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize);
   void answer(const wire::Header& request, uint64_t key, const Blob& vals);
+  // The sum is in the request's slot already: tells the worker where.
+  void answer_in_place(const wire::Header& request, uint64_t key, const ipc::SlotDescriptor& at);
   void refuse(const KVMessage& request, int code, const std::string& why);
   void answer_error(const wire::Header& request, int code, const std::string& why);
 
@@ -90,6 +116,9 @@ class SumServer {
   const int num_workers_;
   const bool schedule_;
   const bool async_;
+  const bool ipc_;
+  ipc::SegmentTable segments_;  // receive thread only
+  const std::string orphans_;   // the start of every segment name meant for this server
   std::vector<std::unique_ptr<Engine>> engines_;
   std::unordered_map<uint64_t, Engine*> owner_;  // receive thread only
   uint64_t sequence_ = 0;                        // receive thread only

@@ -43,6 +43,9 @@ enum Flags : uint32_t {
   kRouted = 1u << 4,
   kSimple = 1u << 5,  // a SimpleApp message: cmd is the head, vals the body
   kSample = 1u << 6,  // push_pull of BYTEPS_DEBUG_SAMPLE_TENSOR: log its values
+  // BYTEPS_ENABLE_IPC: vals is not the values but a body of
+  // engine/ipc/messages.h (a slot descriptor, or an attach request).
+  kShm = 1u << 7,
   kWantAck = 1u << 8,  // PS_RESEND: acknowledge with kAck; resent until then
 };
 

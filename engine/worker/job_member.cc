@@ -15,7 +15,7 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
   node_ = std::make_unique<Node>(config, std::move(options));
   std::vector<ServerAddress> servers;
   for (const NodeInfo* n : node_->nodes_of(Role::kServer))
-    servers.push_back(ServerAddress{n->id, n->describe()});
+    servers.push_back(ServerAddress{n->id, n->describe(), n->host == node_->self().host});
   client_ = std::make_unique<PushPullClient>(node_->kv(), std::move(servers), config);
 }
 

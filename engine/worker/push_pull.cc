@@ -6,6 +6,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
 #include "engine/reducer/reducer.h"
 
@@ -26,7 +27,19 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
       sample_tensor_(config.debug_sample_tensor),
-      scheduler_(make_scheduler(config.scheduling_credit)) {}
+      scheduler_(make_scheduler(config.scheduling_credit)) {
+  if (!config.enable_ipc) return;
+  for (const ServerAddress& s : servers_) {
+    if (s.same_host) {
+      std::string names = ipc::lane_prefix(config.root_uri, config.root_port, s.node_id, kv_.id());
+      lanes_.push_back(
+          std::make_unique<ipc::WorkerLane>(kv_, s.node_id, s.name, names, op_timeout_s_));
+    } else {
+      lanes_.push_back(nullptr);
+      CARAVAN_LOG(INFO) << s.name << " is on another host: values for it go through the van";
+    }
+  }
+}
 
 TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int dtype) {
   auto it = tensors_.find(name);
@@ -71,6 +84,17 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op->answered.assign(plan.partitions.size(), false);
     op->on_done = std::move(on_done);
   }
+  // Outside mu_: placing may wait for a server's answer, which the
+  // receive thread delivers, and the receive thread takes mu_ when an
+  // operation ends.
+  if (!op->plan->placed && !lanes_.empty()) {
+    try {
+      place_in_shared_memory(*op->plan);
+    } catch (...) {
+      withdraw(*op);
+      throw;
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     for (size_t i = 0; i < op->plan->partitions.size(); ++i)
@@ -79,6 +103,31 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   }
   pump();
   return op;
+}
+
+void PushPullClient::place_in_shared_memory(TensorPlan& plan) {
+  plan.slots.assign(plan.partitions.size(), ipc::Slot{});
+  for (size_t server = 0; server < lanes_.size(); ++server) {
+    if (!lanes_[server]) continue;
+    std::vector<size_t> indices, bytes;
+    for (size_t i = 0; i < plan.partitions.size(); ++i) {
+      if (static_cast<size_t>(plan.partitions[i].server) != server) continue;
+      indices.push_back(i);
+      bytes.push_back(plan.partitions[i].bytes);
+    }
+    std::vector<ipc::Slot> slots = lanes_[server]->place(bytes, plan.name);
+    for (size_t j = 0; j < slots.size(); ++j) plan.slots[indices[j]] = slots[j];
+  }
+  plan.placed = true;
+}
+
+void PushPullClient::withdraw(Operation& op) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    op.plan->in_flight = false;
+    --ops_in_flight_;
+  }
+  idle_cv_.notify_all();
 }
 
 void PushPullClient::pump() {
@@ -116,20 +165,30 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   const Partition& part = op->plan->partitions[index];
   const std::string& name = op->plan->name;
   bool sample = !sample_tensor_.empty() && name == sample_tensor_;
+  const ipc::Slot* slot = op->plan->slots.empty() ? nullptr : &op->plan->slots[index];
+  if (slot && !slot->data) slot = nullptr;
   auto key = std::make_shared<uint64_t>(part.key);
   KVMessage msg;
   msg.head.flags = wire::kPush | wire::kPull | (sample ? wire::kSample : 0u);
   msg.head.priority = priority;
   msg.head.dtype = static_cast<uint8_t>(op->plan->dtype);
   msg.keys = Blob{key.get(), sizeof(uint64_t), key};
-  msg.vals = Blob{op->data + part.offset, part.bytes, nullptr};
+  if (slot) {
+    std::memcpy(slot->data, op->data + part.offset, part.bytes);
+    auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
+    msg.vals = Blob{where->data(), where->size(), where};
+    msg.head.flags |= wire::kShm;
+  } else {
+    msg.vals = Blob{op->data + part.offset, part.bytes, nullptr};
+  }
   const ServerAddress& server = servers_[static_cast<size_t>(part.server)];
   CARAVAN_VLOG(2) << "push_pull: send '" << name << "' partition " << index << "/"
                   << op->plan->partitions.size() << " (key " << part.key << ", " << part.bytes
-                  << " B, priority " << priority << ") to " << server.name;
+                  << " B, priority " << priority << ") to " << server.name
+                  << (slot ? " through shared memory" : " through the van");
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << name << "' partition " << index << " push: "
-                      << sample_values(msg.vals.data, part.bytes, op->plan->dtype);
-  auto on_response = [this, op, index, &part, &server, sample](KVMessage&& r) {
+                      << sample_values(op->data + part.offset, part.bytes, op->plan->dtype);
+  auto on_response = [this, op, index, &part, &server, slot, sample](KVMessage&& r) {
     if (r.is_error()) {
       std::string why = r.error_text();
       if (r.head.status != CARAVAN_ERR_PEER_LOST) why = server.name + ": " + why;
@@ -138,18 +197,20 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     }
     std::unique_lock<std::mutex> lock(op->mu);
     if (op->abandoned) return;
-    if (r.vals.len != part.bytes) {
+    std::string wrong = slot ? wrong_slot(r, *slot) : "";
+    if (wrong.empty() && !slot && r.vals.len != part.bytes)
+      wrong = std::to_string(r.vals.len) + " bytes, expected " + std::to_string(part.bytes);
+    if (!wrong.empty()) {
       lock.unlock();
       finish_event(*op, CARAVAN_ERR_SERVER,
                    server.name + " answered tensor '" + op->plan->name + "' partition " +
-                       std::to_string(index) + " with " + std::to_string(r.vals.len) +
-                       " bytes, expected " + std::to_string(part.bytes));
+                       std::to_string(index) + " with " + wrong);
       return;
     }
     op->answered[index] = true;
     if (op->first_answer_us < 0) op->first_answer_us = micros_since(op->submitted);
     lock.unlock();
-    std::memcpy(op->data + part.offset, r.vals.data, part.bytes);
+    std::memcpy(op->data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
     CARAVAN_SAMPLE_LOG(sample) << "sample '" << op->plan->name << "' partition " << index << " pull: "
                         << sample_values(op->data + part.offset, part.bytes, op->plan->dtype);
     finish_event(*op, 0, "");
@@ -177,6 +238,17 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     finish_event(*op, e.code(), e.what());
     finish_event(*op, e.code(), e.what());
   }
+}
+
+std::string PushPullClient::wrong_slot(const KVMessage& r, const ipc::Slot& slot) {
+  if (!(r.head.flags & wire::kShm))
+    return std::to_string(r.vals.len) + " bytes through the van, expected its shared-memory slot";
+  try {
+    if (ipc::decode_descriptor(r.vals.data, r.vals.len) == slot.where) return "";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "another shared-memory slot than the one it was sent";
 }
 
 void PushPullClient::finish_event(Operation& op, int code, const std::string& error) {

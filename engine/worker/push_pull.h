@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/core/config.h"
+#include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
 #include "engine/worker/scheduler.h"
@@ -22,6 +23,9 @@ namespace caravan {
 struct ServerAddress {
   int node_id;
   std::string name;  // "server 1 (pid ... at ...)"
+  // It advertises this worker's host: with BYTEPS_ENABLE_IPC, values may
+  // go through shared memory if the server can map this worker's.
+  bool same_host = false;
 };
 
 struct TensorPlan {
@@ -30,6 +34,10 @@ struct TensorPlan {
   int dtype = 0;
   std::vector<Partition> partitions;
   bool in_flight = false;  // guarded by the client's mutex
+  // BYTEPS_ENABLE_IPC: each partition's place in shared memory (a slot
+  // without data goes through the van), set by the first push_pull.
+  std::vector<ipc::Slot> slots;
+  bool placed = false;
 };
 
 // One push_pull in progress. Two events finish each partition: the van is
@@ -60,8 +68,8 @@ class Operation {
 
 class PushPullClient {
  public:
-  // Reads partition_bytes, op_timeout_s, scheduling_credit and
-  // debug_sample_tensor from `config`.
+  // Reads partition_bytes, op_timeout_s, scheduling_credit,
+  // debug_sample_tensor and enable_ipc from `config`.
   PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
 
   // Starts a push_pull; throws caravan::Error for misuse found up front.
@@ -77,8 +85,14 @@ class PushPullClient {
 
  private:
   TensorPlan& declare(const std::string& name, size_t count, int dtype);
+  // Gives the partitions bound for servers on this host their slots.
+  void place_in_shared_memory(TensorPlan& plan);
+  // An operation that will never be sent: the tensor is free again.
+  void withdraw(Operation& op);
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
+  // Why answer `r` does not say the sum lies in `slot`; empty when it does.
+  static std::string wrong_slot(const KVMessage& r, const ipc::Slot& slot);
   void pump();
   // The van is done sending a partition: frees its scheduling credit.
   void partition_finished();
@@ -89,6 +103,8 @@ class PushPullClient {
   size_t partition_bytes_;
   int op_timeout_s_;
   std::string sample_tensor_;
+  // By server rank; null where values go through the van.
+  std::vector<std::unique_ptr<ipc::WorkerLane>> lanes_;
 
   std::mutex mu_;  // tensors_, keys_, in-flight counts
   std::condition_variable idle_cv_;

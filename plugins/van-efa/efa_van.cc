@@ -33,11 +33,16 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   cfg_.rx_depth = static_cast<size_t>(host_.param_int("RX_DEPTH", 64));
   bool want_rma = host_.param_int("RMA", 1) != 0;
   spin_ = host_.param_int("SPIN", 1) != 0;
+  int64_t close_ms = host_.param_int("CLOSE_TIMEOUT_MS", 5000);
+  if (close_ms < 0 || close_ms > 3600 * 1000)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter CLOSE_TIMEOUT_MS must be 0 to 3600000");
+  close_timeout_ms_ = static_cast<int>(close_ms);
   if (cfg_.eager_bytes < 4096 || cfg_.eager_bytes > (size_t{64} << 20))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
   if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   offer_ = probe(asked_, want_rma);
   cfg_.rma = offer_.rma;
+  cfg_.zero_copy = cfg_.rma && host_.param_int("ZERO_COPY", 1) != 0;
   if (want_rma && !offer_.rma)
     host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +
                                        " has no remote reads (FI_RMA): large messages go as chunked eager sends");
@@ -48,7 +53,7 @@ EfaVan::~EfaVan() { shutdown(); }
 void EfaVan::properties(caravan_van_properties_v1* out) const {
   if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
-  out->caps = cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0;
+  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0) | (cfg_.zero_copy ? CARAVAN_VAN_CAP_ZERO_COPY_SEND : 0);
   out->max_message_bytes = SIZE_MAX;
   out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
   out->transport = "efa";
@@ -194,6 +199,22 @@ void EfaVan::run() noexcept {
   }
 }
 
+// tcp;ofi_rxm's fi_close of an endpoint walks the operations still posted
+// on it and crashes when it meets one in flight, so every operation is
+// taken back first: receives are cancelled, sends and reads run to their
+// completion (or failure) here, on the only thread left driving progress.
+bool EfaVan::drain() noexcept {
+  engine_->cancel_receives();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(close_timeout_ms_);
+  try {
+    while (engine_->posted() > 0 && std::chrono::steady_clock::now() < deadline) fabric_->progress(*engine_, 10);
+  } catch (const std::exception& e) {
+    host_.log(CARAVAN_LOG_ERROR, std::string("finalize: draining the endpoint failed: ") + e.what());
+    return false;
+  }
+  return engine_->posted() == 0;
+}
+
 void EfaVan::shutdown() noexcept {
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -215,8 +236,22 @@ void EfaVan::shutdown() noexcept {
   host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
                                   std::to_string(s.registered_bytes) + " bytes in " +
                                   std::to_string(s.buffers) + " buffers at finalize, " +
-                                  std::to_string(s.registrations) + " registrations, limit " +
+                                  std::to_string(s.registrations) + " registrations of pool buffers, " +
+                                  std::to_string(s.caller_registrations) + " of callers' memory, limit " +
                                   std::to_string(s.limit_bytes) + " bytes");
+  if (!drain()) {
+    // Closing now could crash inside libfabric or let it write into freed
+    // buffers; leaking the endpoint and its buffers is the lesser harm.
+    host_.log(CARAVAN_LOG_WARNING,
+              "finalize: after " + std::to_string(close_timeout_ms_) + " ms (CLOSE_TIMEOUT_MS) endpoint " +
+                  address_ + " still has " + engine_->describe_posted() +
+                  " posted; leaving it and its registered buffers open");
+    // Deregistering callers' memory is safe even so: reads of it then fail.
+    engine_->settle_transfers(CARAVAN_STATUS_CLOSED);
+    (void)engine_.release();
+    (void)fabric_.release();
+    return;
+  }
   fabric_->close_endpoint();
   engine_->free();
   engine_.reset();

@@ -48,6 +48,7 @@ class EfaVan {
   void open(const char* node, const char* service);
   rendezvous::Engine* engine_or_open();
   void run() noexcept;
+  bool drain() noexcept;
   void shutdown() noexcept;
 
   plugin::Host host_;
@@ -55,6 +56,7 @@ class EfaVan {
   Offer offer_;
   rendezvous::Config cfg_;
   bool spin_ = false;  // poll without blocking while operations are in flight
+  int close_timeout_ms_ = 5000;
 
   std::mutex mu_;
   std::condition_variable cv_;

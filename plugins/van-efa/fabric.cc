@@ -262,6 +262,8 @@ void Fabric::deregister(const rendezvous::Registration& r) {
   if (r.handle) fi_close(&static_cast<fid_mr*>(r.handle)->fid);
 }
 
+bool Fabric::cancel(void* ctx) { return ep_ && fi_cancel(&ep_->fid, ctx) == 0; }
+
 void Fabric::wake() {
   if (cq_waits_) {
     fi_cq_signal(cq_);

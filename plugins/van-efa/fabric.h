@@ -58,6 +58,7 @@ class Fabric : public rendezvous::Transport {
   std::string describe(const std::string& name) override;
   rendezvous::Registration register_memory(void* p, size_t len) override;
   void deregister(const rendezvous::Registration& r) override;
+  bool cancel(void* ctx) override;
   void wake() override;
 
  private:

@@ -15,6 +15,8 @@ const caravan_param_info kParams[] = {
     {"RX_DEPTH", "64", "receive buffers kept posted"},
     {"SPIN", "1", "1: poll the completion queue while transfers are in flight; 0: block in 1 ms slices (idle always blocks)"},
     {"RMA", "1", "0: send large messages as chunked eager frames even when the provider has remote reads"},
+    {"ZERO_COPY", "1", "1: the receiver reads large messages straight from the sender's memory, registered for the transfer (done runs once it is read); 0: they are copied into a registered staging buffer first"},
+    {"CLOSE_TIMEOUT_MS", "5000", "finalize waits this long for posted operations to finish before closing the endpoint; past it the endpoint is left open, with a warning"},
 };
 
 const caravan_plugin_descriptor kDescriptor = {

@@ -352,6 +352,68 @@ TEST(VanEfa, RegistrationBoundedOverDistinctBuffers) {
   }
 }
 
+// Sends n fresh buffers of a little over 1 MiB each from `from` to peer 1;
+// they stay alive in the returned vector, as zero copy needs until done.
+std::vector<std::vector<uint8_t>> SendMiBs(Van& from, size_t n, unsigned seed, DoneLog* log = nullptr) {
+  std::vector<std::vector<uint8_t>> sent;
+  sent.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    sent.push_back(Pattern((size_t{1} << 20) + i * 4096, seed + static_cast<unsigned>(i)));
+    caravan_status s = from.Send(1, {Seg(sent[i])}, log ? DoneLog::Done : nullptr, log ? log->cookie(i) : nullptr);
+    EXPECT_EQ(s, CARAVAN_STATUS_OK) << "send " << i << ": " << from.host.error();
+  }
+  return sent;
+}
+
+// 4 MiB for sending and 4 MiB for receiving: a few 1 MiB messages fill either.
+const Params kSmallLimit{{"MAX_REGISTERED_BYTES", std::to_string(size_t{8} << 20)}, {"RX_DEPTH", "8"}};
+
+// The engine may hold received messages for as long as it likes (a server
+// keeps a worker's push as its running sum until the other workers' pushes
+// arrive), so held messages filling the receive pool must not stop the
+// next ones from arriving.
+TEST(VanEfa, ReceiverHoldingEveryMessageStillGetsMore) {
+  constexpr size_t kN = 12;
+  Pair p(kSmallLimit);
+  auto sent = SendMiBs(p.a, kN, 0);
+  std::vector<caravan_van_message_v1> held(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    held[i].struct_size = sizeof held[i];
+    caravan_status s = CARAVAN_STATUS_TIMEOUT;
+    for (auto deadline = Clock::now() + std::chrono::seconds(30);
+         s == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline;)
+      s = Ops().recv(p.b.ctx, 200, &held[i]);
+    ASSERT_EQ(s, CARAVAN_STATUS_OK) << "message " << i << " of " << kN << " not received within 30 s while "
+                                    << i << " are held: " << p.b.host.error();
+    ExpectSame(held[i].segments[0], sent[i]);
+  }
+  for (auto& m : held) EXPECT_EQ(Ops().release(p.b.ctx, &m), CARAVAN_STATUS_OK);
+}
+
+// Zero copy registers each large send's own memory until the receiver has
+// read it; more sends in flight than the limit allows wait their turn
+// rather than push registration past it, and each done says OK.
+TEST(VanEfa, ZeroCopySendsBeyondTheLimitWaitTheirTurn) {
+  constexpr size_t kN = 20;
+  Pair p(kSmallLimit);
+  DoneLog log(kN);
+  auto sent = SendMiBs(p.a, kN, 50, &log);
+  for (size_t i = 0; i < kN; ++i)
+    ASSERT_TRUE(p.b.RecvOne([&](const caravan_van_message_v1& m) { ExpectSame(m.segments[0], sent[i]); }))
+        << "message " << i;
+  ASSERT_TRUE(log.WaitAll());
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(log.calls(i), 1) << "send " << i;
+    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << "send " << i;
+  }
+  p.a.Finalize();
+  std::string line = p.a.host.find_line("registered memory:");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(line, m, std::regex("peak (\\d+) bytes.*, (\\d+) of callers' memory"))) << line;
+  EXPECT_LE(std::stoull(m[1]), size_t{8} << 20) << line;
+  EXPECT_EQ(std::stoull(m[2]), kN) << "every send registered its own memory: " << line;
+}
+
 TEST(VanEfa, FinalizeWakesBlockedRecvAndFailsLaterCalls) {
   Van v;
   std::atomic<caravan_status> got{1};

@@ -1,6 +1,6 @@
 // The BytePS data path in whole jobs: worker send order under
-// BYTEPS_SCHEDULING_CREDIT, server engine threads and scheduling,
-// asynchronous mode, and BYTEPS_DEBUG_SAMPLE_TENSOR traces.
+// BYTEPS_SCHEDULING_CREDIT, partition pipelining, server engine threads and
+// scheduling, PS_RESEND, and BYTEPS_DEBUG_SAMPLE_TENSOR traces.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -170,16 +170,8 @@ TEST(Resend, WithoutResendALostMessageIsANamedTimeout) {
       << r.output;
 }
 
-TEST(AsyncMode, KnownDeltasFromThreeWorkersAddUpExactly) {
-  ProcessResult r = launch(3, 2, {ASYNC_WORKER_BIN, "20"},
-                           {{"BYTEPS_ENABLE_ASYNC", "1"}, {"BYTEPS_PARTITION_BYTES", "262144"},
-                            {"BYTEPS_LOG_LEVEL", "info"}});
-  ASSERT_FALSE(r.timed_out) << r.output;
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  // 20 rounds of 1 + 2 + 3.
-  EXPECT_EQ(count_of(r.output, "async store exact: 120"), 3) << r.output;
-  EXPECT_EQ(count_of(r.output, "asynchronous summation"), 2) << r.output;
-}
+// Asynchronous mode (BYTEPS_ENABLE_ASYNC) with known deltas: IpcJob.AsyncMode*
+// in ipc_test.cc, through the van and through shared memory.
 
 TEST(DebugSampleTensor, ValuesAreLoggedAtEveryStage) {
   // t0_s1 is 1024 float32 values; sum_check_worker's round 0 gives worker 0

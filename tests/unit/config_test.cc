@@ -17,7 +17,7 @@ const char* const kAllVariables[] = {
     "DMLC_NUM_SERVER",   "DMLC_WORKER_ID",      "CARAVAN_SERVER_ID",       "DMLC_INTERFACE",
     "DMLC_NODE_HOST",    "DMLC_PORT",           "DMLC_ENABLE_RDMA",        "CARAVAN_VAN",
     "CARAVAN_REDUCER",   "CARAVAN_PLUGIN_PATH", "BYTEPS_PARTITION_BYTES",  "CARAVAN_CONNECT_TIMEOUT",
-    "CARAVAN_OP_TIMEOUT"};
+    "CARAVAN_OP_TIMEOUT", "BYTEPS_ENABLE_IPC"};
 
 // Starts every test from a clean, valid worker environment.
 class ConfigTest : public ::testing::Test {
@@ -54,7 +54,8 @@ TEST_F(ConfigTest, ReadsEveryVariable) {
       .set("CARAVAN_PLUGIN_PATH", "/opt/a:/opt/b")
       .set("BYTEPS_PARTITION_BYTES", "1024000")
       .set("CARAVAN_CONNECT_TIMEOUT", "5")
-      .set("CARAVAN_OP_TIMEOUT", "30");
+      .set("CARAVAN_OP_TIMEOUT", "30")
+      .set("BYTEPS_ENABLE_IPC", "1");
   JobConfig c = JobConfig::from_env();
   EXPECT_EQ(c.role, Role::kWorker);
   EXPECT_EQ(c.root_uri, "10.0.0.1");
@@ -71,6 +72,7 @@ TEST_F(ConfigTest, ReadsEveryVariable) {
   EXPECT_EQ(c.partition_bytes, 1024000);
   EXPECT_EQ(c.connect_timeout_s, 5);
   EXPECT_EQ(c.op_timeout_s, 30);
+  EXPECT_TRUE(c.enable_ipc);
 }
 
 TEST_F(ConfigTest, Defaults) {
@@ -85,6 +87,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.partition_bytes, 4096000);
   EXPECT_EQ(c.connect_timeout_s, 60);
   EXPECT_EQ(c.op_timeout_s, 600);
+  EXPECT_FALSE(c.enable_ipc);
 }
 
 TEST_F(ConfigTest, Roles) {
@@ -160,6 +163,7 @@ TEST_F(ConfigTest, MalformedValueIsNamedWithItsValue) {
       {"CARAVAN_OP_TIMEOUT", "0", "worker"},
       {"CARAVAN_REDUCER", "lib/cpu.so", "worker"},
       {"CARAVAN_REDUCER", "a b", "worker"},
+      {"BYTEPS_ENABLE_IPC", "yes", "server"},
   };
   for (const Malformed& m : cases) {
     SCOPED_TRACE(std::string(m.var) + "=" + m.value);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ipc/segment_names.h"
 #include "job.h"
 
 extern char** environ;
@@ -278,6 +279,13 @@ int Main(int argc, char** argv) {
   if (port < 0) return 1;
 
   JobOutcome out = RunJob(PlanJob(o, server_bin, port), o.timeout);
+  // BYTEPS_ENABLE_IPC: a worker that died between making a shared-memory
+  // segment and its server mapping it left the name, and a server stopped
+  // by us could not remove it.
+  if (size_t n = ipc::remove_segments(ipc::job_prefix(o.host, port))) {
+    fprintf(stderr, "caravan-launch: removed %zu shared-memory segment(s) of this job from /dev/shm\n",
+            n);
+  }
   if (out.exit_code == 0) {
     fprintf(stderr, "caravan-launch: job finished: %d workers, %d servers, all exited 0\n",
             o.workers, o.servers);

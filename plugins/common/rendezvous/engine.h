@@ -1,12 +1,28 @@
 // The message protocol of RDMA-capable vans, written once for all of them.
 //
 // A message whose frame fits EAGER_BYTES goes in one eager frame. A larger
-// one is copied into a registered staging buffer (so the caller's memory is
-// free at once and the pool bounds registration), announced by a request to
-// send; the receiver reads it with one or more remote reads into a pooled
-// registered buffer and answers with a completion notice, after which the
-// sender reuses the staging buffer. Without remote reads the message goes
-// as a run of chunk frames instead.
+// one is announced by a request to send that carries its small segments
+// inline and says where to read the others: either the caller's own memory,
+// registered for this one transfer (zero copy: done runs once the receiver
+// has read it), or a registered staging buffer the segments are copied into
+// (done runs at once). The receiver reads them with remote reads into a
+// pooled registered buffer and answers with a completion notice, after
+// which the sender deregisters or reuses. Without remote reads the message
+// goes as a run of chunk frames instead.
+//
+// Registration is bounded: pool buffers and callers' registrations count
+// against MAX_REGISTERED_BYTES together, and a sender past it waits for
+// transfers in flight to finish.
+//
+// After disconnect() the peer may still be reading a zero-copy transfer it
+// was told about: its memory is withdrawn (deregistered, so reads fail) and
+// its done run only after orphan_grace_ms, unless the notice comes first.
+//
+// The application may hold received messages as long as it likes (a server
+// keeps a worker's push as its running sum until the other workers' pushes
+// come). When those held messages fill the receive pool, a request to send
+// is read through one bounce buffer into ordinary memory instead of waiting
+// for a release that may depend on that very message.
 //
 // Every stream (one per connected peer) numbers its messages; the receiver
 // delivers each stream's messages in that order even when a small message
@@ -18,6 +34,7 @@
 #ifndef CARAVAN_RENDEZVOUS_ENGINE_H
 #define CARAVAN_RENDEZVOUS_ENGINE_H
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,6 +72,13 @@ class Transport {
   virtual std::string describe(const std::string& name) = 0;
   virtual Registration register_memory(void* p, size_t len) = 0;
   virtual void deregister(const Registration& r) = 0;
+  // Asks for a posted receive to be taken back; its completion (an error)
+  // still comes through Engine::complete(). False when the transport
+  // cannot cancel it.
+  virtual bool cancel(void* ctx) {
+    (void)ctx;
+    return false;
+  }
   // Makes the progress thread call pump() soon. Any thread; never blocks.
   virtual void wake() = 0;
 };
@@ -65,6 +89,8 @@ struct Config {
   size_t rx_depth = 64;            // receive buffers kept posted
   size_t read_chunk = size_t{8} << 20;  // largest single remote read
   bool rma = true;                 // false: large messages go as chunks
+  bool zero_copy = false;          // true: register callers' memory instead of staging it
+  int orphan_grace_ms = 1000;
 };
 
 using LogFn = std::function<void(caravan_log_level, const std::string&)>;
@@ -74,6 +100,9 @@ struct InMsg;
 struct Source;
 struct Stream;
 struct Job;
+struct Transfer;
+struct Prepared;
+struct Piece;
 
 class Engine {
  public:
@@ -96,11 +125,20 @@ class Engine {
   bool busy();     // operations of ours in flight: keep driving progress
 
   // Finalize: close() once the progress thread is gone (wakes recv callers,
-  // runs pending done callbacks with CLOSED), free() once the transport can
-  // no longer touch our buffers.
+  // runs pending done callbacks with CLOSED, posts nothing more); then
+  // cancel_receives() and completions until posted() is 0; free() once the
+  // transport can no longer touch our buffers (it settles the transfers
+  // still waiting for their notice, with CLOSED).
   void close();
+  void cancel_receives();
+  size_t posted();
+  std::string describe_posted();  // e.g. "2 sends, 1 read, 0 receives"
   void free();
-  // Both pools together: staging and eager sends, receive ring and reads.
+  // Settles every transfer: its caller's memory is deregistered and its
+  // done runs with `status`. Only once no peer can read it any more.
+  void settle_transfers(caravan_status status);
+  // All pools together: staging and eager sends with callers' registrations,
+  // receive ring and reads, the bounce buffer.
   PoolStats stats();
   const Config& config() const { return cfg_; }
 
@@ -113,11 +151,20 @@ class Engine {
   using Dones = std::vector<Done>;
   Op* frame_op(uint64_t to, Buffer* b, size_t len);
   void queue_hello(Stream& s);
+  void complete_locked(Op* op, bool ok, size_t len, const std::string& err);
   bool step_job(Job& job, Dones& dones);
-  Buffer* stage(const Job& job);
+  enum class Registered { kDone, kNoRoom, kFailed };
+  bool prepare(const Job& job, bool may_wait, Prepared* p);  // false: no room yet
+  Registered register_segments(const Job& job, bool may_wait, Prepared* p);
+  void unprepare(Prepared& p);
+  void announce(Job& job, Prepared& p, Dones& dones);
+  void settle(uint64_t xfer, caravan_status status);
+  void withdraw_orphans();
   bool post(Op* op);
   void on_frame(const char* buf, size_t len);
   void on_read_done(InMsg* m, bool ok);
+  void read_finished(Op* op, bool ok);
+  void queue_read(InMsg* m, Buffer* into, const Piece& piece);
   void start_reads();
   void deliver(Source& src);
   void drop(const std::string& peer, const std::string& why);
@@ -127,8 +174,10 @@ class Engine {
   Config cfg_;
   LogFn log_;
   std::string self_name_;
+  size_t bounce_bytes_;
   BufferPool tx_pool_;
   BufferPool rx_pool_;
+  BufferPool bounce_pool_;  // holds one buffer at most: bounce_
   uint64_t nonce_;
 
   std::mutex mu_;
@@ -138,6 +187,8 @@ class Engine {
   bool rx_posted_ = false;
   bool posted_any_ = false;
   size_t pooled_msgs_ = 0;  // received messages holding an rx_pool_ buffer
+  Buffer* bounce_ = nullptr;   // registered at its first use, kept until free()
+  InMsg* bouncing_ = nullptr;  // the one message being read through bounce_
   size_t in_flight_ = 0;  // posted sends and reads
   uint64_t next_stream_ = 1;
   uint64_t next_xfer_ = 1;
@@ -145,7 +196,11 @@ class Engine {
   std::unordered_map<uint64_t, std::unique_ptr<Source>> sources_;  // by stream id
   std::unordered_map<uint64_t, std::vector<std::string>> early_;  // frames before hello
   static constexpr size_t kMaxEarlyFrames = 4096;
-  std::unordered_map<uint64_t, Buffer*> staged_;  // by transfer id, awaiting kFin
+  std::unordered_map<uint64_t, std::unique_ptr<Transfer>> transfers_;  // by id, awaiting kFin
+  std::vector<uint64_t> orphans_;   // transfers of disconnected streams
+  std::unordered_set<uint64_t> withdrawn_;  // their notices may still come
+  Dones settled_;              // done callbacks to run once mu_ is released
+  std::atomic<bool> warned_register_{false};
   std::deque<Op*> ctl_;        // receives, reads, notices: never wait on the pool
   std::deque<Job*> out_;       // stream traffic, in send order
   std::deque<InMsg*> rts_wait_;  // requests waiting for a receive buffer

@@ -6,12 +6,12 @@ namespace caravan::rendezvous {
 namespace {
 
 constexpr uint32_t kMagic = 0x5a565243;  // "CRVZ"
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 constexpr size_t kFixed = 24;
 
-size_t extra_words(Kind kind) {
+size_t extra_words(Kind kind, size_t nseg) {
   switch (kind) {
-    case Kind::kRts: return 3;
+    case Kind::kRts: return 2 + 2 * nseg;
     case Kind::kChunk: return 1;
     default: return 0;
   }
@@ -35,7 +35,7 @@ uint64_t get64(const char*& p) {
 }  // namespace
 
 size_t header_size(Kind kind, size_t nseg) {
-  return kFixed + 8 * ((has_lens(kind) ? nseg : 0) + extra_words(kind));
+  return kFixed + 8 * ((has_lens(kind) ? nseg : 0) + extra_words(kind, nseg));
 }
 
 size_t encode_header(const Frame& f, char* out) {
@@ -51,9 +51,10 @@ size_t encode_header(const Frame& f, char* out) {
   if (has_lens(f.kind))
     for (size_t i = 0; i < f.nseg; ++i) put64(p, f.lens[i]);
   if (f.kind == Kind::kRts) {
-    put64(p, f.raddr);
-    put64(p, f.key);
     put64(p, f.xfer);
+    put64(p, f.inline_mask);
+    for (size_t i = 0; i < f.nseg; ++i) put64(p, f.raddrs[i]);
+    for (size_t i = 0; i < f.nseg; ++i) put64(p, f.keys[i]);
   } else if (f.kind == Kind::kChunk) {
     put64(p, f.offset);
   }
@@ -90,10 +91,14 @@ bool parse_frame(const char* buf, size_t len, Frame* f, std::string* why) {
       return fail("segment length " + std::to_string(f->lens[i]) + " out of range");
     f->total += f->lens[i];
   }
+  uint64_t inline_bytes = 0, remote_bytes = 0;
   if (f->kind == Kind::kRts) {
-    f->raddr = get64(p);
-    f->key = get64(p);
     f->xfer = get64(p);
+    f->inline_mask = get64(p);
+    if (f->inline_mask >> f->nseg) return fail("inline mask names segments beyond " + std::to_string(f->nseg));
+    for (size_t i = 0; i < f->nseg; ++i) f->raddrs[i] = get64(p);
+    for (size_t i = 0; i < f->nseg; ++i) f->keys[i] = get64(p);
+    for (size_t i = 0; i < f->nseg; ++i) (f->inline_mask >> i & 1 ? inline_bytes : remote_bytes) += f->lens[i];
   } else if (f->kind == Kind::kChunk) {
     f->offset = get64(p);
   }
@@ -110,9 +115,13 @@ bool parse_frame(const char* buf, size_t len, Frame* f, std::string* why) {
                     std::to_string(f->total));
       break;
     case Kind::kRts:
+      if (f->payload_len != inline_bytes)
+        return fail("inline payload of " + std::to_string(f->payload_len) + " bytes, lengths say " +
+                    std::to_string(inline_bytes));
+      if (remote_bytes == 0) return fail("request to send with nothing to read");
+      break;
     case Kind::kFin:
       if (f->payload_len != 0) return fail("trailing bytes");
-      if (f->kind == Kind::kRts && f->total == 0) return fail("request to send of 0 bytes");
       break;
     case Kind::kChunk:
       if (f->payload_len == 0 || f->offset > f->total || f->payload_len > f->total - f->offset)

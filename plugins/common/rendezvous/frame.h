@@ -14,7 +14,7 @@ namespace caravan::rendezvous {
 enum class Kind : uint8_t {
   kHello = 1,  // a new stream: payload is the sender's endpoint name
   kEager = 2,  // a whole message: segment lengths, then the bytes
-  kRts = 3,    // request to send: lengths, and where the receiver reads them
+  kRts = 3,    // request to send: lengths, small segments inline, where to read the rest
   kFin = 4,    // the receiver has read transfer `seq`; the sender may reuse it
   kChunk = 5,  // part of a message too large for one frame (no RMA)
 };
@@ -29,9 +29,10 @@ struct Frame {
   uint64_t seq = 0;     // the message's place in its stream; the transfer for kFin
   uint64_t lens[kMaxSegments] = {};
   uint64_t total = 0;  // sum of lens (derived, never on the wire)
-  uint64_t raddr = 0;  // kRts: remote address of the packed bytes
-  uint64_t key = 0;    // kRts: remote key
   uint64_t xfer = 0;   // kRts: transfer id the kFin echoes
+  uint64_t inline_mask = 0;             // kRts: bit i set: segment i is in the payload
+  uint64_t raddrs[kMaxSegments] = {};   // kRts: where each other segment is read from
+  uint64_t keys[kMaxSegments] = {};     // kRts: and with which remote key
   uint64_t offset = 0; // kChunk: where the payload goes in the message
   const char* payload = nullptr;
   size_t payload_len = 0;

@@ -59,25 +59,46 @@ Buffer* BufferPool::acquire(size_t bytes, bool may_wait) {
     in_use_bytes_ += b->capacity;
     return b;
   }
-  // Make room from idle buffers of other sizes before growing.
-  for (auto it = idle_.begin();
-       it != idle_.end() && stats_.registered_bytes + cls > stats_.limit_bytes;) {
-    while (!it->second.empty() && stats_.registered_bytes + cls > stats_.limit_bytes) {
+  if (!make_room(cls, may_wait)) return nullptr;
+  Buffer* b = make(cls);
+  all_.insert(b);
+  count_in(cls);
+  ++stats_.buffers;
+  ++stats_.registrations;
+  return b;
+}
+
+// Drops idle buffers (of other sizes, since a fitting one would have been
+// taken) until `bytes` more fit under the limit.
+bool BufferPool::make_room(size_t bytes, bool may_wait) {
+  for (auto it = idle_.begin(); it != idle_.end() && stats_.registered_bytes + bytes > stats_.limit_bytes;) {
+    while (!it->second.empty() && stats_.registered_bytes + bytes > stats_.limit_bytes) {
       destroy(it->second.back());
       it->second.pop_back();
     }
     it = it->second.empty() ? idle_.erase(it) : std::next(it);
   }
-  if (stats_.registered_bytes + cls > stats_.limit_bytes && may_wait && in_use_bytes_ > 0)
-    return nullptr;
-  Buffer* b = make(cls);
-  all_.insert(b);
-  stats_.registered_bytes += cls;
+  return !(stats_.registered_bytes + bytes > stats_.limit_bytes && may_wait && in_use_bytes_ > 0);
+}
+
+void BufferPool::count_in(size_t bytes) {
+  stats_.registered_bytes += bytes;
   stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.registered_bytes);
-  ++stats_.buffers;
-  ++stats_.registrations;
-  in_use_bytes_ += cls;
-  return b;
+  in_use_bytes_ += bytes;
+}
+
+bool BufferPool::charge(size_t bytes, bool may_wait) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!make_room(bytes, may_wait)) return false;
+  count_in(bytes);
+  ++stats_.caller_registrations;
+  return true;
+}
+
+void BufferPool::discharge(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.registered_bytes -= bytes;
+  in_use_bytes_ -= bytes;
 }
 
 void BufferPool::put(Buffer* b) {

@@ -1,7 +1,9 @@
 // Registered buffers, grouped in size classes and reused, so steady-state
 // traffic never registers memory again. The total registered is bounded:
 // idle buffers of other classes are dropped to make room, and a request
-// that may wait gets nothing rather than pushing past the limit.
+// that may wait gets nothing rather than pushing past the limit. Memory the
+// pool does not own (a caller's, registered for one transfer) is charged
+// against the same limit.
 #ifndef CARAVAN_RENDEZVOUS_POOL_H
 #define CARAVAN_RENDEZVOUS_POOL_H
 
@@ -35,6 +37,7 @@ struct PoolStats {
   size_t limit_bytes = 0;
   size_t buffers = 0;
   size_t registrations = 0;  // over the pool's life
+  size_t caller_registrations = 0;  // of memory charged, over the pool's life
 };
 
 class BufferPool {
@@ -52,6 +55,10 @@ class BufferPool {
   // otherwise goes past the limit rather than fail.
   Buffer* acquire(size_t bytes, bool may_wait);
   void put(Buffer* b);
+  // Counts `bytes` of registrations made outside the pool against the
+  // limit; false (with may_wait) on the terms acquire() returns nullptr.
+  bool charge(size_t bytes, bool may_wait);
+  void discharge(size_t bytes);
   // Deregisters and frees every buffer, in use or not.
   void clear();
   PoolStats stats();
@@ -60,6 +67,8 @@ class BufferPool {
  private:
   Buffer* make(size_t cls);
   void destroy(Buffer* b);
+  bool make_room(size_t bytes, bool may_wait);  // under mu_
+  void count_in(size_t bytes);                  // under mu_
 
   RegisterFn reg_;
   DeregisterFn dereg_;
