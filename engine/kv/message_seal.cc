@@ -18,6 +18,21 @@ uint64_t get_be64(const uint8_t* p) {
   return v;
 }
 
+// Segments as sent or as received: the same four ranges.
+struct Parts {
+  const void* data[4];
+  size_t len[4];
+};
+
+// Values are left out, unless the vals segment holds a shared-memory body
+// (a descriptor or an attach request) rather than values.
+auth::Mac tag(const auth::HmacSha256& key, const uint8_t* seq, uint32_t flags, const Parts& p) {
+  auth::Bytes vals =
+      (flags & wire::kShm) ? auth::Bytes{p.data[2], p.len[2]} : auth::Bytes{nullptr, 0};
+  return key.mac(
+      {{seq, 8}, {p.data[0], p.len[0]}, {p.data[1], p.len[1]}, {p.data[3], p.len[3]}, vals});
+}
+
 }  // namespace
 
 MessageSeal::MessageSeal(const auth::JobToken& token, const auth::Nonce& job, int32_t me,
@@ -36,14 +51,17 @@ std::unique_lock<std::mutex> MessageSeal::seal(int32_t to, const caravan_segment
   if (it == peers_.end())
     throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "sealing a message for node " + std::to_string(to) +
                                                   ", which is no node of this job");
+  wire::Header h;
+  std::string fault;
+  if (!wire::decode(segments[0].data, segments[0].len, UINT64_MAX, &h, &fault))
+    throw Error(CARAVAN_ERR_INTERNAL, "sealing a message whose header does not decode: " + fault);
+  Parts parts;
+  for (size_t i = 0; i < 4; ++i) parts.data[i] = segments[i].data, parts.len[i] = segments[i].len;
   Peer& peer = *it->second;
   std::unique_lock<std::mutex> lock(peer.send_mu);
   uint8_t* seq = out->data();
   put_be64(seq, ++peer.sent);
-  auth::Mac mac = peer.send_key.mac({{seq, 8},
-                                     {segments[0].data, segments[0].len},
-                                     {segments[1].data, segments[1].len},
-                                     {segments[3].data, segments[3].len}});
+  auth::Mac mac = tag(peer.send_key, seq, h.flags, parts);
   std::copy(mac.begin(), mac.end(), out->begin() + 8);
   return lock;
 }
@@ -85,10 +103,9 @@ bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segme
   }
   Peer& peer = *it->second;
   const auto* seal = static_cast<const uint8_t*>(segments[4].data);
-  auth::Mac mac = peer.recv_key.mac({{seal, 8},
-                                     {segments[0].data, segments[0].len},
-                                     {segments[1].data, segments[1].len},
-                                     {segments[3].data, segments[3].len}});
+  Parts parts;
+  for (size_t i = 0; i < 4; ++i) parts.data[i] = segments[i].data, parts.len[i] = segments[i].len;
+  auth::Mac mac = tag(peer.recv_key, seal, h.flags, parts);
   if (!auth::same_mac(mac.data(), seal + 8)) {
     *why = claim() +
            " but its CARAVAN_JOB_TOKEN seal is wrong (made without the job's token, or "

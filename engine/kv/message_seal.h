@@ -11,16 +11,18 @@
 // connection could not be tied to the messages that follow it.
 //
 // The seal of a message from node f to node t is
-//   seq (8 bytes, big-endian) | HMAC-SHA256(K(f,t), seq | header | keys | lens)
+//   seq (8 bytes, big-endian) | HMAC-SHA256(K(f,t), seq | header | keys | lens [| vals])
 // where K(f,t) = HMAC(token, data label | J | f | t), J the job nonce the
 // scheduler drew for this run (control_auth.h) and seq counts f's messages
 // to t from 1. The header holds the sender, recipient, type, flags,
 // timestamp and every segment's length, so none of them can be changed or
-// forged; the values are not hashed (4 MB per message would cost more than
-// the transport); docs/job-token.md says what that leaves open. K differs per direction and
-// per run, and t accepts each seq from f once, in increasing order (vans
-// deliver in order per peer), so no message can be replayed, reflected or
-// carried over from another run.
+// forged. Values are not hashed (4 MB per message would cost more than the
+// transport; docs/job-token.md says what that leaves open), but a vals
+// segment that holds no values (kShm: a descriptor of shared memory, or a
+// request to map some) is. K differs per direction and per run, and t
+// accepts each seq from f once, in increasing order (vans deliver in order
+// per peer), so no message can be replayed, reflected or carried over from
+// another run.
 #pragma once
 
 #include <array>

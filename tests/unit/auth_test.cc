@@ -337,6 +337,21 @@ TEST(MessageSeal, AnyChangeToHeaderKeysOrTheirSplitBreaksTheSeal) {
   }
 }
 
+// Values are not hashed; a vals segment that holds a shared-memory body
+// (kShm: where values lie, or a segment to map) is.
+TEST(MessageSeal, ASharedMemoryBodyIsSealedValuesAreNot) {
+  std::string why;
+  for (bool shm : {false, true}) {
+    Job job;
+    wire::Header h = push(kWorker0, kServer);
+    if (shm) h.flags |= wire::kShm;
+    Sent m(h, Bytes(8, 1), Bytes(24, 2));
+    m.seal_with(job.worker0, kServer);
+    m.vals[0] ^= 1;
+    EXPECT_EQ(opens(job.server, m, &why), !shm) << "kShm " << shm << ": " << why;
+  }
+}
+
 TEST(MessageSeal, AMessageOfAnotherRunOrDirectionIsRefused) {
   Job job, other;
   std::string why;
