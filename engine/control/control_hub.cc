@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <tuple>
 
 #include "engine/base/log.h"
 #include "engine/base/net.h"
@@ -35,7 +37,7 @@ int ControlHub::adopt(int fd) {
   auto c = std::make_shared<Conn>();
   c->fd = fd;
   c->peer = net::peer_name(fd);
-  c->since = Clock::now();
+  c->connected = c->since = Clock::now();
   std::lock_guard<std::mutex> lock(mu_);
   int id = next_id_++;
   conns_[id] = c;
@@ -92,6 +94,26 @@ bool ControlHub::send(int conn, wire::Header head, const std::vector<uint8_t>& b
   return true;
 }
 
+void ControlHub::admit(int conn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = conns_.find(conn);
+  if (it != conns_.end()) it->second->admitted = true;
+}
+
+void ControlHub::hang_up(int conn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = conns_.find(conn);
+    if (it == conns_.end() || it->second->hanging_up) return;
+    Conn& c = *it->second;
+    c.hanging_up = true;
+    c.since = Clock::now();
+    std::lock_guard<std::mutex> wl(c.write_mu);
+    ::shutdown(c.fd, SHUT_WR);
+  }
+  wake();
+}
+
 void ControlHub::close(int conn) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = conns_.find(conn);
@@ -130,6 +152,16 @@ void ControlHub::accept_one() {
 bool ControlHub::read_from(int id, Conn& c, std::string* why, bool* bad) {
   uint8_t buf[65536];
   ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+  bool hanging_up;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hanging_up = c.hanging_up;
+  }
+  if (hanging_up) {
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) return true;
+    *why = "hung up";
+    return false;
+  }
   if (n == 0) {
     if (c.in.buffered() > 0) {
       *why = "connection closed in the middle of a message (" + c.in.describe_partial() + ")";
@@ -173,15 +205,17 @@ bool ControlHub::read_from(int id, Conn& c, std::string* why, bool* bad) {
                     << c.peer;
     on_message_(id, std::move(msg));
     std::lock_guard<std::mutex> lock(mu_);
-    if (c.closed) return true;
+    if (c.closed || c.hanging_up) return true;
   }
 }
 
 void ControlHub::drop(int id, Conn& c, const std::string& why, bool bad) {
+  bool hung_up;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (conns_.erase(id) == 0) return;
     c.closed = true;
+    hung_up = c.hanging_up;
   }
   ::close(c.fd);
   if (bad) {
@@ -189,35 +223,63 @@ void ControlHub::drop(int id, Conn& c, const std::string& why, bool bad) {
   } else {
     CARAVAN_VLOG(1) << "control: connection from " << c.peer << " ended: " << why;
   }
-  on_close_(id, why);
+  // The owner already gave up on a connection it hung up.
+  if (!hung_up) on_close_(id, why);
 }
 
 int ControlHub::expire_stalled() {
   if (stall_limit_s_ <= 0) return -1;
   auto now = Clock::now();
   auto limit = std::chrono::seconds(stall_limit_s_);
-  std::vector<std::pair<int, std::shared_ptr<Conn>>> stalled;
+  enum class Miss { kSilent, kMidMessage, kNotAdmitted, kNoHangUp };
+  std::vector<std::tuple<int, std::shared_ptr<Conn>, Miss>> stalled;
   long long next_ms = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [id, c] : conns_) {
-      if (!c->accepted || (c->messages > 0 && c->in.buffered() == 0)) continue;
-      auto deadline = c->since + limit;
-      if (now >= deadline) {
-        stalled.emplace_back(id, c);
+      if (!c->accepted) continue;
+      // The earliest of the deadlines that apply, and which one it is.
+      std::optional<std::pair<Clock::time_point, Miss>> due;
+      auto consider = [&](Clock::time_point at, Miss miss) {
+        if (!due || at < due->first) due = {at, miss};
+      };
+      if (c->hanging_up) {
+        consider(c->since + limit, Miss::kNoHangUp);
+      } else {
+        if (c->in.buffered() > 0)
+          consider(c->since + limit, Miss::kMidMessage);
+        else if (c->messages == 0)
+          consider(c->since + limit, Miss::kSilent);
+        if (!c->admitted) consider(c->connected + limit, Miss::kNotAdmitted);
+      }
+      if (!due) continue;
+      if (now >= due->first) {
+        stalled.emplace_back(id, c, due->second);
         continue;
       }
-      long long ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+      long long ms = std::chrono::ceil<std::chrono::milliseconds>(due->first - now).count();
       if (next_ms < 0 || ms < next_ms) next_ms = ms;
     }
   }
-  for (auto& [id, c] : stalled) {
-    std::string why =
-        c->messages == 0 && c->in.buffered() == 0
-            ? "sent no message within " + std::to_string(stall_limit_s_) + " s of connecting"
-            : "stalled for " + std::to_string(stall_limit_s_) +
-                  " s in the middle of a message (" + c->in.describe_partial() + ")";
-    drop(id, *c, why, true);
+  std::string seconds = std::to_string(stall_limit_s_) + " s";
+  for (auto& [id, c, miss] : stalled) {
+    switch (miss) {
+      case Miss::kSilent:
+        drop(id, *c, "sent no message within " + seconds + " of connecting", true);
+        break;
+      case Miss::kMidMessage:
+        drop(id, *c,
+             "stalled for " + seconds + " in the middle of a message (" +
+                 c->in.describe_partial() + ")",
+             true);
+        break;
+      case Miss::kNotAdmitted:
+        drop(id, *c, "did not finish authenticating within " + seconds + " of connecting", true);
+        break;
+      case Miss::kNoHangUp:
+        drop(id, *c, "did not hang up within " + seconds + " of being refused", false);
+        break;
+    }
   }
   return static_cast<int>(next_ms);
 }

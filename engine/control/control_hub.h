@@ -4,9 +4,9 @@
 //
 // Nothing unchecked reaches a handler: every message is parsed by
 // parse_control_message first. A connection that sends something malformed,
-// or (when accepted by listen()) stops in the middle of a message or sends
-// nothing at all for the stall limit, is logged with its address and
-// dropped, and the close handler is told why.
+// or (when accepted by listen()) stops in the middle of a message, sends
+// nothing at all, or is not admitted for the stall limit, is logged with its
+// address and dropped, and the close handler is told why.
 #pragma once
 
 #include <chrono>
@@ -46,6 +46,11 @@ class ControlHub {
   void set_stall_limit(int seconds) { stall_limit_s_ = seconds; }
   // Adopts a connected socket; returns its connection id.
   int adopt(int fd);
+  // The owner accepts an accepted connection as a peer (the scheduler: it
+  // passed the CARAVAN_JOB_TOKEN challenge, or sent its first message when
+  // there is no token). One that is not admitted within the stall limit of
+  // connecting is dropped, whatever it sends meanwhile.
+  void admit(int conn);
   void start();
   // Stops the thread and closes every socket; no handler runs afterwards.
   void stop();
@@ -54,6 +59,11 @@ class ControlHub {
   // Closes a connection without calling the close handler; safe from a
   // message handler, after which no further message of it is delivered.
   void close(int conn);
+  // Like close(), but what was sent still reaches the peer: stops sending,
+  // then reads and discards until the peer hangs up (or the stall limit
+  // passes). A plain close() with unread input would reset the connection
+  // and could destroy the last message (the ABORT that says why) in flight.
+  void hang_up(int conn);
   std::string peer(int conn) const;
   size_t connection_count() const;
 
@@ -65,9 +75,12 @@ class ControlHub {
     FrameReader in{kMaxBody};
     std::mutex write_mu;
     bool accepted = false;   // came through listen(): subject to the stall limit
+    bool admitted = false;   // guarded by the hub's mu_
     bool closed = false;     // close() was called; guarded by the hub's mu_
+    bool hanging_up = false;  // hang_up() was called; guarded by the hub's mu_
     uint64_t messages = 0;   // complete messages received
-    Clock::time_point since;  // connected, or first byte of the pending message
+    Clock::time_point connected;
+    Clock::time_point since;  // connected, first byte of the pending message, or hang_up()
   };
   void loop();
   void accept_one();

@@ -3,9 +3,8 @@
 #include <exception>
 
 namespace caravan {
-namespace {
 
-const char* type_name(wire::Type t) {
+const char* control_type_name(wire::Type t) {
   switch (t) {
     case wire::Type::kKV: return "KV";
     case wire::Type::kAck: return "ACK";
@@ -15,15 +14,23 @@ const char* type_name(wire::Type t) {
     case wire::Type::kBarrierDone: return "BARRIER_DONE";
     case wire::Type::kAbort: return "ABORT";
     case wire::Type::kHeartbeat: return "HEARTBEAT";
+    case wire::Type::kAuthHello: return "AUTH_HELLO";
+    case wire::Type::kAuthChallenge: return "AUTH_CHALLENGE";
+    case wire::Type::kAuthProof: return "AUTH_PROOF";
   }
   return "?";
 }
 
+namespace {
+
 bool expected_by(ControlReceiver r, wire::Type t) {
   switch (t) {
-    case wire::Type::kHeartbeat: return true;
+    case wire::Type::kHeartbeat:
+    case wire::Type::kAuthProof: return true;
+    case wire::Type::kAuthHello:
     case wire::Type::kRegister:
     case wire::Type::kBarrier: return r == ControlReceiver::kScheduler;
+    case wire::Type::kAuthChallenge:
     case wire::Type::kNodeTable:
     case wire::Type::kBarrierDone:
     case wire::Type::kAbort: return r == ControlReceiver::kNode;
@@ -40,7 +47,7 @@ constexpr int kAllGroups = kSchedulerGroup + kServerGroup + kWorkerGroup;
 bool check_group(const wire::Header& h, std::string* why) {
   bool final = h.flags & wire::kFinal;
   if (h.cmd < (final ? 0 : 1) || h.cmd > kAllGroups) {
-    *why = std::string(type_name(h.type)) + " for node group " + std::to_string(h.cmd) +
+    *why = std::string(control_type_name(h.type)) + " for node group " + std::to_string(h.cmd) +
            ", which is no combination of scheduler (1), servers (2) and workers (4)";
     return false;
   }
@@ -62,7 +69,7 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
                            const std::vector<uint8_t>& body, ControlMessage* out,
                            std::string* why) {
   if (!expected_by(receiver, head.type)) {
-    *why = std::string("a ") + type_name(head.type) + " message does not belong on the " +
+    *why = std::string("a ") + control_type_name(head.type) + " message does not belong on the " +
            (receiver == ControlReceiver::kScheduler ? "scheduler's" : "node's") +
            " end of the control channel";
     return false;
@@ -89,20 +96,39 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
           if (!check_node(n, why)) return false;
         return true;
       } catch (const std::exception& e) {
-        *why = std::string("malformed ") + type_name(head.type) + " body of " +
+        *why = std::string("malformed ") + control_type_name(head.type) + " body of " +
                std::to_string(body.size()) + " bytes: " + e.what();
         return false;
       }
     case wire::Type::kAbort:
+      if (head.cmd != 0 && head.cmd != kAbortRefused) {
+        *why = "an ABORT of kind " + std::to_string(head.cmd) + " (0: the job ended, " +
+               std::to_string(kAbortRefused) + ": this node is refused)";
+        return false;
+      }
       out->text.assign(body.begin(), body.end());
       return true;
+    case wire::Type::kAuthHello:
+    case wire::Type::kAuthChallenge:
+    case wire::Type::kAuthProof: {
+      size_t want = head.type != wire::Type::kAuthProof   ? kAuthNonceBytes
+                    : receiver == ControlReceiver::kNode ? kSchedulerProofBytes
+                                                          : kNodeProofBytes;
+      if (body.size() != want) {
+        *why = std::string("an ") + control_type_name(head.type) + " message with a body of " +
+               std::to_string(body.size()) + " bytes (it carries " + std::to_string(want) + ")";
+        return false;
+      }
+      out->auth = body;
+      return true;
+    }
     case wire::Type::kBarrier:
     case wire::Type::kBarrierDone:
       if (!check_group(head, why)) return false;
       [[fallthrough]];
     case wire::Type::kHeartbeat:
       if (!body.empty()) {
-        *why = std::string("a ") + type_name(head.type) + " message with a body of " +
+        *why = std::string("a ") + control_type_name(head.type) + " message with a body of " +
                std::to_string(body.size()) + " bytes (it carries none)";
         return false;
       }
@@ -120,6 +146,9 @@ std::vector<uint8_t> control_body(const ControlMessage& msg) {
     case wire::Type::kRegister: return encode_register(msg.node);
     case wire::Type::kNodeTable: return encode_node_table(msg.table);
     case wire::Type::kAbort: return {msg.text.begin(), msg.text.end()};
+    case wire::Type::kAuthHello:
+    case wire::Type::kAuthChallenge:
+    case wire::Type::kAuthProof: return msg.auth;
     default: return {};
   }
 }

@@ -4,6 +4,7 @@
 // type it expects or nothing at all.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,16 +14,30 @@
 
 namespace caravan {
 
-// Who receives: the scheduler takes REGISTER, BARRIER and HEARTBEAT; a
-// server or worker takes NODE_TABLE, BARRIER_DONE, ABORT and HEARTBEAT.
+// Who receives: the scheduler takes AUTH_HELLO, AUTH_PROOF, REGISTER,
+// BARRIER and HEARTBEAT; a server or worker takes AUTH_CHALLENGE,
+// AUTH_PROOF, NODE_TABLE, BARRIER_DONE, ABORT and HEARTBEAT.
 enum class ControlReceiver { kScheduler, kNode };
+
+// ABORT's head.cmd: the job ended (0), or only the receiving connection
+// is refused (this value) while the job goes on.
+constexpr int32_t kAbortRefused = 1;
+
+// Body sizes of the AUTH_* messages (engine/control/control_auth.h).
+constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE
+constexpr size_t kNodeProofBytes = 32;       // AUTH_PROOF to the scheduler: the HMAC
+constexpr size_t kSchedulerProofBytes = 64;  // AUTH_PROOF to a node: the HMAC, the job nonce
 
 struct ControlMessage {
   wire::Header head;            // a barrier's group is head.cmd, kFinal in head.flags
   NodeInfo node;                // REGISTER: the node that registers
   std::vector<NodeInfo> table;  // NODE_TABLE
-  std::string text;             // ABORT: why the job ended
+  std::string text;             // ABORT: why the job ended, or why this node is refused
+  std::vector<uint8_t> auth;    // AUTH_*: the nonce or proof, as sized above
 };
+
+// "REGISTER", "AUTH_PROOF", ... for logs.
+const char* control_type_name(wire::Type t);
 
 // Parses `body` as the message `head` announces. On failure returns false
 // and says what is wrong in *why (the caller names the peer).

@@ -12,9 +12,7 @@ SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
     : config_(config),
       on_failure_(std::move(on_failure)),
       hub_(ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
-           [this](int, const std::string& why) {
-             fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why);
-           }),
+           [this](int, const std::string& why) { on_lost(why); }),
       heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {}
 
 void SchedulerLink::on_heartbeat_tick() {
@@ -47,11 +45,26 @@ std::string SchedulerLink::failure() const {
   return failure_;
 }
 
-void SchedulerLink::fail(const std::string& why) {
+void SchedulerLink::on_lost(const std::string& why) {
+  std::string hint;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A scheduler that cannot take part in the challenge (an older build)
+    // drops the connection at the first AUTH message.
+    if (auth_ && !authenticated_)
+      hint =
+          " before the CARAVAN_JOB_TOKEN challenge was complete (is the scheduler a Caravan "
+          "build that knows CARAVAN_JOB_TOKEN?)";
+  }
+  fail("lost the connection to the scheduler at " + scheduler_name() + ": " + why + hint);
+}
+
+void SchedulerLink::fail(const std::string& why, int code) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_ || !failure_.empty()) return;
     failure_ = why;
+    failure_code_ = code;
     cv_.notify_all();
   }
   CARAVAN_LOG(ERROR) << why;
@@ -80,11 +93,64 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
       break;
     }
     case wire::Type::kAbort:
-      fail("the scheduler aborted the job: " + msg.text);
+      if (head.cmd == kAbortRefused)
+        fail("the scheduler at " + scheduler_name() + " refused this node: " + msg.text,
+             CARAVAN_ERR_CONFIG);
+      else
+        fail("the scheduler aborted the job: " + msg.text);
+      break;
+    case wire::Type::kAuthChallenge:
+    case wire::Type::kAuthProof:
+      on_auth_message(msg);
       break;
     default:  // HEARTBEAT: being heard from is all it says
       break;
   }
+}
+
+// On the control thread, the only one that uses auth_ after join() made it.
+void SchedulerLink::on_auth_message(const ControlMessage& msg) {
+  if (!auth_) {
+    fail("the scheduler at " + scheduler_name() + " sent " + control_type_name(msg.head.type) +
+             ", but this node has no CARAVAN_JOB_TOKEN: set the job's CARAVAN_JOB_TOKEN on "
+             "every node",
+         CARAVAN_ERR_CONFIG);
+    return;
+  }
+  AuthInitiator::Step step = auth_->on_message(msg);
+  if (!step.error.empty()) {
+    fail("the scheduler at " + scheduler_name() +
+             " failed the CARAVAN_JOB_TOKEN challenge: " + step.error,
+         CARAVAN_ERR_CONFIG);
+    return;
+  }
+  if (step.reply) hub_.send(conn_, step.reply->head, control_body(*step.reply));
+  if (step.done) {
+    std::lock_guard<std::mutex> lock(mu_);
+    authenticated_ = true;
+    cv_.notify_all();
+  }
+}
+
+void SchedulerLink::authenticate(long long deadline_ms) {
+  ControlMessage hello = auth_->hello();
+  if (!hub_.send(conn_, hello.head, control_body(hello)))
+    throw Error(CARAVAN_ERR_PEER_LOST, "the scheduler at " + scheduler_name() +
+                                           " closed the connection before the CARAVAN_JOB_TOKEN "
+                                           "challenge began");
+  std::unique_lock<std::mutex> lock(mu_);
+  bool ok = cv_.wait_until(
+      lock,
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms - net::now_ms()),
+      [&] { return authenticated_ || !failure_.empty(); });
+  if (!failure_.empty()) throw Error(failure_code_, failure_);
+  if (!ok)
+    throw Error(CARAVAN_ERR_TIMEOUT, "the scheduler at " + scheduler_name() +
+                                         " did not answer the CARAVAN_JOB_TOKEN challenge within " +
+                                         std::to_string(config_.connect_timeout_s) +
+                                         " s (CARAVAN_CONNECT_TIMEOUT)");
+  CARAVAN_VLOG(1) << "the scheduler at " << scheduler_name()
+                  << " and this node proved to each other that they have CARAVAN_JOB_TOKEN";
 }
 
 std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
@@ -97,12 +163,16 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
                     " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " +
                     std::to_string(config_.connect_timeout_s) +
                     " s (CARAVAN_CONNECT_TIMEOUT): " + err);
+  // Made before the hub's thread starts, which is then the only one to use it.
+  if (config_.job_token) auth_ = std::make_unique<AuthInitiator>(config_.job_token);
   conn_ = hub_.adopt(fd);
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_seen_ = std::chrono::steady_clock::now();
   }
   hub_.start();
+  if (auth_) authenticate(deadline);
+  // Not before: a heartbeat would be a message before the challenge.
   heartbeat_.start();
   wire::Header h;
   h.type = wire::Type::kRegister;
@@ -114,7 +184,7 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
   std::unique_lock<std::mutex> lock(mu_);
   bool ok = cv_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline - net::now_ms()),
                            [&] { return have_table_ || !failure_.empty(); });
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  if (!failure_.empty()) throw Error(failure_code_, failure_);
   if (!ok)
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "the scheduler at " + scheduler_name() + " did not complete start-up within " +

@@ -6,10 +6,14 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "caravan/caravan.h"
+#include "engine/auth/job_token.h"
+#include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
@@ -26,9 +30,12 @@ class SchedulerLink {
   SchedulerLink(const JobConfig& config, FailureHandler on_failure);
   ~SchedulerLink();
 
-  // Connects, registers `self` and waits for the node table (deadline:
+  // Connects, answers the CARAVAN_JOB_TOKEN challenge when the job has a
+  // token, registers `self` and waits for the node table (deadline:
   // CARAVAN_CONNECT_TIMEOUT). Returns the table; fills self.id and rank.
   std::vector<NodeInfo> join(NodeInfo& self);
+  // After join(), with a token: the job nonce the scheduler vouched for.
+  const auth::Nonce& job_nonce() const { return auth_->job_nonce(); }
   // Waits until every node of `group` arrived (final: the shutdown barrier
   // of all nodes). timeout_s < 0 waits as long as the job is alive.
   void barrier(int group, bool final, int timeout_s);
@@ -38,7 +45,11 @@ class SchedulerLink {
 
  private:
   void on_message(ControlMessage&& msg);
-  void fail(const std::string& why);
+  void on_auth_message(const ControlMessage& msg);
+  void on_lost(const std::string& why);
+  // Blocks until the challenge is answered both ways; throws otherwise.
+  void authenticate(long long deadline_ms);
+  void fail(const std::string& why, int code = CARAVAN_ERR_PEER_LOST);
   std::string scheduler_name() const;
 
   JobConfig config_;
@@ -53,6 +64,9 @@ class SchedulerLink {
   std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
   bool closing_ = false;
   std::string failure_;
+  int failure_code_ = CARAVAN_ERR_PEER_LOST;
+  std::unique_ptr<AuthInitiator> auth_;  // with CARAVAN_JOB_TOKEN
+  bool authenticated_ = false;
   std::chrono::steady_clock::time_point last_seen_;  // the scheduler, last heard
   HeartbeatTimer heartbeat_;
   void on_heartbeat_tick();

@@ -11,6 +11,7 @@ namespace caravan {
 
 SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self)
     : config_(config),
+      auth_(config.job_token),
       hub_(ControlReceiver::kScheduler,
            [this](int c, ControlMessage&& m) { on_message(c, std::move(m)); },
            [this](int c, const std::string& why) { on_closed(c, why); }),
@@ -85,6 +86,17 @@ void SchedulerService::abort_job(const std::string& why) {
 
 void SchedulerService::on_message(int conn, ControlMessage&& msg) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!auth_.admitted(conn)) {
+    AuthResponder::Step step = auth_.on_message(conn, msg);
+    if (step.reply) hub_.send(conn, step.reply->head, control_body(*step.reply));
+    if (step.outcome == AuthResponder::Step::kRefuse) return refuse(conn, step.why, step.tell);
+    if (step.outcome == AuthResponder::Step::kWait) return;
+    hub_.admit(conn);
+    if (!step.deliver) {
+      CARAVAN_VLOG(1) << "scheduler: " << hub_.peer(conn) << " proved it has CARAVAN_JOB_TOKEN";
+      return;
+    }
+  }
   last_seen_[conn] = std::chrono::steady_clock::now();
   switch (msg.head.type) {
     case wire::Type::kRegister:
@@ -93,9 +105,25 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
     case wire::Type::kBarrier:
       handle_barrier(conn, msg.head);
       break;
+    case wire::Type::kAuthHello:
+    case wire::Type::kAuthProof:
+      evict(conn,
+            std::string("it sent ") + control_type_name(msg.head.type) + " after it was admitted");
+      break;
     default:  // HEARTBEAT: being heard from is all it says
       break;
   }
+}
+
+void SchedulerService::refuse(int conn, const std::string& why, const std::string& tell) {
+  CARAVAN_LOG(WARNING) << "scheduler: refused " << hub_.peer(conn) << ": " << why;
+  wire::Header h;
+  h.type = wire::Type::kAbort;
+  h.cmd = kAbortRefused;
+  hub_.send(conn, h, std::vector<uint8_t>(tell.begin(), tell.end()));
+  hub_.hang_up(conn);
+  last_seen_.erase(conn);
+  auth_.forget(conn);
 }
 
 void SchedulerService::evict(int conn, const std::string& why) {
@@ -103,6 +131,7 @@ void SchedulerService::evict(int conn, const std::string& why) {
                        << why;
   hub_.close(conn);
   last_seen_.erase(conn);
+  auth_.forget(conn);
   for (auto* m : {&pending_, &nodes_}) {
     auto it = m->find(conn);
     if (it == m->end()) continue;
@@ -113,27 +142,18 @@ void SchedulerService::evict(int conn, const std::string& why) {
 }
 
 void SchedulerService::handle_register(int conn, const NodeInfo& n) {
-  auto refuse = [&](const std::string& why) {
-    CARAVAN_LOG(WARNING) << "scheduler: refusing " << n.describe() << " connected from "
-                         << hub_.peer(conn) << ": " << why;
-    wire::Header h;
-    h.type = wire::Type::kAbort;
-    std::vector<uint8_t> b(why.begin(), why.end());
-    hub_.send(conn, h, b);
-    hub_.close(conn);
-    last_seen_.erase(conn);
-  };
+  auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   if (pending_.count(conn) || nodes_.count(conn))
     return evict(conn, "it registered a second time on one connection");
-  if (table_sent_) return refuse("the job has already started with all its nodes");
+  if (table_sent_) return refuse_node("the job has already started with all its nodes");
   int have = 0;
   for (auto& [c, p] : pending_) have += p.role == n.role;
   int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   if (have >= want)
-    return refuse(std::string("the job already has its ") + std::to_string(want) + " " +
-                  role_name(n.role) + "s (" +
-                  (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
-                  " on the scheduler is " + std::to_string(want) + ")");
+    return refuse_node(std::string("the job already has its ") + std::to_string(want) + " " +
+                       role_name(n.role) + "s (" +
+                       (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
+                       " on the scheduler is " + std::to_string(want) + ")");
   pending_[conn] = n;
   CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
   if (static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers) send_table();
@@ -219,6 +239,7 @@ void SchedulerService::barrier(int group, bool final, int timeout_s) {
 void SchedulerService::on_closed(int conn, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   last_seen_.erase(conn);
+  auth_.forget(conn);
   if (auto it = pending_.find(conn); it != pending_.end()) {
     // A node that dies before the table exists would otherwise leave the
     // others waiting for the start-up deadline.

@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+#include "engine/auth/job_token.h"
+#include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/control_message.h"
 #include "engine/control/heartbeat.h"
@@ -38,6 +40,8 @@ class SchedulerService {
   void barrier(int group, bool final, int timeout_s);
   int finish();
   std::string failure() const;
+  // The job nonce the data plane's keys come from (CARAVAN_JOB_TOKEN).
+  const auth::Nonce& job_nonce() const { return auth_.job_nonce(); }
   // Told once when the job fails (called with the service's lock held:
   // it must not call back into the service).
   void set_failure_handler(std::function<void(const std::string&)> handler) {
@@ -48,6 +52,9 @@ class SchedulerService {
   void on_message(int conn, ControlMessage&& msg);
   void on_closed(int conn, const std::string& why);
   void handle_register(int conn, const NodeInfo& n);
+  // Tells the peer why (an ABORT it alone gets), logs it with the peer's
+  // address and hangs up; the job goes on. Caller holds mu_.
+  void refuse(int conn, const std::string& why, const std::string& tell);
   // Closes a connection that broke the protocol; when it belongs to a node
   // of the job, the job ends naming that node. Caller holds mu_.
   void evict(int conn, const std::string& why);
@@ -62,6 +69,7 @@ class SchedulerService {
   int node_of(int conn) const;
 
   JobConfig config_;
+  AuthResponder auth_;  // guarded by mu_
   ControlHub hub_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

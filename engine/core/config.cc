@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "engine/auth/job_token.h"
 #include "engine/base/env.h"
 #include "engine/base/error.h"
 
@@ -105,6 +106,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
       static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));
   c.resend_timeout_ms = env::boolean("PS_RESEND", false) ? resend_timeout : 0;
   c.drop_percent = static_cast<int>(env::integer("PS_DROP_MSG", 0, 100, 0));
+  c.job_token = auth::JobToken::from_env();
   if (c.heartbeat_interval_s > 0 && c.heartbeat_timeout_s <= c.heartbeat_interval_s)
     throw config_error("PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
                        " must be longer than PS_HEARTBEAT_INTERVAL=" +

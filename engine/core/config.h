@@ -3,10 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 namespace caravan {
+
+namespace auth {
+class JobToken;
+}
 
 enum class Role { kScheduler, kServer, kWorker };
 const char* role_name(Role r);
@@ -40,6 +45,9 @@ struct JobConfig {
   int heartbeat_timeout_s = 20;       // PS_HEARTBEAT_TIMEOUT
   int resend_timeout_ms = 0;          // PS_RESEND ? PS_RESEND_TIMEOUT : 0 (off)
   int drop_percent = 0;               // PS_DROP_MSG (testing only)
+  // CARAVAN_JOB_TOKEN; null when unset. Shared, so copies of the config
+  // do not copy the secret.
+  std::shared_ptr<const auth::JobToken> job_token;
 
   // Reads and checks every variable; throws a CARAVAN_ERR_CONFIG error
   // naming the first variable at fault. `forced_role` skips DMLC_ROLE.

@@ -34,6 +34,12 @@ Node::Node(const JobConfig& config, NodeOptions options)
   kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
   kv_->set_reliability(config_.resend_timeout_ms, config_.drop_percent);
+  if (config_.job_token) {
+    std::vector<int32_t> ids;
+    for (const NodeInfo& n : table_) ids.push_back(n.id);
+    kv_->set_seal(
+        std::make_unique<MessageSeal>(*config_.job_token, link_.job_nonce(), self_.id, ids));
+  }
   // Workers talk only to servers and servers only to workers, unless the
   // application (ps-lite) may address any node.
   Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;

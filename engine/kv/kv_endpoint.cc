@@ -36,6 +36,58 @@ KVEndpoint::KVEndpoint(Van& van, int my_id, RequestHandler on_request)
 
 KVEndpoint::~KVEndpoint() { stop(); }
 
+void KVEndpoint::set_seal(std::unique_ptr<MessageSeal> seal) {
+  size_t most = van_.properties().max_segments;
+  if (seal && most < 5)
+    throw config_error(
+        "CARAVAN_JOB_TOKEN adds a fifth segment (its seal) to every message, and van '" +
+        van_.name() + "' carries at most " + std::to_string(most));
+  seal_ = std::move(seal);
+}
+
+void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done) {
+  if (!seal_) {
+    van_.send(static_cast<uint64_t>(recipient), segments, 4, std::move(done));
+    return;
+  }
+  // Lives until the van is done: it may read the seal until then. A van may
+  // also report done inside send(), while the seal's lock is held, and done
+  // may send again to the same peer; so such a done waits for the unlock.
+  struct Send {
+    MessageSeal::Seal seal;
+    SendDone done;
+    std::mutex mu;
+    bool in_send = true;
+    bool finished = false;
+    caravan_status status = CARAVAN_STATUS_OK;
+  };
+  auto send = std::make_shared<Send>();
+  send->done = std::move(done);
+  caravan_segment_v1 sealed[5] = {
+      segments[0], segments[1], segments[2], segments[3], {send->seal.data(), send->seal.size()}};
+  {
+    auto in_order = seal_->seal(recipient, segments, &send->seal);
+    van_.send(static_cast<uint64_t>(recipient), sealed, 5, [send](caravan_status s) {
+      {
+        std::lock_guard<std::mutex> lock(send->mu);
+        if (send->in_send) {
+          send->finished = true;
+          send->status = s;
+          return;
+        }
+      }
+      if (send->done) send->done(s);
+    });
+  }
+  bool finished;
+  {
+    std::lock_guard<std::mutex> lock(send->mu);
+    send->in_send = false;
+    finished = send->finished;
+  }
+  if (finished && send->done) send->done(send->status);
+}
+
 void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
 
 void KVEndpoint::stop() {
@@ -83,14 +135,14 @@ void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
                                      {out->msg.vals.data, out->msg.vals.len},
                                      {out->msg.lens.data, out->msg.lens.len}};
       try {
-        van_.send(static_cast<uint64_t>(recipient), again, 4, [out](caravan_status) {});
+        van_send(recipient, again, [out](caravan_status) {});
       } catch (const Error& e) {
         CARAVAN_LOG(DEBUG) << "kv: resending to node " << recipient << " failed: " << e.what();
       }
     });
   }
   try {
-    van_.send(static_cast<uint64_t>(recipient), segs, 4, [out](caravan_status s) {
+    van_send(recipient, segs, [out](caravan_status s) {
       if (out->on_sent) out->on_sent(s);
     });
   } catch (...) {
@@ -122,7 +174,7 @@ bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& pe
     wire::encode(ack, bytes->data());
     caravan_segment_v1 segs[4] = {{bytes->data(), wire::kHeaderBytes}, {}, {}, {}};
     try {
-      van_.send(static_cast<uint64_t>(h.sender), segs, 4, [bytes](caravan_status) {});
+      van_send(h.sender, segs, [bytes](caravan_status) {});
     } catch (const Error& e) {
       CARAVAN_LOG(DEBUG) << "kv: acknowledging message " << h.timestamp << " to node " << h.sender
                          << " failed: " << e.what();
@@ -218,7 +270,16 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   };
   KVMessage m;
   std::string why;
-  if (!decode_kv_message(r->segments, r->num_segments, my_id_, &m, &why)) return drop(why);
+  size_t num_segments = r->num_segments;
+  if (seal_) {
+    // First of all: what a stranger sends is looked at no further.
+    if (!seal_->open(r->segments, num_segments, &why)) {
+      CARAVAN_LOG(WARNING) << "kv: refused a message from " << peer << ": " << why;
+      return;
+    }
+    num_segments = 4;
+  }
+  if (!decode_kv_message(r->segments, num_segments, my_id_, &m, &why)) return drop(why);
   for (Blob* b : {&m.keys, &m.vals, &m.lens}) b->keep = r;
   m.peer = peer;
   if (!reliability_filter(m.head, peer)) return;

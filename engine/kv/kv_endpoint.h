@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "engine/kv/kv_message.h"
+#include "engine/kv/message_seal.h"
 #include "engine/kv/reliability.h"
 #include "engine/van/van.h"
 
@@ -36,6 +37,10 @@ class KVEndpoint {
   void set_reliability(int resend_timeout_ms, int drop_percent) {
     reliability_ = std::make_unique<Reliability>(resend_timeout_ms, drop_percent);
   }
+  // CARAVAN_JOB_TOKEN: seal every message sent and drop every received
+  // one whose seal is missing or wrong; set before start(). Throws a config
+  // error when the van carries fewer than the 5 segments this needs.
+  void set_seal(std::unique_ptr<MessageSeal> seal);
   // Sends a kRouted message as it is (sender filled in); throws when the
   // job already failed.
   void send_routed(int recipient, KVMessage msg, SentHandler on_sent);
@@ -61,6 +66,9 @@ class KVEndpoint {
   void loop();
   void deliver(std::unique_ptr<Van::Received> received);
   void transmit(int recipient, KVMessage& msg, SentHandler on_sent);
+  // Hands header, keys, vals and lens to the van, sealed when there is a
+  // seal. Throws as Van::send.
+  void van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done);
   // Handles kAck, kWantAck and PS_DROP_MSG; false when `h`'s message is
   // not to be delivered.
   bool reliability_filter(const wire::Header& h, const std::string& peer);
@@ -71,6 +79,7 @@ class KVEndpoint {
   RequestHandler on_request_;
   RequestHandler on_routed_;
   std::unique_ptr<Reliability> reliability_;
+  std::unique_ptr<MessageSeal> seal_;
   std::mutex mu_;
   std::unordered_map<int32_t, Pending> pending_;
   int32_t next_timestamp_ = 1;

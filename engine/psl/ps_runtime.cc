@@ -119,6 +119,12 @@ void Runtime::start(int customer_id, bool do_barrier) {
         auto kv = std::make_unique<KVEndpoint>(*van, kSchedulerId, [](KVMessage&&) {});
         kv->set_routed_handler([this](KVMessage&& m) { route(std::move(m)); });
         kv->set_reliability(cfg.resend_timeout_ms, cfg.drop_percent);
+        if (cfg.job_token) {
+          std::vector<int32_t> ids;
+          for (const NodeInfo& n : table) ids.push_back(n.id);
+          kv->set_seal(std::make_unique<MessageSeal>(*cfg.job_token, service->job_nonce(),
+                                                     kSchedulerId, ids));
+        }
         for (auto& n : table)
           if (n.id != kSchedulerId) van->connect(static_cast<uint64_t>(n.id), n.van_address);
         kv->start();

@@ -32,6 +32,9 @@ bool known_type(uint16_t t) {
     case Type::kBarrierDone:
     case Type::kAbort:
     case Type::kHeartbeat:
+    case Type::kAuthHello:
+    case Type::kAuthChallenge:
+    case Type::kAuthProof:
       return true;
   }
   return false;

@@ -27,6 +27,10 @@ enum class Type : uint16_t {
   kBarrierDone = 13,
   kAbort = 14,
   kHeartbeat = 15,  // both ways: I am alive
+  // CARAVAN_JOB_TOKEN's challenge-response, before any other control message.
+  kAuthHello = 16,      // node -> scheduler: its nonce
+  kAuthChallenge = 17,  // scheduler -> node: the scheduler's nonce
+  kAuthProof = 18,      // both ways: the HMAC (from the scheduler, with the job nonce)
 };
 
 enum Flags : uint32_t {

@@ -97,6 +97,22 @@ void control_seeds() {
   std::string why = "lost worker 1 (pid 42 at 10.0.0.5)";
   append(n, control_frame(wire::Type::kAbort, Bytes(why.begin(), why.end())));
   write("control_fuzz", "node_side_session", n);
+
+  // CARAVAN_JOB_TOKEN's challenge, each side's half (bodies of the right
+  // sizes; their bytes matter only to the HMAC, which the fuzzer skips).
+  Bytes nonce(kAuthNonceBytes, 0x5a);
+  Bytes a = {1 | (15 << 1)};
+  append(a, control_frame(wire::Type::kAuthHello, nonce));
+  append(a, control_frame(wire::Type::kAuthProof, Bytes(kNodeProofBytes, 0xa5)));
+  append(a, control_frame(wire::Type::kRegister, encode_register(reg)));
+  write("control_fuzz", "scheduler_side_token_challenge", a);
+  Bytes c = {0 | (15 << 1)};
+  append(c, control_frame(wire::Type::kAuthChallenge, nonce));
+  append(c, control_frame(wire::Type::kAuthProof, Bytes(kSchedulerProofBytes, 0xa5)));
+  std::string refused = "wrong CARAVAN_JOB_TOKEN: this node's token is not the scheduler's";
+  append(c,
+         control_frame(wire::Type::kAbort, Bytes(refused.begin(), refused.end()), kAbortRefused));
+  write("control_fuzz", "node_side_token_challenge", c);
 }
 
 void kv_seeds() {

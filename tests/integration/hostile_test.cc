@@ -6,16 +6,13 @@
 // does not speak its protocol, and the engine must drop (and log, naming the
 // sender) every malformed message that does; the job must complete with
 // exact sums and every process exit 0.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -25,6 +22,7 @@
 #include "engine/control/node_info.h"
 #include "engine/wire/header.h"
 #include "tests/support/control_frame.h"
+#include "tests/support/loopback_job.h"
 #include "tests/support/process.h"
 
 namespace caravan::test {
@@ -39,26 +37,10 @@ constexpr int kStallLimit = 3;
 constexpr double kDropDeadline = 5;
 constexpr double kStartDeadline = 30;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // A process that is no node of the job, talking raw TCP.
 class Stranger {
  public:
-  explicit Stranger(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) hang_up();
-    if (fd_ < 0) return;
-    sockaddr_in me{};
-    socklen_t len = sizeof me;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&me), &len);
-    address_ = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
-  }
+  explicit Stranger(int port) { fd_ = connect_loopback(port, &address_); }
   ~Stranger() { hang_up(); }
   Stranger(const Stranger&) = delete;
   Stranger& operator=(const Stranger&) = delete;
@@ -157,38 +139,15 @@ void send_malformed_kv(int van_port) {
   zmq_ctx_term(ctx);
 }
 
-struct Job {
-  int port = free_port();
-  int van_port = free_port();
-  std::unique_ptr<RunningProcess> scheduler, server;
-  std::vector<std::unique_ptr<RunningProcess>> workers;
-
-  ProcessSpec spec(const std::string& role, const std::string& bin) {
-    ProcessSpec s;
-    s.argv = {bin};
-    // Long enough (seconds here) that the strangers of the second round
-    // meet workers in the middle of their push_pulls.
-    if (role == "worker") s.argv = {bin, "30", "100000"};
-    s.set_env = node_env(role, port, 2, 1);
-    s.set_env.push_back({"PS_VERBOSE", "1"});
-    s.set_env.push_back({"PS_HEARTBEAT_INTERVAL", "1"});
-    s.set_env.push_back({"PS_HEARTBEAT_TIMEOUT", std::to_string(kStallLimit)});
-    return s;
-  }
-  void start_worker(int rank) {
-    auto s = spec("worker", SUM_CHECK_WORKER_BIN);
-    s.set_env.push_back({"DMLC_WORKER_ID", std::to_string(rank)});
-    workers.push_back(std::make_unique<RunningProcess>(s));
-  }
-  Job() {
-    scheduler = std::make_unique<RunningProcess>(spec("scheduler", CARAVAN_SERVER_BIN));
-    auto s = spec("server", CARAVAN_SERVER_BIN);
-    s.set_env.push_back({"CARAVAN_SERVER_ID", "0"});
-    s.set_env.push_back({"DMLC_PORT", std::to_string(van_port)});
-    server = std::make_unique<RunningProcess>(s);
-    start_worker(0);
-  }
-};
+// Long enough (seconds here) that the strangers of the second round meet
+// workers in the middle of their push_pulls.
+LoopbackJobSpec job_spec() {
+  return {CARAVAN_SERVER_BIN,
+          SUM_CHECK_WORKER_BIN,
+          2,
+          {"30", "100000"},
+          {{"PS_HEARTBEAT_INTERVAL", "1"}, {"PS_HEARTBEAT_TIMEOUT", std::to_string(kStallLimit)}}};
+}
 
 struct Expected {
   std::string address;
@@ -196,7 +155,8 @@ struct Expected {
 };
 
 TEST(HostileInput, StrangersAreLoggedAndDroppedAndTheJobSumsExactly) {
-  Job job;
+  LoopbackJob job(job_spec());
+  job.start_worker(0);
   ASSERT_TRUE(job.scheduler->wait_for_output("scheduler: listening on port", kStartDeadline))
       << job.scheduler->output();
   ASSERT_TRUE(job.server->wait_for_output("listening at tcp://", kStartDeadline))
@@ -278,9 +238,7 @@ TEST(HostileInput, StrangersAreLoggedAndDroppedAndTheJobSumsExactly) {
     EXPECT_TRUE(v.dropped_within(kDropDeadline));
   }
 
-  std::vector<RunningProcess*> all = {job.scheduler.get(), job.server.get()};
-  for (auto& w : job.workers) all.push_back(w.get());
-  for (RunningProcess* p : all) {
+  for (RunningProcess* p : job.all()) {
     ProcessResult r = p->wait(60);
     EXPECT_FALSE(r.timed_out) << r.output;
     EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -163,6 +163,48 @@ TEST(ControlMessage, RefusesMalformedBodies) {
   EXPECT_NE(why.find("body of 3 bytes"), std::string::npos) << why;
 }
 
+TEST(ControlMessage, AuthMessagesHaveTheirSizesAndTheirSide) {
+  // A scheduler's proof carries the job nonce too; a node's only the HMAC.
+  wire::Header h;
+  h.type = wire::Type::kAuthProof;
+  ControlMessage msg;
+  std::string why;
+  EXPECT_TRUE(
+      parse_control_message(ControlReceiver::kNode, h, Bytes(kSchedulerProofBytes, 1), &msg, &why))
+      << why;
+  EXPECT_EQ(control_body(msg), Bytes(kSchedulerProofBytes, 1));
+  EXPECT_TRUE(
+      parse_control_message(ControlReceiver::kScheduler, h, Bytes(kNodeProofBytes, 1), &msg, &why))
+      << why;
+  why = refusal(ControlReceiver::kScheduler,
+                control_frame(wire::Type::kAuthProof, Bytes(kSchedulerProofBytes, 1)));
+  EXPECT_NE(why.find("AUTH_PROOF message with a body of 64 bytes (it carries 32)"),
+            std::string::npos)
+      << why;
+  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAuthHello, Bytes(31, 1)));
+  EXPECT_NE(why.find("AUTH_HELLO message with a body of 31 bytes"), std::string::npos) << why;
+  why = refusal(ControlReceiver::kScheduler,
+                control_frame(wire::Type::kAuthChallenge, Bytes(kAuthNonceBytes, 1)));
+  EXPECT_NE(why.find("AUTH_CHALLENGE message does not belong on the scheduler's end"),
+            std::string::npos)
+      << why;
+  why = refusal(ControlReceiver::kNode,
+                control_frame(wire::Type::kAuthHello, Bytes(kAuthNonceBytes, 1)));
+  EXPECT_NE(why.find("AUTH_HELLO message does not belong on the node's end"), std::string::npos)
+      << why;
+}
+
+TEST(ControlMessage, AnAbortEndsTheJobOrRefusesOneNode) {
+  wire::Header h;
+  h.type = wire::Type::kAbort;
+  h.cmd = kAbortRefused;
+  ControlMessage msg;
+  std::string why;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
+  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 2));
+  EXPECT_NE(why.find("an ABORT of kind 2"), std::string::npos) << why;
+}
+
 TEST(ControlMessage, RefusesBarrierGroupsThatDoNotExist) {
   for (int group : {0, 8, -1, 1 << 30}) {
     std::string why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrier, {}, group));

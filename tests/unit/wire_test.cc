@@ -143,7 +143,7 @@ TEST(WireHeader, RejectsOtherVersion) {
 
 TEST(WireHeader, RejectsUnknownType) {
   uint8_t buf[kHeaderBytes];
-  for (uint16_t t : {0, 3, 9, 16, 0xFFFF}) {
+  for (uint16_t t : {0, 3, 9, 19, 0xFFFF}) {
     Header h;
     h.type = static_cast<Type>(t);
     encode(h, buf);
