@@ -107,8 +107,10 @@ Node::~Node() { teardown(); }
 void Node::teardown() {
   if (kv_) kv_->stop();
   link_.close();
-  kv_.reset();
+  // The van before the endpoint: closing it settles the sends in flight,
+  // whose handlers reach the (stopped) endpoint.
   van_.reset();
+  kv_.reset();
 }
 
 std::vector<const NodeInfo*> Node::nodes_of(Role role) const {

@@ -59,6 +59,16 @@ KVEndpoint::~KVEndpoint() { stop(); }
 void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
 
 void KVEndpoint::stop() {
+  {
+    // Closed to new requests as well: a van settles the sends still in
+    // flight when it closes, and their handlers may try to send more
+    // (the next partition a scheduling credit held back).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_code_ == 0) {
+      failed_code_ = CARAVAN_ERR_STATE;
+      failure_ = "this node has stopped sending (it is leaving the job)";
+    }
+  }
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }

@@ -45,6 +45,8 @@ class KVEndpoint {
   ~KVEndpoint();
 
   void start();
+  // Stops receiving; requests from now on throw. Sends in flight go on
+  // until the van settles them.
   void stop();
 
   // Sends a request to node `recipient`; fills head.sender/recipient/
