@@ -8,6 +8,7 @@ const char* control_type_name(wire::Type t) {
   switch (t) {
     case wire::Type::kKV: return "KV";
     case wire::Type::kAck: return "ACK";
+    case wire::Type::kProbe: return "PROBE";
     case wire::Type::kRegister: return "REGISTER";
     case wire::Type::kNodeTable: return "NODE_TABLE";
     case wire::Type::kBarrier: return "BARRIER";
@@ -35,7 +36,8 @@ bool expected_by(ControlReceiver r, wire::Type t) {
     case wire::Type::kBarrierDone:
     case wire::Type::kAbort: return r == ControlReceiver::kNode;
     case wire::Type::kKV:
-    case wire::Type::kAck: return false;
+    case wire::Type::kAck:
+    case wire::Type::kProbe: return false;
   }
   return false;
 }
@@ -135,6 +137,7 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
       return true;
     case wire::Type::kKV:
     case wire::Type::kAck:
+    case wire::Type::kProbe:
       break;
   }
   *why = "unhandled message type";

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
@@ -15,18 +16,29 @@ Node::Node(const JobConfig& config, NodeOptions options)
     : config_(config),
       failure_observer_(std::move(options.on_failure)),
       link_(config, [this](const std::string& why) { on_failure(why); }) {
-  Log::set_node_label(role_name(config.role));
+  try {
+    join(options);
+  } catch (...) {
+    // Members die in reverse order, the KV endpoint before the link whose
+    // failure handler uses it: tear down in the destructor's order instead.
+    teardown();
+    throw;
+  }
+}
+
+void Node::join(NodeOptions& options) {
+  Log::set_node_label(role_name(config_.role));
   // Workers only, as in BytePS (its launcher wraps just them in numactl):
   // servers and the scheduler keep the whole machine. First, so that every
   // thread started from here on is born bound.
-  if (config.role == Role::kWorker) bind_worker_cpus(CpuSettings::from_env());
-  van_ = open_van(config);
-  std::string host = net::advertised_host(config.node_host, config.interface);
-  self_.role = config.role;
+  if (config_.role == Role::kWorker) bind_worker_cpus(CpuSettings::from_env());
+  van_ = open_van(config_);
+  std::string host = net::advertised_host(config_.node_host, config_.interface);
+  self_.role = config_.role;
   self_.host = host;
   self_.pid = static_cast<int>(getpid());
-  self_.preferred_rank = config.preferred_rank.value_or(-1);
-  self_.van_address = van_->listen(host, config.port);
+  self_.preferred_rank = config_.preferred_rank.value_or(-1);
+  self_.van_address = van_->listen(host, config_.port);
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_);
@@ -42,7 +54,7 @@ Node::Node(const JobConfig& config, NodeOptions options)
   }
   // Workers talk only to servers and servers only to workers, unless the
   // application (ps-lite) may address any node.
-  Role peers = config.role == Role::kWorker ? Role::kServer : Role::kWorker;
+  Role peers = config_.role == Role::kWorker ? Role::kServer : Role::kWorker;
   for (const NodeInfo& n : table_) {
     bool wanted = options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
     if (wanted) {
@@ -51,15 +63,60 @@ Node::Node(const JobConfig& config, NodeOptions options)
     }
   }
   kv_->start();
-  link_.barrier(kServerGroup + kWorkerGroup, false, config.connect_timeout_s);
+  prove_van_paths();
+  link_.barrier(kServerGroup + kWorkerGroup, false, config_.connect_timeout_s);
   CARAVAN_VLOG(1) << "joined the job as " << self_.describe();
 }
 
-Node::~Node() {
+// A van connects lazily: a wrong advertised address (a decoy interface, a
+// NAT address) would otherwise pass start-up and surface only as a
+// push_pull timeout. One round trip per peer, before the start-up barrier,
+// proves both directions of every path this node will use.
+void Node::prove_van_paths() {
+  if (peers_.empty()) return;
+  auto start = std::chrono::steady_clock::now();
+  auto unanswered = kv_->probe(peers_, start + std::chrono::seconds(config_.connect_timeout_s));
+  if (unanswered.empty()) {
+    CARAVAN_VLOG(1) << "van: reached all " << peers_.size() << " peers both ways in "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count()
+                    << " ms";
+    return;
+  }
+  std::string who, reasons;
+  for (auto& [id, why] : unanswered) {
+    auto n = std::find_if(table_.begin(), table_.end(), [&](const NodeInfo& i) { return i.id == id; });
+    who += (who.empty() ? "" : ", ") + (n == table_.end() ? "node " + std::to_string(id) : n->describe());
+    if (!why.empty()) reasons += "; " + why;
+  }
+  std::string failure = link_.failure();
+  if (!failure.empty())
+    throw Error(CARAVAN_ERR_PEER_LOST,
+                failure + " (this node had not yet heard over the van from " + who + ")");
+  std::string what = reasons.empty() ? "no answer to a probe within " +
+                                           std::to_string(config_.connect_timeout_s) +
+                                           " s (CARAVAN_CONNECT_TIMEOUT)"
+                                     : reasons.substr(2);
+  throw Error(CARAVAN_ERR_TRANSPORT,
+              "cannot reach " + who + " over the van: " + what +
+                  ". A probe goes to the peer's advertised address and its answer comes back to "
+                  "this node's, " + self_.van_address +
+                  "; one of them is probably wrong. A node advertises DMLC_NODE_HOST if set, else "
+                  "the address of the interface DMLC_INTERFACE names, else that of its first "
+                  "non-loopback interface that is up: set DMLC_INTERFACE (or DMLC_NODE_HOST) on "
+                  "every node to an interface (address) the other hosts can reach");
+}
+
+Node::~Node() { teardown(); }
+
+void Node::teardown() {
   if (kv_) kv_->stop();
   link_.close();
-  kv_.reset();
+  // The van before the endpoint: closing it settles the sends in flight,
+  // whose handlers reach the (stopped) endpoint.
   van_.reset();
+  kv_.reset();
 }
 
 std::vector<const NodeInfo*> Node::nodes_of(Role role) const {

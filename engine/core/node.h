@@ -48,6 +48,12 @@ class Node {
   std::string failure() const { return link_.failure(); }
 
  private:
+  void join(NodeOptions& options);
+  // Every van path this node opened carries a round trip within
+  // CARAVAN_CONNECT_TIMEOUT, or this throws naming the peers that did not
+  // answer.
+  void prove_van_paths();
+  void teardown();
   void on_failure(const std::string& why);
 
   JobConfig config_;

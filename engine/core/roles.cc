@@ -38,17 +38,21 @@ int run_server(const JobConfig& config) {
   }
   server_ready.notify_all();
   CARAVAN_LOG(INFO) << "serving with reducer " << reducer->description();
+  int rc = 0;
   try {
     node.leave(-1);
   } catch (const Error& e) {
     CARAVAN_LOG(ERROR) << e.what();
-    std::lock_guard<std::mutex> lock(server_mu);
-    server->clear();
-    return 1;
+    rc = 1;
   }
+  // The server holds messages the van lent (queued requests, the rounds'
+  // first pushes): it must be gone before the node closes the van, and the
+  // receive thread that feeds it must stop first (leave() stops it only
+  // when the job ends cleanly).
+  node.kv().stop();
   std::lock_guard<std::mutex> lock(server_mu);
-  server->clear();
-  return 0;
+  server.reset();
+  return rc;
 }
 
 int run_role_from_env(const char* program) {

@@ -1,6 +1,7 @@
 #include "engine/kv/kv_endpoint.h"
 
 #include <array>
+#include <condition_variable>
 #include <cstring>
 #include <vector>
 
@@ -30,6 +31,25 @@ void own(Blob& b) {
 }
 
 }  // namespace
+
+// Shared with the van's send callbacks, which a van may run after this
+// endpoint is gone (when it settles sends still queued at its close).
+struct KVEndpoint::ProbeRound {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<int, std::string> unanswered;  // peer -> why, when a send failed
+  bool send_failed = false;
+  bool job_failed = false;
+
+  void failed(int peer, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = unanswered.find(peer);
+    if (it == unanswered.end()) return;
+    it->second = why;
+    send_failed = true;
+    cv.notify_all();
+  }
+};
 
 KVEndpoint::KVEndpoint(Van& van, int my_id, RequestHandler on_request)
     : van_(van), my_id_(my_id), on_request_(std::move(on_request)) {}
@@ -91,6 +111,16 @@ void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4]
 void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
 
 void KVEndpoint::stop() {
+  {
+    // Closed to new requests as well: a van settles the sends still in
+    // flight when it closes, and their handlers may try to send more
+    // (the next partition a scheduling credit held back).
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_code_ == 0) {
+      failed_code_ = CARAVAN_ERR_STATE;
+      failure_ = "this node has stopped sending (it is leaving the job)";
+    }
+  }
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
@@ -151,6 +181,15 @@ void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
   }
 }
 
+void KVEndpoint::send_header(int recipient, const wire::Header& h, SentHandler on_sent) {
+  auto bytes = std::make_shared<std::array<uint8_t, wire::kHeaderBytes>>();
+  wire::encode(h, bytes->data());
+  caravan_segment_v1 segs[4] = {{bytes->data(), wire::kHeaderBytes}, {}, {}, {}};
+  van_send(recipient, segs, [bytes, on_sent = std::move(on_sent)](caravan_status s) {
+    if (on_sent) on_sent(s);
+  });
+}
+
 bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& peer) {
   if (!reliability_) return h.type == wire::Type::kKV;
   if (reliability_->drop()) {
@@ -170,11 +209,8 @@ bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& pe
     wire::Header ack = h;
     ack.type = wire::Type::kAck;
     ack.seg_len[0] = ack.seg_len[1] = ack.seg_len[2] = 0;
-    auto bytes = std::make_shared<std::array<uint8_t, wire::kHeaderBytes>>();
-    wire::encode(ack, bytes->data());
-    caravan_segment_v1 segs[4] = {{bytes->data(), wire::kHeaderBytes}, {}, {}, {}};
     try {
-      van_send(h.sender, segs, [bytes](caravan_status) {});
+      send_header(h.sender, ack, nullptr);
     } catch (const Error& e) {
       CARAVAN_LOG(DEBUG) << "kv: acknowledging message " << h.timestamp << " to node " << h.sender
                          << " failed: " << e.what();
@@ -245,6 +281,7 @@ void KVEndpoint::respond(const wire::Header& request_head, KVMessage msg, SentHa
 
 void KVEndpoint::fail_all(int code, const std::string& why) {
   std::unordered_map<int32_t, Pending> pending;
+  std::shared_ptr<ProbeRound> round;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_code_ == 0) {
@@ -252,6 +289,12 @@ void KVEndpoint::fail_all(int code, const std::string& why) {
       failure_ = why;
     }
     pending.swap(pending_);
+    round = probe_;
+  }
+  if (round) {
+    std::lock_guard<std::mutex> lock(round->mu);
+    round->job_failed = true;
+    round->cv.notify_all();
   }
   if (reliability_) reliability_->clear();
   for (auto& [ts, p] : pending) {
@@ -260,6 +303,74 @@ void KVEndpoint::fail_all(int code, const std::string& why) {
     h.recipient = p.recipient;
     p.on_response(local_error(h, code, why));
   }
+}
+
+std::map<int, std::string> KVEndpoint::probe(const std::vector<int>& peers,
+                                             std::chrono::steady_clock::time_point deadline) {
+  auto round = std::make_shared<ProbeRound>();
+  for (int p : peers) round->unanswered[p] = "";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    round->job_failed = failed_code_ != 0;
+    probe_ = round;
+  }
+  for (int p : peers) {
+    wire::Header h;
+    h.type = wire::Type::kProbe;
+    h.flags = wire::kRequest;
+    h.sender = my_id_;
+    h.recipient = p;
+    try {
+      send_header(p, h, [round, p](caravan_status s) {
+        if (s != CARAVAN_STATUS_OK)
+          round->failed(p, "the van could not send the probe (status " + std::to_string(s) + ")");
+      });
+    } catch (const Error& e) {
+      round->failed(p, std::string("the van could not send the probe: ") + e.what());
+    }
+  }
+  std::map<int, std::string> out;
+  {
+    std::unique_lock<std::mutex> lock(round->mu);
+    round->cv.wait_until(lock, deadline, [&] {
+      return round->unanswered.empty() || round->send_failed || round->job_failed;
+    });
+    out = round->unanswered;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  probe_.reset();
+  return out;
+}
+
+void KVEndpoint::on_probe(const wire::Header& h, const std::string& peer) {
+  if (h.flags & wire::kRequest) {
+    wire::Header echo = h;
+    echo.flags = 0;
+    echo.sender = my_id_;
+    echo.recipient = h.sender;
+    try {
+      send_header(h.sender, echo, nullptr);
+    } catch (const Error& e) {
+      // The prober names the path when its probe goes unanswered.
+      CARAVAN_LOG(WARNING) << "kv: cannot answer the van probe of node " << h.sender << " ("
+                           << peer << "): " << e.what();
+    }
+    return;
+  }
+  std::shared_ptr<ProbeRound> round;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    round = probe_;
+  }
+  if (round) {
+    std::lock_guard<std::mutex> lock(round->mu);
+    if (round->unanswered.erase(h.sender)) {
+      round->cv.notify_all();
+      return;
+    }
+  }
+  CARAVAN_VLOG(1) << "kv: ignoring a probe echo from node " << h.sender << " (" << peer
+                  << "), which this node is not waiting for";
 }
 
 void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
@@ -280,6 +391,9 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
     num_segments = 4;
   }
   if (!decode_kv_message(r->segments, num_segments, my_id_, &m, &why)) return drop(why);
+  // Before the reliability filter: PS_DROP_MSG is for data, and a probe
+  // that was dropped would fail the start-up.
+  if (m.head.type == wire::Type::kProbe) return on_probe(m.head, peer);
   for (Blob* b : {&m.keys, &m.vals, &m.lens}) b->keep = r;
   m.peer = peer;
   if (!reliability_filter(m.head, peer)) return;

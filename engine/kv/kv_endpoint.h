@@ -4,12 +4,15 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/kv/kv_message.h"
 #include "engine/kv/message_seal.h"
@@ -47,6 +50,8 @@ class KVEndpoint {
   ~KVEndpoint();
 
   void start();
+  // Stops receiving; requests from now on throw. Sends in flight go on
+  // until the van settles them.
   void stop();
   int id() const { return my_id_; }  // this node's id
 
@@ -57,6 +62,14 @@ class KVEndpoint {
   void respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent);
   // Every pending and later request fails with `why` (code < 0).
   void fail_all(int code, const std::string& why);
+
+  // Sends a probe to each of `peers` and waits until each has echoed it
+  // over its own connection back, a send failed, the job failed
+  // (fail_all) or `deadline` passed. Returns the peers not heard from,
+  // each with what is known (a send error, else empty); empty when every
+  // path works both ways. After start(); before any other traffic.
+  std::map<int, std::string> probe(const std::vector<int>& peers,
+                                   std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Pending {
@@ -69,10 +82,15 @@ class KVEndpoint {
   // Hands header, keys, vals and lens to the van, sealed when there is a
   // seal. Throws as Van::send.
   void van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done);
+  // A message of a header alone (acknowledgement, probe); throws as
+  // Van::send does.
+  void send_header(int recipient, const wire::Header& h, SentHandler on_sent);
   // Handles kAck, kWantAck and PS_DROP_MSG; false when `h`'s message is
   // not to be delivered.
   bool reliability_filter(const wire::Header& h, const std::string& peer);
   static KVMessage local_error(const wire::Header& request, int code, const std::string& why);
+  // A probe arrived: echo a request, or note an echo.
+  void on_probe(const wire::Header& h, const std::string& peer);
 
   Van& van_;
   int my_id_;
@@ -85,6 +103,8 @@ class KVEndpoint {
   int32_t next_timestamp_ = 1;
   int failed_code_ = 0;
   std::string failure_;
+  struct ProbeRound;
+  std::shared_ptr<ProbeRound> probe_;  // the probe() under way; guarded by mu_
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

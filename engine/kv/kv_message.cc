@@ -16,7 +16,8 @@ bool decode_kv_message(const caravan_recv_segment_v1* segments, size_t num_segme
   }
   if (!wire::decode(segments[0].data, segments[0].len, kMaxSegmentBytes, &m->head, why))
     return false;
-  if (m->head.type != wire::Type::kKV && m->head.type != wire::Type::kAck) {
+  if (m->head.type != wire::Type::kKV && m->head.type != wire::Type::kAck &&
+      m->head.type != wire::Type::kProbe) {
     *why = "message type " + std::to_string(static_cast<int>(m->head.type)) +
            " does not belong on the data plane";
     return false;
@@ -42,7 +43,7 @@ bool decode_kv_message(const caravan_recv_segment_v1* segments, size_t num_segme
   }
   // An acknowledgement echoes the acknowledged message's header, whose
   // sender is this node (checked where acknowledgements are handled).
-  if (m->head.type == wire::Type::kKV && m->head.recipient != my_id) {
+  if (m->head.type != wire::Type::kAck && m->head.recipient != my_id) {
     *why = "addressed to node " + std::to_string(m->head.recipient) + ", this is node " +
            std::to_string(my_id);
     return false;

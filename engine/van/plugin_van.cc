@@ -1,5 +1,8 @@
 // Adapts a van plugin's C table (ABI major 1) to the engine's Van class.
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
 
 #include "engine/base/error.h"
 #include "engine/core/config.h"
@@ -26,6 +29,8 @@ class PluginVan final : public Van {
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
                                           ") failed to start: " + describe_plugin_failure(s));
+    lender_->ops = ops_;
+    lender_->ctx = ctx_;
     props_.struct_size = sizeof props_;
     s = ops_->properties(ctx_, &props_);
     if (s != CARAVAN_STATUS_OK) fail("properties", s);
@@ -33,7 +38,14 @@ class PluginVan final : public Van {
   }
 
   ~PluginVan() override {
-    if (ctx_) ops_->finalize(ctx_);
+    if (!ctx_) return;
+    {
+      // Not held across finalize: the done callbacks it runs may drop the
+      // last hold on a received message (a sum sent from a push's memory).
+      std::unique_lock<std::shared_mutex> lock(lender_->mu);
+      lender_->ctx = nullptr;
+    }
+    ops_->finalize(ctx_);
   }
 
   const std::string& name() const override { return name_; }
@@ -67,7 +79,7 @@ class PluginVan final : public Van {
   }
 
   std::unique_ptr<Received> recv(int timeout_ms) override {
-    auto r = std::make_unique<PluginReceived>(this);
+    auto r = std::make_unique<PluginReceived>(lender_);
     caravan_status s = ops_->recv(ctx_, timeout_ms, &r->message);
     if (s == CARAVAN_STATUS_TIMEOUT) return nullptr;
     if (s != CARAVAN_STATUS_OK) {
@@ -81,15 +93,27 @@ class PluginVan final : public Van {
   }
 
  private:
+  // What a received message needs to give its memory back. Shared, since
+  // a message may outlive the van: an application keeps what it received
+  // (a ps-lite SArray) as long as it likes. Finalizing frees every message
+  // not yet released (van_v1.h), so from its start a release is skipped.
+  struct Lender {
+    std::shared_mutex mu;  // shared: releasing; exclusive: finalizing
+    const caravan_van_ops_v1* ops = nullptr;
+    void* ctx = nullptr;   // null once finalized
+  };
+
   struct PluginReceived final : Received {
-    explicit PluginReceived(PluginVan* v) : van(v) {
+    explicit PluginReceived(std::shared_ptr<Lender> l) : lender(std::move(l)) {
       std::memset(&message, 0, sizeof message);
       message.struct_size = sizeof message;
     }
     ~PluginReceived() override {
-      if (owned) van->ops_->release(van->ctx_, &message);
+      if (!owned) return;
+      std::shared_lock<std::shared_mutex> lock(lender->mu);
+      if (lender->ctx) lender->ops->release(lender->ctx, &message);
     }
-    PluginVan* van;
+    std::shared_ptr<Lender> lender;
     caravan_van_message_v1 message;
     bool owned = true;
   };
@@ -110,6 +134,7 @@ class PluginVan final : public Van {
   std::string name_;
   HostServices host_;
   void* ctx_ = nullptr;
+  std::shared_ptr<Lender> lender_ = std::make_shared<Lender>();
   caravan_van_properties_v1 props_{};
 };
 

@@ -26,6 +26,7 @@ bool known_type(uint16_t t) {
   switch (static_cast<Type>(t)) {
     case Type::kKV:
     case Type::kAck:
+    case Type::kProbe:
     case Type::kRegister:
     case Type::kNodeTable:
     case Type::kBarrier:

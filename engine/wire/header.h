@@ -11,8 +11,8 @@
 namespace caravan::wire {
 
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
-// 2: kAck and kWantAck (PS_RESEND).
-constexpr uint16_t kVersion = 2;
+// 2: kAck and kWantAck (PS_RESEND). 3: kProbe.
+constexpr uint16_t kVersion = 3;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
@@ -20,6 +20,10 @@ enum class Type : uint16_t {
   // Data plane (vans).
   kKV = 1,
   kAck = 2,  // PS_RESEND: a kWantAck message arrived (its fields echoed)
+  // Start-up: proves a van path both ways before the start-up barrier; a
+  // kRequest probe is echoed (without kRequest) over the receiver's own
+  // connection back. No segments.
+  kProbe = 3,
   // Control plane (scheduler TCP channel).
   kRegister = 10,
   kNodeTable = 11,

@@ -137,6 +137,15 @@ void kv_seeds() {
   };
   write("kv_fuzz", "push_pull_float32_worker0", request(9, 0, Bytes(64, 1)));
   write("kv_fuzz", "push_pull_int64_worker1", request(11, 6, Bytes(24, 2)));
+  // A start-up probe: a header alone.
+  wire::Header probe;
+  probe.type = wire::Type::kProbe;
+  probe.flags = wire::kRequest;
+  probe.sender = 9;
+  probe.recipient = 8;
+  Bytes p = {4, 8, 2, 0, 0, 0, 0, 0, 0};
+  append(p, header(probe));
+  write("kv_fuzz", "probe_request", p);
 }
 
 }  // namespace

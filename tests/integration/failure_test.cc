@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/support/process.h"
@@ -16,21 +17,27 @@ namespace {
 constexpr int kHeartbeatTimeout = 3;
 constexpr double kDeadline = kHeartbeatTimeout + 5;
 
+using Env = std::vector<std::pair<std::string, std::string>>;
+
 struct Job {
   std::unique_ptr<RunningProcess> scheduler;
   std::vector<std::unique_ptr<RunningProcess>> servers, workers;
 
-  Job(int num_workers, int num_servers) {
+  // `extra` comes last, so it overrides; `max_elements` caps each tensor
+  // of sum_check_worker.
+  Job(int num_workers, int num_servers, const Env& extra = {},
+      const std::string& max_elements = "10000") {
     int port = free_port();
     auto spec = [&](const std::string& role, const std::string& bin) {
       ProcessSpec s;
       s.argv = {bin};
-      if (role == "worker") s.argv = {bin, "100000", "10000"};  // runs until stopped
+      if (role == "worker") s.argv = {bin, "100000", max_elements};  // runs until stopped
       s.set_env = node_env(role, port, num_workers, num_servers);
       s.set_env.push_back({"PS_VERBOSE", "1"});
       s.set_env.push_back({"BYTEPS_FORCE_DISTRIBUTED", "1"});  // a 1-worker job uses its server
       s.set_env.push_back({"PS_HEARTBEAT_INTERVAL", "1"});
       s.set_env.push_back({"PS_HEARTBEAT_TIMEOUT", std::to_string(kHeartbeatTimeout)});
+      s.set_env.insert(s.set_env.end(), extra.begin(), extra.end());
       return s;
     };
     scheduler = std::make_unique<RunningProcess>(spec("scheduler", CARAVAN_SERVER_BIN));
@@ -62,15 +69,21 @@ struct Job {
   }
 };
 
+// A process that failed as it should: in time, by exiting with an error
+// status of its own, not killed by a signal (a crash while tearing down).
+void expect_clean_failure(const ProcessResult& r, double deadline) {
+  EXPECT_FALSE(r.timed_out) << "still running " << deadline << " s after the failure:\n"
+                            << r.output;
+  EXPECT_EQ(r.signal, 0) << "killed by signal " << r.signal << ":\n" << r.output;
+  EXPECT_GT(r.exit_code, 0) << r.output;
+}
+
 // Waits for every process but `victim`; each must exit non-zero in time,
 // and the workers must name what was lost.
 void expect_all_gone(Job& job, RunningProcess* victim, const std::string& lost) {
   for (RunningProcess* p : job.all()) {
     if (p == victim) continue;
-    ProcessResult r = p->wait(kDeadline);
-    EXPECT_FALSE(r.timed_out) << "still running " << kDeadline << " s after the failure:\n"
-                              << r.output;
-    EXPECT_NE(r.exit_code, 0) << r.output;
+    expect_clean_failure(p->wait(kDeadline), kDeadline);
   }
   for (auto& w : job.workers) {
     if (w.get() == victim) continue;
@@ -111,6 +124,28 @@ TEST(NodeFailure, StoppedSchedulerIsNoticedByEveryNode) {
   ASSERT_TRUE(job.started());
   job.scheduler->signal(SIGSTOP);
   expect_all_gone(job, job.scheduler.get(), "has been silent");
+}
+
+// Regression: a worker whose push_pulls time out leaves the process with
+// partitions still queued behind its scheduling credit. Closing the van at
+// exit settled the sends in flight, and their handlers sent the queued
+// partitions through the KV endpoint already destroyed: a segfault, or
+// std::bad_alloc from the freed memory. Heartbeats are off so that the
+// stopped server is not declared lost: the timeout alone ends the workers.
+TEST(NodeFailure, WorkerTimingOutWithPartitionsQueuedExitsCleanly) {
+  constexpr int kOpTimeout = 3;
+  Job job(1, 2,
+          {{"PS_HEARTBEAT_INTERVAL", "0"},
+           {"CARAVAN_OP_TIMEOUT", std::to_string(kOpTimeout)},
+           {"BYTEPS_SCHEDULING_CREDIT", "2"}},
+          "1000000");
+  ASSERT_TRUE(job.started());
+  job.servers[1]->signal(SIGSTOP);
+  ProcessResult r = job.workers[0]->wait(kOpTimeout + 10);
+  expect_clean_failure(r, kOpTimeout + 10);
+  EXPECT_NE(r.output.find("timed out after 3 s (CARAVAN_OP_TIMEOUT) waiting for server 1"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: netns_job.sh CARAVAN_SERVER SUM_CHECK_WORKER
+# usage: netns_job.sh CARAVAN_SERVER SUM_CHECK_WORKER [wrong-interface]
 #
 # A job spread over six "hosts": the scheduler, 2 servers and 3 workers each
 # in its own network namespace, joined by a Linux bridge that lives in a
@@ -13,10 +13,16 @@
 # first interface that is up, or matched DMLC_INTERFACE as a prefix (as
 # ps-lite did), would advertise the decoy and the job would fail.
 #
+# With `wrong-interface`, the job runs once without DMLC_INTERFACE instead:
+# every node advertises its decoy, reaches the scheduler (DMLC_PS_ROOT_URI
+# is right) but none can reach another over the van. Start-up must fail
+# within CARAVAN_CONNECT_TIMEOUT, every server and worker exiting non-zero
+# (no signal) and naming the peer it could not reach over the van.
+#
 # Exits 77 (CTest: skipped) with the reason where namespaces, veths, bridges
 # or tbf cannot be set up here.
 set -u
-server_bin=$1 worker_bin=$2
+server_bin=$1 worker_bin=$2 mode=${3:-}
 
 job_deadline=30       # seconds each node may run, per phase
 rate=200mbit
@@ -105,30 +111,52 @@ fail() {
   exit 1
 }
 
-run_job() {  # $1: phase name, used in log names
-  local phase=$1 n rc status=0 start
-  start=$(date +%s.%N)
+# Starts every node of phase $1 (used in log names), each under a deadline
+# of $2 s, workers with the arguments in worker_args, and the variables
+# after these two added to the job's.
+start_nodes() {
+  local phase=$1 deadline=$2 n
+  shift 2
   pid_of=()
   for n in "${nodes[@]}"; do
     local cmd=("$server_bin")
-    [ "${role[$n]}" = worker ] && cmd=("$worker_bin" "$rounds" "$max_elements")
-    timeout -k 5 "$job_deadline" ip netns exec "$(ns_of "$n")" env \
+    [ "${role[$n]}" = worker ] && cmd=("$worker_bin" "${worker_args[@]}")
+    timeout -k 5 "$deadline" ip netns exec "$(ns_of "$n")" env \
       DMLC_ROLE="${role[$n]}" DMLC_PS_ROOT_URI="${addr[sched]}" DMLC_PS_ROOT_PORT=9000 \
-      DMLC_NUM_WORKER=3 DMLC_NUM_SERVER=2 DMLC_INTERFACE=eth1 PS_VERBOSE=1 \
-      CARAVAN_CONNECT_TIMEOUT=20 CARAVAN_OP_TIMEOUT=25 \
+      DMLC_NUM_WORKER=3 DMLC_NUM_SERVER=2 PS_VERBOSE=1 "$@" \
       "${cmd[@]}" >"$logdir/$phase-$n.log" 2>&1 &
     pid_of[$n]=$!
   done
-  # Each node runs under `timeout`, so every wait below ends by
-  # job_deadline + 5 s.
+}
+
+# Waits for the nodes of phase $1, started with a deadline of $2 s, into
+# rc_of, saying which ran past it (and then returning 1). Each runs under
+# `timeout`, so this ends by the deadline + 5 s.
+declare -A rc_of=()
+wait_nodes() {
+  local phase=$1 deadline=$2 n late=0
   for n in "${nodes[@]}"; do
     wait "${pid_of[$n]}"
-    rc=$?
+    rc_of[$n]=$?
     unset "pid_of[$n]"
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-      echo "netns_job: $phase: $n (${role[$n]} at ${addr[$n]}) still running after ${job_deadline} s"
-      status=1
-    elif [ "$rc" -ne 0 ]; then
+    if [ "${rc_of[$n]}" -eq 124 ] || [ "${rc_of[$n]}" -eq 137 ]; then
+      echo "netns_job: $phase: $n (${role[$n]} at ${addr[$n]}) still running after $deadline s"
+      late=1
+    fi
+  done
+  return $late
+}
+
+run_job() {  # $1: phase name, used in log names
+  local phase=$1 n rc status=0 start
+  start=$(date +%s.%N)
+  worker_args=("$rounds" "$max_elements")
+  start_nodes "$phase" "$job_deadline" DMLC_INTERFACE=eth1 CARAVAN_CONNECT_TIMEOUT=20 \
+    CARAVAN_OP_TIMEOUT=25
+  wait_nodes "$phase" "$job_deadline" || status=1
+  for n in "${nodes[@]}"; do
+    rc=${rc_of[$n]}
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then
       echo "netns_job: $phase: $n (${role[$n]} at ${addr[$n]}) exited with status $rc"
       status=1
     fi
@@ -155,6 +183,51 @@ run_job() {  # $1: phase name, used in log names
   echo "netns_job: $phase: 3 workers x $rounds rounds over 2 servers, all sums exact" \
     "($(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s)"
 }
+
+# Nodes advertise their decoys. Each is given a deadline well past the
+# start-up one, so a start-up that passes (and then waits for a push_pull
+# that cannot arrive) shows up as "still running".
+run_wrong_interface_job() {
+  local connect_timeout=5 deadline=25 n rc status=0 start elapsed log
+  start=$(date +%s.%N)
+  worker_args=(1 1024)
+  start_nodes wrong-interface "$deadline" CARAVAN_CONNECT_TIMEOUT=$connect_timeout \
+    CARAVAN_OP_TIMEOUT=600
+  wait_nodes wrong-interface "$deadline" || status=1
+  for n in "${nodes[@]}"; do
+    rc=${rc_of[$n]}
+    if [ "$rc" -eq 0 ] || { [ "$rc" -gt 128 ] && [ "$rc" -ne 137 ]; }; then
+      echo "netns_job: wrong-interface: $n (${role[$n]}) exited with status $rc (want 1..128)"
+      status=1
+    fi
+  done
+  elapsed=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+  [ "$status" -eq 0 ] || fail "wrong-interface: start-up did not fail cleanly"
+  # Start-up (process start, registration) plus the probe's deadline.
+  awk -v e="$elapsed" -v l="$((connect_timeout + 8))" 'BEGIN { exit !(e <= l) }' ||
+    fail "wrong-interface: the job took $elapsed s to fail, CARAVAN_CONNECT_TIMEOUT is $connect_timeout s"
+  local hinted=0
+  for n in "${nodes[@]}"; do
+    [ "${role[$n]}" = scheduler ] && continue
+    log="$logdir/wrong-interface-$n.log"
+    grep -q "joined the job" "$log" && fail "wrong-interface: $n passed start-up"
+    grep -q "over the van from .*${decoy_prefix}\|cannot reach .*${decoy_prefix}.* over the van" "$log" ||
+      fail "wrong-interface: $n did not name a peer it could not reach over the van"
+    grep -q "DMLC_INTERFACE" "$log" && hinted=1
+  done
+  [ "$hinted" -eq 1 ] || fail "wrong-interface: no node pointed at DMLC_INTERFACE"
+  echo "netns_job: wrong-interface: every node advertised its decoy; start-up failed in" \
+    "$elapsed s (CARAVAN_CONNECT_TIMEOUT=$connect_timeout), each naming an unreachable peer"
+  echo "----- a worker's account -----"
+  grep -h "over the van" "$logdir/wrong-interface-w0.log"
+}
+
+if [ "$mode" = wrong-interface ]; then
+  decoy_prefix=10.78.0.
+  run_wrong_interface_job
+  echo "netns_job: OK"
+  exit 0
+fi
 
 run_job plain
 

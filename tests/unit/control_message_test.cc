@@ -141,6 +141,8 @@ TEST(ControlMessage, RefusesMessagesForTheOtherSide) {
             std::string::npos);
   EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kKV, {})).find("KV message"),
             std::string::npos);
+  EXPECT_NE(refusal(ControlReceiver::kNode, control_frame(wire::Type::kProbe, {})).find("PROBE message"),
+            std::string::npos);
 }
 
 TEST(ControlMessage, RefusesMalformedBodies) {

@@ -83,6 +83,24 @@ TEST(KVMessage, RefusesAMessageForAnotherNode) {
   EXPECT_NE(why.find("addressed to node 8, this is node 10"), std::string::npos) << why;
 }
 
+// A start-up probe carries only its header; like a KV message it must be
+// addressed to this node.
+TEST(KVMessage, DecodesAProbeAddressedToThisNode) {
+  wire::Header h;
+  h.type = wire::Type::kProbe;
+  h.flags = wire::kRequest;
+  h.sender = worker_id(0);
+  h.recipient = server_id(1);
+  Received r(h, {}, {});
+  KVMessage m;
+  std::string why;
+  ASSERT_TRUE(decode_kv_message(r.segs, 4, server_id(1), &m, &why)) << why;
+  EXPECT_EQ(m.head.type, wire::Type::kProbe);
+  EXPECT_FALSE(decode_kv_message(r.segs, 4, server_id(0), &m, &why));
+  EXPECT_NE(why.find("addressed to node " + std::to_string(server_id(1))), std::string::npos)
+      << why;
+}
+
 // Regression (kv_fuzz): the rank was computed as (sender - 9) / 2 before
 // the sender was checked, a signed overflow for a sender near INT_MIN.
 TEST(PushPullRequest, RefusesSendersThatAreNoWorkerWithoutOverflow) {

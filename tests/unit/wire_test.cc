@@ -68,7 +68,7 @@ TEST(WireHeader, RoundTripsEveryField) {
 }
 
 TEST(WireHeader, RoundTripsEveryType) {
-  for (Type t : {Type::kKV, Type::kAck, Type::kRegister, Type::kNodeTable, Type::kBarrier, Type::kBarrierDone,
+  for (Type t : {Type::kKV, Type::kAck, Type::kProbe, Type::kRegister, Type::kNodeTable, Type::kBarrier, Type::kBarrierDone,
                  Type::kAbort}) {
     Header in;
     in.type = t;
@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 2 at 4, type at 6
+  // magic "CRVN" at 0, version 3 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 2);
+  EXPECT_EQ(buf[4], 3);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -136,14 +136,14 @@ TEST(WireHeader, RejectsBadMagic) {
 TEST(WireHeader, RejectsOtherVersion) {
   uint8_t buf[kHeaderBytes];
   encode(sample(), buf);
-  buf[4] = 1;
+  buf[4] = 2;
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 1, this build speaks 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 2, this build speaks 3"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {
   uint8_t buf[kHeaderBytes];
-  for (uint16_t t : {0, 3, 9, 19, 0xFFFF}) {
+  for (uint16_t t : {0, 4, 9, 19, 0xFFFF}) {
     Header h;
     h.type = static_cast<Type>(t);
     encode(h, buf);
