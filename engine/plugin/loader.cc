@@ -74,6 +74,13 @@ std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t
     dlclose(h);
     return why.str();
   }
+  // Accepted: it stays mapped until the process exits, whatever the
+  // handle's dlclose says. The transport libraries a van pulls in are not
+  // built to be unloaded: libfabric's psm2 and infinipath dependencies
+  // allocate in their constructors and never free (LeakSanitizer reports
+  // it once they are unmapped), and their threads and handlers could
+  // outlive the unmapping.
+  dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
   lib->path = path;
   lib->handle = h;
   lib->descriptor = d;

@@ -16,7 +16,7 @@ namespace caravan {
 
 struct PluginLibrary {
   std::string path;
-  void* handle = nullptr;  // dlopen handle, closed by the destructor
+  void* handle = nullptr;  // dlopen handle, closed by the destructor (stays mapped)
   const caravan_plugin_descriptor* descriptor = nullptr;
   ~PluginLibrary();
 };

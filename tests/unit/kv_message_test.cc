@@ -2,6 +2,7 @@
 // summation server's checks in parse_push_pull_request.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -27,8 +28,9 @@ struct Received {
     bytes.assign(offset + wire::kHeaderBytes + keys.size() + vals.size(), 0);
     uint8_t* p = bytes.data() + offset;
     wire::encode(h, p);
-    std::memcpy(p + wire::kHeaderBytes, keys.data(), keys.size());
-    std::memcpy(p + wire::kHeaderBytes + keys.size(), vals.data(), vals.size());
+    // std::copy: an empty vector's data() may be null, which memcpy forbids.
+    std::copy(keys.begin(), keys.end(), p + wire::kHeaderBytes);
+    std::copy(vals.begin(), vals.end(), p + wire::kHeaderBytes + keys.size());
     segs[0] = {p, wire::kHeaderBytes};
     segs[1] = {p + wire::kHeaderBytes, keys.size()};
     segs[2] = {p + wire::kHeaderBytes + keys.size(), vals.size()};

@@ -1,5 +1,6 @@
 // Lifecycle and failure: refused calls, disconnect and finalize with
 // messages in flight, and a peer that goes away.
+#include <cstring>
 #include <thread>
 
 #include "harness.h"
@@ -47,14 +48,22 @@ TEST_F(VanPair, DisconnectWithMessagesInFlight) {
   expect_settled(log, kN, "disconnect");
   EXPECT_EQ(a_.send(kB, {seg(mib)}), CARAVAN_STATUS_INVALID_ARGUMENT) << "a disconnected id is unknown";
   ASSERT_EQ(a_.connect(kB, b_.addr()), CARAVAN_STATUS_OK) << "the id may be connected again";
-  ASSERT_EQ(a_.send(kB, {seg(mib)}), CARAVAN_STATUS_OK) << a_.error();
+  // A pattern of its own, so it can be told from the first batch; its done
+  // is awaited, since the van reads it until then.
+  auto fresh = pattern(1 << 20, 16);
+  DoneLog fresh_log(1);
+  ASSERT_EQ(a_.send(kB, {seg(fresh)}, DoneLog::done, fresh_log.cookie(0)), CARAVAN_STATUS_OK)
+      << a_.error();
   // Whatever of the first batch got through arrives before the new message.
-  bool fresh = false;
-  while (!fresh)
+  bool arrived = false;
+  while (!arrived)
     ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
-      expect_same(m.segments[0], mib);
-      fresh = true;
+      const caravan_recv_segment_v1& s0 = m.segments[0];
+      arrived = s0.len == fresh.size() && std::memcmp(s0.data, fresh.data(), s0.len) == 0;
+      if (!arrived) expect_same(s0, mib);
     }));
+  ASSERT_TRUE(fresh_log.wait_all()) << "the message after reconnecting was never settled";
+  EXPECT_EQ(fresh_log.status(0), CARAVAN_STATUS_OK);
 }
 
 TEST_F(VanPair, FinalizeWithMessagesInFlight) {
