@@ -65,9 +65,23 @@ void KVEndpoint::set_seal(std::unique_ptr<MessageSeal> seal) {
   seal_ = std::move(seal);
 }
 
+namespace {
+
+// A message's slot for the van (van_v1.h, send_slot): its first key, so a
+// key's pushes to a server, and its answers to a worker, share one.
+uint64_t slot_of(const caravan_segment_v1& keys) {
+  uint64_t key;
+  if (keys.len < sizeof key) return 0;
+  std::memcpy(&key, keys.data, sizeof key);
+  return key + 1;
+}
+
+}  // namespace
+
 void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done) {
+  uint64_t slot = slot_of(segments[1]);
   if (!seal_) {
-    van_.send(static_cast<uint64_t>(recipient), segments, 4, std::move(done));
+    van_.send(static_cast<uint64_t>(recipient), slot, segments, 4, std::move(done));
     return;
   }
   // Lives until the van is done: it may read the seal until then. A van may
@@ -87,7 +101,7 @@ void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4]
       segments[0], segments[1], segments[2], segments[3], {send->seal.data(), send->seal.size()}};
   {
     auto in_order = seal_->seal(recipient, segments, &send->seal);
-    van_.send(static_cast<uint64_t>(recipient), sealed, 5, [send](caravan_status s) {
+    van_.send(static_cast<uint64_t>(recipient), slot, sealed, 5, [send](caravan_status s) {
       {
         std::lock_guard<std::mutex> lock(send->mu);
         if (send->in_send) {

@@ -1,4 +1,5 @@
 // Adapts a van plugin's C table (ABI major 1) to the engine's Van class.
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -20,11 +21,14 @@ class PluginVan final : public Van {
         ops_(static_cast<const caravan_van_ops_v1*>(lib_->descriptor->ops)),
         name_(lib_->descriptor->name),
         host_(CARAVAN_PLUGIN_KIND_VAN, name_) {
-    if (ops_->struct_size < sizeof(caravan_van_ops_v1))
+    if (ops_->struct_size < CARAVAN_VAN_OPS_V1_0_SIZE)
       throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
                                           ") has an ops table of " +
                                           std::to_string(ops_->struct_size) + " bytes, fewer than ABI 1.0's " +
-                                          std::to_string(sizeof(caravan_van_ops_v1)));
+                                          std::to_string(CARAVAN_VAN_OPS_V1_0_SIZE));
+    // A 1.0 table ends before send_slot.
+    if (ops_->struct_size >= offsetof(caravan_van_ops_v1, send_slot) + sizeof ops_->send_slot)
+      send_slot_ = ops_->send_slot;
     caravan_status s = ops_->init(host_.table(), &ctx_);
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
@@ -69,9 +73,12 @@ class PluginVan final : public Van {
     if (s != CARAVAN_STATUS_OK) fail("disconnect from node " + std::to_string(peer), s);
   }
 
-  void send(uint64_t peer, const caravan_segment_v1* segments, size_t n, SendDone done) override {
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segments, size_t n,
+            SendDone done) override {
     auto* cookie = new SendDone(std::move(done));
-    caravan_status s = ops_->send(ctx_, peer, segments, n, &PluginVan::on_sent, cookie);
+    caravan_status s = send_slot_ && slot
+                           ? send_slot_(ctx_, peer, slot, segments, n, &PluginVan::on_sent, cookie)
+                           : ops_->send(ctx_, peer, segments, n, &PluginVan::on_sent, cookie);
     if (s != CARAVAN_STATUS_OK) {
       delete cookie;
       fail("send to node " + std::to_string(peer), s);
@@ -131,6 +138,7 @@ class PluginVan final : public Van {
 
   std::unique_ptr<PluginLibrary> lib_;
   const caravan_van_ops_v1* ops_;
+  decltype(caravan_van_ops_v1::send_slot) send_slot_ = nullptr;
   std::string name_;
   HostServices host_;
   void* ctx_ = nullptr;

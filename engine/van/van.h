@@ -34,8 +34,9 @@ class Van {
   virtual std::string listen(const std::string& host, int port) = 0;
   virtual void connect(uint64_t peer, const std::string& address) = 0;
   virtual void disconnect(uint64_t peer) = 0;
-  // Throws on a synchronous failure (then `done` is not called).
-  virtual void send(uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
+  // Throws on a synchronous failure (then `done` is not called). `slot`:
+  // nonzero for messages that recur (van_v1.h, send_slot), else 0.
+  virtual void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segments, size_t num_segments,
                     SendDone done) = 0;
   // The next message, or nullptr when none came within timeout_ms.
   virtual std::unique_ptr<Received> recv(int timeout_ms) = 0;

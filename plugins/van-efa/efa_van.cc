@@ -43,6 +43,9 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   offer_ = probe(asked_, want_rma);
   cfg_.rma = offer_.rma;
   cfg_.zero_copy = cfg_.rma && host_.param_int("ZERO_COPY", 1) != 0;
+  cfg_.cache_bytes = rendezvous::cache_bytes_param(
+      host_.param_int("CACHE_BYTES", static_cast<int64_t>(cfg_.max_registered_bytes / 4)), cfg_.max_registered_bytes);
+  if (!cfg_.rma) cfg_.cache_bytes = 0;
   if (want_rma && !offer_.rma)
     host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +
                                        " has no remote reads (FI_RMA): large messages go as chunked eager sends");
@@ -140,11 +143,16 @@ void EfaVan::disconnect(uint64_t peer) {
 
 void EfaVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
                   void* cookie) {
+  send_slot(peer, 0, segs, n, done, cookie);
+}
+
+void EfaVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+                       caravan_send_done_fn done, void* cookie) {
   Call call(*this);
   rendezvous::Engine* engine = live_.load();
   try {
     if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "not connected");
-    engine->send(peer, segs, n, done, cookie);
+    engine->send(peer, slot, segs, n, done, cookie);
   } catch (const Error& e) {
     throw Error(e.status(), "send to peer " + std::to_string(peer) + ": " + e.what());
   }
@@ -239,6 +247,7 @@ void EfaVan::shutdown() noexcept {
                                   std::to_string(s.registrations) + " registrations of pool buffers, " +
                                   std::to_string(s.caller_registrations) + " of callers' memory, limit " +
                                   std::to_string(s.limit_bytes) + " bytes");
+  host_.log(CARAVAN_LOG_INFO, rendezvous::describe(engine_->counts()));
   if (!drain()) {
     // Closing now could crash inside libfabric or let it write into freed
     // buffers; leaking the endpoint and its buffers is the lesser harm.

@@ -32,6 +32,8 @@ class EfaVan {
   void disconnect(uint64_t peer);
   void send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
             void* cookie);
+  void send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+                 caravan_send_done_fn done, void* cookie);
   caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
   void release(caravan_van_message_v1* msg);
 

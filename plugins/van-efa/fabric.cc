@@ -40,7 +40,7 @@ fi_info* hints(const std::string& provider, bool rma, bool require_caps) {
   if (!h) throw std::bad_alloc();
   h->ep_attr->type = FI_EP_RDM;
   if (require_caps) {
-    h->caps = FI_TAGGED | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ : 0);
+    h->caps = FI_TAGGED | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
     h->mode = FI_CONTEXT | FI_CONTEXT2;
     h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     h->domain_attr->threading = FI_THREAD_SAFE;
@@ -228,6 +228,27 @@ Transport::Post Fabric::post_read(uint64_t from, void* local, size_t len, void* 
   return Post::kFailed;
 }
 
+// FI_DELIVERY_COMPLETE: the completion comes once the bytes are placed in
+// the peer's memory, so the notice that follows cannot overtake them.
+Transport::Post Fabric::post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
+                                   uint64_t key, void* ctx, std::string* err) {
+  iovec iov{const_cast<void*>(local), len};
+  fi_rma_iov rma{raddr, len, key};
+  fi_msg_rma msg{};
+  msg.msg_iov = &iov;
+  msg.desc = &desc;
+  msg.iov_count = 1;
+  msg.addr = to;
+  msg.rma_iov = &rma;
+  msg.rma_iov_count = 1;
+  msg.context = ctx;
+  ssize_t rc = fi_writemsg(ep_, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+  if (rc == 0) return Post::kPosted;
+  if (rc == -FI_EAGAIN) return Post::kAgain;
+  *err = "fi_writemsg: " + fi_error(static_cast<int>(rc));
+  return Post::kFailed;
+}
+
 uint64_t Fabric::resolve(const std::string& name) {
   std::lock_guard<std::mutex> lock(av_mu_);
   auto it = addrs_.find(name);
@@ -244,7 +265,9 @@ uint64_t Fabric::resolve(const std::string& name) {
 std::string Fabric::describe(const std::string& name) { return encode_address(provider_, name); }
 
 rendezvous::Registration Fabric::register_memory(void* p, size_t len) {
-  uint64_t access = FI_SEND | FI_RECV | (rma_ ? FI_READ | FI_REMOTE_READ : 0);
+  // Every buffer may be read by a peer (a request to send) or written by
+  // one (a receive buffer lent for the remote-buffer cache).
+  uint64_t access = FI_SEND | FI_RECV | (rma_ ? FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
   fid_mr* mr = nullptr;
   int rc = fi_mr_reg(domain_, p, len, access, 0, next_key_++, 0, &mr, nullptr);
   if (rc != 0)

@@ -16,6 +16,7 @@ const caravan_param_info kParams[] = {
     {"SPIN", "1", "1: poll the completion queue while transfers are in flight; 0: block in 1 ms slices (idle always blocks)"},
     {"RMA", "1", "0: send large messages as chunked eager frames even when the provider has remote reads"},
     {"ZERO_COPY", "1", "1: the receiver reads large messages straight from the sender's memory, registered for the transfer (done runs once it is read); 0: they are copied into a registered staging buffer first"},
+    {"CACHE_BYTES", nullptr, "remote-buffer cache: receive buffers lent to senders so a key's next large message is written straight into one, without a request to send; at most a quarter of MAX_REGISTERED_BYTES (the default); 0 turns it off"},
     {"CLOSE_TIMEOUT_MS", "5000", "finalize waits this long for posted operations to finish before closing the endpoint; past it the endpoint is left open, with a warning"},
 };
 
@@ -27,7 +28,7 @@ const caravan_plugin_descriptor kDescriptor = {
     sizeof(caravan_plugin_descriptor),
     "efa",
     "0.1.0",
-    "libfabric van (EFA by default; any FI_EP_RDM provider), eager + rendezvous reads",
+    "libfabric van (EFA by default; any FI_EP_RDM provider), eager + rendezvous reads + cached remote writes",
     kParams,
     sizeof(kParams) / sizeof(kParams[0]),
     caravan::plugin::van_ops_v1<EfaVan>(),

@@ -179,8 +179,10 @@ int post(Conn& c, const Pending& p) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.send_flags = IBV_SEND_SIGNALED;
-  if (p.read) {
-    wr.opcode = IBV_WR_RDMA_READ;
+  if (p.read || p.write) {
+    // A reliable connection acknowledges a write once it is placed, so its
+    // completion may be followed by the notice that hands it over.
+    wr.opcode = p.read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
     wr.wr.rdma.remote_addr = p.raddr;
     wr.wr.rdma.rkey = p.rkey;
   } else {

@@ -42,6 +42,7 @@ bool decode_greeting(const void* data, size_t len, Greeting* out);
 // queue or the shared completion queue full). Kept in order per connection.
 struct Pending {
   bool read = false;
+  bool write = false;
   void* buf = nullptr;
   size_t len = 0;
   uint32_t lkey = 0;

@@ -72,6 +72,8 @@ VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
   if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   if (send_depth_ < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SEND_DEPTH must be at least 1");
   cq_depth_ = cfg_.rx_depth + 8 * send_depth_;
+  cfg_.cache_bytes = rendezvous::cache_bytes_param(
+      host_.param_int("CACHE_BYTES", static_cast<int64_t>(cfg_.max_registered_bytes / 4)), cfg_.max_registered_bytes);
 
   require_device();
   // Below this the receive ring alone cannot be registered.
@@ -284,6 +286,11 @@ void VerbsVan::disconnect(uint64_t peer) {
 
 void VerbsVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
                     void* cookie) {
+  send_slot(peer, 0, segs, n, done, cookie);
+}
+
+void VerbsVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+                         caravan_send_done_fn done, void* cookie) {
   Call call(*this);
   std::string where = "send to peer " + std::to_string(peer);
   {
@@ -298,7 +305,7 @@ void VerbsVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, car
     }
   }
   try {
-    engine_->send(peer, segs, n, done, cookie);
+    engine_->send(peer, slot, segs, n, done, cookie);
   } catch (const Error& e) {
     throw Error(e.status(), where + ": " + e.what());
   }
@@ -372,15 +379,26 @@ Transport::Post VerbsVan::post_send(uint64_t to, const void* buf, size_t len, vo
 
 Transport::Post VerbsVan::post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr,
                                     uint64_t key, void* ctx, std::string* err) {
+  return post_rma(false, from, local, len, desc, raddr, key, ctx, err);
+}
+
+Transport::Post VerbsVan::post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
+                                     uint64_t key, void* ctx, std::string* err) {
+  return post_rma(true, to, const_cast<void*>(local), len, desc, raddr, key, ctx, err);
+}
+
+Transport::Post VerbsVan::post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc,
+                                   uint64_t raddr, uint64_t key, void* ctx, std::string* err) {
   Pending p;
-  p.read = true;
+  p.read = !write;
+  p.write = write;
   p.buf = local;
   p.len = len;
   p.lkey = static_cast<ibv_mr*>(desc)->lkey;
   p.raddr = raddr;
   p.rkey = static_cast<uint32_t>(key);
   p.ctx = ctx;
-  return enqueue(from, p, err);
+  return enqueue(peer, p, err);
 }
 
 Transport::Post VerbsVan::post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) {
@@ -425,7 +443,10 @@ std::string VerbsVan::describe(const std::string& name) {
 rendezvous::Registration VerbsVan::register_memory(void* p, size_t len) {
   Device* dev = live_dev_.load();
   if (!dev) throw Error(CARAVAN_STATUS_IO, "no RDMA device in use yet (listen or connect first)");
-  ibv_mr* mr = ibv_reg_mr(dev->pd(), p, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+  // Read by a peer after a request to send, or written by one into a
+  // receive buffer lent for the remote-buffer cache.
+  ibv_mr* mr = ibv_reg_mr(dev->pd(), p, len,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
   if (!mr) {
     int e = errno;
     throw Error(CARAVAN_STATUS_NO_MEMORY,
@@ -743,6 +764,7 @@ void VerbsVan::shutdown() noexcept {
                                     std::to_string(s.buffers) + " buffers at finalize, " +
                                     std::to_string(s.registrations) + " registrations, limit " +
                                     std::to_string(s.limit_bytes) + " bytes");
+    host_.log(CARAVAN_LOG_INFO, rendezvous::describe(engine_->counts()));
     engine_->free();  // deregisters every buffer while the PD still stands
     engine_.reset();
   }

@@ -47,6 +47,8 @@ class VerbsVan : public rendezvous::Transport {
   void disconnect(uint64_t peer);
   void send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
             void* cookie);
+  void send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+                 caravan_send_done_fn done, void* cookie);
   caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
   void release(caravan_van_message_v1* msg);
 
@@ -66,6 +68,8 @@ class VerbsVan : public rendezvous::Transport {
   Post post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) override;
   Post post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
                  void* ctx, std::string* err) override;
+  Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
+                  void* ctx, std::string* err) override;
   uint64_t resolve(const std::string& name) override;
   std::string describe(const std::string& name) override;
   rendezvous::Registration register_memory(void* p, size_t len) override;
@@ -73,6 +77,8 @@ class VerbsVan : public rendezvous::Transport {
   void wake() override;
 
  private:
+  Post post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
+                void* ctx, std::string* err);
   // A work request that will never complete on its own: handed back to the
   // engine as failed, outside mu_ (the engine calls back into us).
   struct Failed {

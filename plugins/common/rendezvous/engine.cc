@@ -22,6 +22,20 @@ size_t bounce_size(const Config& cfg) {
 
 }  // namespace
 
+size_t cache_bytes_param(int64_t value, size_t max_registered_bytes) {
+  if (value < 0 || static_cast<uint64_t>(value) > max_registered_bytes / 4)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter CACHE_BYTES must be 0 to a quarter of MAX_REGISTERED_BYTES (" +
+                    std::to_string(max_registered_bytes / 4) + "), not " + std::to_string(value));
+  return static_cast<size_t>(value);
+}
+
+std::string describe(const Counts& c) {
+  return "large messages: " + std::to_string(c.by_request) + " by request to send, " + std::to_string(c.by_write) +
+         " written into buffers peers lent; " + std::to_string(c.lent) + " buffers lent to peers (" +
+         std::to_string(c.lent_bytes) + " bytes)";
+}
+
 // Sending and receiving get half the limit each: a sender waiting for
 // completion notices then never starves the receive side those notices
 // depend on. The bounce buffer comes out of the receiving half.
@@ -150,6 +164,9 @@ bool Engine::post(Op* op) {
       r = t_.post_read(op->addr, local, op->len, op->buf->reg.desc, op->raddr, op->key, op, &err);
       break;
     }
+    case OpKind::kWrite:
+      r = t_.post_write(op->addr, op->local, op->len, op->desc, op->raddr, op->key, op, &err);
+      break;
   }
   if (r == Transport::Post::kAgain) return false;
   posted_any_ = true;
@@ -161,6 +178,8 @@ bool Engine::post(Op* op) {
   log_(CARAVAN_LOG_ERROR, "posting failed: " + err);
   if (op->kind == OpKind::kRead) {
     read_finished(op, false);
+  } else if (op->kind == OpKind::kWrite) {
+    write_finished(op, false);
   } else {
     if (op->xfer) settle(op->xfer, CARAVAN_STATUS_IO);  // the peer never heard of it
     (op->kind == OpKind::kSend ? tx_pool_ : rx_pool_).put(op->buf);
@@ -198,6 +217,11 @@ void Engine::complete_locked(Op* op, bool ok, size_t len, const std::string& err
       read_finished(op, ok);
       return;
     }
+    case OpKind::kWrite:
+      --in_flight_;
+      if (!ok && !closing_) log_(CARAVAN_LOG_ERROR, "a remote write failed: " + err);
+      write_finished(op, ok);
+      return;
     case OpKind::kRecv:
       if (closing_) {
         rx_pool_.put(op->buf);
@@ -286,12 +310,13 @@ size_t Engine::posted() {
 
 std::string Engine::describe_posted() {
   std::lock_guard<std::mutex> lock(mu_);
-  size_t n[3] = {};
+  size_t n[4] = {};
   for (Op* op : posted_) ++n[static_cast<int>(op->kind)];
   auto count = [](size_t k, const char* what) {
     return std::to_string(k) + " " + what + (k == 1 ? "" : "s");
   };
-  return count(n[0], "send") + ", " + count(n[2], "read") + ", " + count(n[1], "receive");
+  return count(n[0], "send") + ", " + count(n[2], "read") + ", " + count(n[3], "write") + ", " +
+         count(n[1], "receive");
 }
 
 void Engine::free() {
@@ -316,6 +341,8 @@ void Engine::free() {
   early_.clear();
   rts_wait_.clear();
   withdrawn_.clear();
+  grants_.clear();
+  grant_of_.clear();
   bounce_ = nullptr;
   bouncing_ = nullptr;
   tx_pool_.clear();

@@ -24,6 +24,16 @@
 // is read through one bounce buffer into ordinary memory instead of waiting
 // for a release that may depend on that very message.
 //
+// Remote-buffer cache: a message sent with a slot hint (the engine's key)
+// that came by request to send leaves its receive buffer lent to the
+// sender for that slot once the application releases it (a kGrant frame).
+// The sender's next large message of that slot is written straight into
+// that buffer and followed by a notice (kPut): no request to send, no read
+// to wait for. A grant is used once and lent again after each release;
+// lent buffers are bounded by cache_bytes, and a receiver only takes one
+// back when the sender hands it back unused (too small) in a request to
+// send, since the sender may be writing into it at any other time.
+//
 // Every stream (one per connected peer) numbers its messages; the receiver
 // delivers each stream's messages in that order even when a small message
 // overtakes a large one still being read.
@@ -66,6 +76,10 @@ class Transport {
   virtual Post post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) = 0;
   virtual Post post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr,
                          uint64_t key, void* ctx, std::string* err) = 0;
+  // Its completion must mean the bytes are in the peer's memory, since the
+  // notice that hands them to the peer's application goes after it.
+  virtual Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
+                          uint64_t key, void* ctx, std::string* err) = 0;
   // A peer's endpoint name (from its hello) as an address; throws on failure.
   virtual uint64_t resolve(const std::string& name) = 0;
   // The text a peer is named by in messages and logs.
@@ -91,7 +105,23 @@ struct Config {
   bool rma = true;                 // false: large messages go as chunks
   bool zero_copy = false;          // true: register callers' memory instead of staging it
   int orphan_grace_ms = 1000;
+  // Receive buffers lent to senders (the remote-buffer cache); 0: none,
+  // every large message is read after a request to send. Needs rma.
+  size_t cache_bytes = 0;
 };
+
+// How large messages went, over the engine's life.
+struct Counts {
+  size_t by_request = 0;  // requests to send (remote reads)
+  size_t by_write = 0;    // written into a lent buffer
+  size_t lent = 0;        // buffers this side lent to senders
+  size_t lent_bytes = 0;  // their bytes, now
+};
+
+// The CACHE_BYTES plugin parameter checked: 0 to a quarter of the limit.
+size_t cache_bytes_param(int64_t value, size_t max_registered_bytes);
+// Counts as the finalize log line gives them.
+std::string describe(const Counts& c);
 
 using LogFn = std::function<void(caravan_log_level, const std::string&)>;
 
@@ -103,6 +133,17 @@ struct Job;
 struct Transfer;
 struct Prepared;
 struct Piece;
+struct Put;
+
+// The receiver's side of the remote-buffer cache: a receive buffer lent to
+// one stream for one slot. Only the sender writes it until its notice
+// comes; then the message holds it, and once released it is lent again.
+struct Grant {
+  Source* src = nullptr;
+  uint64_t slot = 0;
+  Buffer* buf = nullptr;
+  bool busy = false;  // a message written into it is not yet released
+};
 
 class Engine {
  public:
@@ -114,8 +155,9 @@ class Engine {
   // Any thread. Throw plugin::Error.
   void connect(uint64_t peer, uint64_t addr);
   void disconnect(uint64_t peer);
-  void send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
-            void* cookie);
+  // slot: nonzero for messages that recur (the engine's key); see above.
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+            caravan_send_done_fn done, void* cookie);
   caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
   void release(caravan_van_message_v1* msg);
 
@@ -140,6 +182,7 @@ class Engine {
   // All pools together: staging and eager sends with callers' registrations,
   // receive ring and reads, the bounce buffer.
   PoolStats stats();
+  Counts counts();
   const Config& config() const { return cfg_; }
 
  private:
@@ -158,6 +201,15 @@ class Engine {
   Registered register_segments(const Job& job, bool may_wait, Prepared* p);
   void unprepare(Prepared& p);
   void announce(Job& job, Prepared& p, Dones& dones);
+  void take_grant(Stream& s, Job& job);
+  void start_put(Job& job, Prepared& p);
+  void write_finished(Op* op, bool ok);
+  void finish_put(Put* put);
+  void release_prepared(Prepared& p, caravan_send_done_fn done, void* cookie, caravan_status status);
+  bool lend(InMsg* m);
+  void on_grant(const Frame& f);
+  void take_back(const Frame& f);
+  Stream* stream_by_id(uint64_t id);
   void settle(uint64_t xfer, caravan_status status);
   void withdraw_orphans();
   bool post(Op* op);
@@ -207,6 +259,11 @@ class Engine {
   std::deque<InMsg*> ready_;
   std::unordered_set<InMsg*> held_;
   std::unordered_set<Op*> posted_;
+  std::unordered_set<Put*> puts_;  // writes in flight
+  std::unordered_map<uint64_t, Grant> grants_;  // buffers lent, by grant id
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> grant_of_;  // (stream, slot) -> grant id
+  uint64_t next_grant_ = 1;
+  Counts counts_;
 };
 
 }  // namespace caravan::rendezvous

@@ -8,13 +8,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "rendezvous/engine.h"
 
 namespace caravan::rendezvous {
 
-enum class OpKind { kSend, kRecv, kRead };
+enum class OpKind { kSend, kRecv, kRead, kWrite };
 
 struct Op {
   alignas(16) unsigned char scratch[64];  // the transport's, while posted
@@ -27,6 +28,9 @@ struct Op {
   uint64_t raddr = 0;
   uint64_t key = 0;
   uint64_t xfer = 0;      // kSend of a request to send: the transfer it announces
+  const char* local = nullptr;  // kWrite: the bytes written, registered under desc
+  void* desc = nullptr;
+  Put* put = nullptr;           // kWrite: the message it belongs to
 };
 
 // A run of a message's bytes that one remote read fetches.
@@ -38,6 +42,7 @@ struct Piece {
 };
 
 struct Source {
+  uint64_t stream = 0;
   uint64_t addr = 0;
   std::string peer;
   uint64_t next_seq = 0;
@@ -65,6 +70,16 @@ struct InMsg {
   std::string inline_bytes;
   std::vector<Piece> pieces;  // read through the bounce buffer: all of them, in order
   size_t next_piece = 0;
+  uint64_t slot = 0;   // the sender's slot hint: its buffer may be lent for the next one
+  uint64_t grant = 0;  // written into this lent buffer
+};
+
+// The sender's side: where the next message of a slot may be written.
+struct RemoteGrant {
+  uint64_t id = 0;
+  uint64_t raddr = 0;
+  uint64_t key = 0;
+  uint64_t capacity = 0;
 };
 
 // A request to send, from its announcement until the receiver's notice
@@ -98,10 +113,11 @@ struct Stream {
   uint64_t id = 0;
   uint64_t addr = 0;
   uint64_t next_seq = 0;
+  std::unordered_map<uint64_t, RemoteGrant> grants;  // by slot, each usable once
 };
 
 struct Job {
-  enum Type { kFrame, kRts, kChunked } type = kFrame;
+  enum Type { kFrame, kRts, kChunked, kPut } type = kFrame;
   uint64_t stream = 0;
   uint64_t to = 0;
   Op* op = nullptr;  // a frame built and not yet posted
@@ -112,6 +128,19 @@ struct Job {
   caravan_send_done_fn done = nullptr;  // cleared once run or handed to a Transfer
   void* cookie = nullptr;
   uint64_t xfer = 0;  // kRts, once announced in op
+  uint64_t slot = 0;
+  RemoteGrant grant;      // kPut: the buffer it is written into
+  uint64_t returned = 0;  // kRts: a grant too small for it, handed back unused
+};
+
+// A message being written into a lent buffer: its memory stays registered
+// until the writes complete; then its notice goes, or, if a write failed,
+// it goes again as a request to send.
+struct Put {
+  Job job;
+  Prepared p;
+  size_t writes_left = 0;
+  bool failed = false;
 };
 
 }  // namespace caravan::rendezvous

@@ -50,9 +50,10 @@ void Engine::release(caravan_van_message_v1* msg) {
     if (!held_.erase(m))
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: not a message this van handed out");
     if (m->pooled) {
-      rx_pool_.put(m->pooled);
       --pooled_msgs_;
-      wake = !rts_wait_.empty();
+      bool lent = lend(m);
+      if (!lent) rx_pool_.put(m->pooled);
+      wake = lent || !rts_wait_.empty();
     }
   }
   msg->van_token = nullptr;
@@ -83,6 +84,7 @@ void Engine::on_frame(const char* buf, size_t len) {
       return drop(t_.describe(name), e.what());
     }
     src->peer = t_.describe(name);
+    src->stream = f.stream;
     sources_.emplace(f.stream, std::move(src));
     auto early = early_.find(f.stream);
     if (early != early_.end()) {
@@ -97,6 +99,7 @@ void Engine::on_frame(const char* buf, size_t len) {
     if (withdrawn_.erase(f.seq)) return;  // read (or failed) after its stream was disconnected
     return drop("a peer", "notice for unknown transfer " + std::to_string(f.seq));
   }
+  if (f.kind == Kind::kGrant) return on_grant(f);
   auto sit = sources_.find(f.stream);
   if (sit == sources_.end()) {
     // Completions may come out of order, so a stream's first frames can
@@ -136,6 +139,8 @@ void Engine::on_frame(const char* buf, size_t len) {
       std::copy(f.raddrs, f.raddrs + kMaxSegments, m->raddrs);
       std::copy(f.keys, f.keys + kMaxSegments, m->keys);
       m->inline_bytes.assign(f.payload, f.payload_len);
+      m->slot = f.slot;
+      if (f.grant) take_back(f);
       rts_wait_.push_back(m);
       start_reads();
       break;
@@ -150,10 +155,85 @@ void Engine::on_frame(const char* buf, size_t len) {
       if (m->filled > m->total) return drop(src.peer, "chunks overlap");
       m->ready = m->filled == m->total;
       break;
+    case Kind::kPut: {
+      auto g = grants_.find(f.grant);
+      if (g == grants_.end() || g->second.src != &src || g->second.busy || f.total > g->second.buf->capacity) {
+        src.pending.erase(f.seq);
+        delete m;
+        return drop(src.peer, "write notice for grant " + std::to_string(f.grant) + ", not lent to it");
+      }
+      g->second.busy = true;
+      ++pooled_msgs_;
+      m->pooled = g->second.buf;
+      m->data = m->pooled->data;
+      m->grant = f.grant;
+      m->slot = g->second.slot;
+      size_t off = 0, in = 0;
+      for (size_t i = 0; i < m->nseg; off += m->lens[i], ++i) {
+        if (!(f.inline_mask >> i & 1) || m->lens[i] == 0) continue;
+        std::memcpy(m->data + off, f.payload + in, m->lens[i]);
+        in += m->lens[i];
+      }
+      m->ready = true;
+      break;
+    }
     default:
       break;
   }
   deliver(src);
+}
+
+// Under mu_, as a message is released: lends its buffer to the sender for
+// the message's slot, when the slot has none lent yet and the cache has
+// room, or lends the same buffer again when it came through the cache.
+bool Engine::lend(InMsg* m) {
+  if (!m->slot || closing_) return false;
+  uint64_t id = m->grant;
+  if (id) {
+    grants_.at(id).busy = false;
+  } else {
+    auto slot = std::make_pair(m->src->stream, m->slot);
+    if (grant_of_.count(slot) || counts_.lent_bytes + m->pooled->capacity > cfg_.cache_bytes) return false;
+    id = next_grant_++;
+    grants_[id] = Grant{m->src, m->slot, m->pooled, false};
+    grant_of_[slot] = id;
+    counts_.lent_bytes += m->pooled->capacity;
+    ++counts_.lent;
+  }
+  const Grant& g = grants_.at(id);
+  Buffer* b = tx_pool_.acquire(cfg_.eager_bytes, false);
+  Frame f;
+  f.kind = Kind::kGrant;
+  f.stream = g.src->stream;
+  f.seq = id;
+  f.slot = g.slot;
+  f.raddrs[0] = g.buf->reg.remote_base;
+  f.keys[0] = g.buf->reg.key;
+  f.capacity = g.buf->capacity;
+  ctl_.push_back(frame_op(g.src->addr, b, encode_header(f, b->data)));
+  return true;
+}
+
+// A buffer lent to us (a stream of ours): kept for the slot's next message.
+void Engine::on_grant(const Frame& f) {
+  Stream* s = stream_by_id(f.stream);
+  if (!s) return;  // disconnected since: the peer keeps the buffer until it finalizes
+  s->grants[f.slot] = RemoteGrant{f.seq, f.raddrs[0], f.keys[0], f.capacity};
+}
+
+// A grant the sender hands back unused: nothing writes it any more.
+void Engine::take_back(const Frame& f) {
+  auto g = grants_.find(f.grant);
+  if (g == grants_.end() || g->second.src->stream != f.stream || g->second.busy) return;
+  grant_of_.erase({f.stream, g->second.slot});
+  counts_.lent_bytes -= g->second.buf->capacity;
+  rx_pool_.put(g->second.buf);
+  grants_.erase(g);
+}
+
+Counts Engine::counts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
 }
 
 namespace {

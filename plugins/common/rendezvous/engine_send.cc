@@ -40,8 +40,8 @@ Frame data_frame(Kind kind, const Job& job) {
 
 }  // namespace
 
-void Engine::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
-                  void* cookie) {
+void Engine::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
+                  caravan_send_done_fn done, void* cookie) {
   if (!segs || n == 0 || n > kMaxSegments)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 std::to_string(n) + " segments (1 to " + std::to_string(kMaxSegments) + " allowed)");
@@ -54,6 +54,7 @@ void Engine::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, carav
   }
   job->done = done;
   job->cookie = cookie;
+  job->slot = cfg_.cache_bytes ? slot : 0;
   const size_t hdr = header_size(Kind::kEager, n);
   const bool eager = hdr + job->total <= cfg_.eager_bytes;
 
@@ -69,7 +70,7 @@ void Engine::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, carav
     bool may_wait;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      may_wait = !transfers_.empty();
+      may_wait = !transfers_.empty() || !puts_.empty();
     }
     prepared = prepare(*job, may_wait, &p);
   }
@@ -97,9 +98,15 @@ void Engine::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, carav
       job->done = nullptr;
     } else {
       job->type = cfg_.rma ? Job::kRts : Job::kChunked;
-      if (prepared) announce(*job, p, dones);
+      if (job->slot) take_grant(s, *job);
+      if (prepared && job->type == Job::kPut) {
+        start_put(*job, p);
+        job.reset();
+      } else if (prepared) {
+        announce(*job, p, dones);
+      }
     }
-    out_.push_back(job.release());
+    if (job) out_.push_back(job.release());
   }
   t_.wake();
   run_dones(dones);
@@ -169,20 +176,15 @@ Engine::Registered Engine::register_segments(const Job& job, bool may_wait, Prep
   return Registered::kDone;
 }
 
-void Engine::unprepare(Prepared& p) {
-  for (const Registration& r : p.regs)
-    if (r.handle) t_.deregister(r);
-  tx_pool_.discharge(p.charged);
-  tx_pool_.put(p.staged);
-  tx_pool_.put(p.frame);
-  p = Prepared{};
-}
+void Engine::unprepare(Prepared& p) { release_prepared(p, nullptr, nullptr, CARAVAN_STATUS_OK); }
 
 // Under mu_: gives the prepared request to send its transfer id and frame.
 void Engine::announce(Job& job, Prepared& p, Dones& dones) {
   Frame f = data_frame(Kind::kRts, job);
   f.xfer = next_xfer_++;
   f.inline_mask = p.inline_mask;
+  f.slot = job.slot;
+  f.grant = job.returned;
   std::copy(p.raddrs, p.raddrs + kMaxSegments, f.raddrs);
   std::copy(p.keys, p.keys + kMaxSegments, f.keys);
   size_t hdr = encode_header(f, p.frame->data);
@@ -203,6 +205,114 @@ void Engine::announce(Job& job, Prepared& p, Dones& dones) {
   job.done = nullptr;
   transfers_.emplace(f.xfer, std::move(t));
   p = Prepared{};
+  ++counts_.by_request;
+}
+
+// Under mu_: a slot's lent buffer that fits makes the job a put; one too
+// small is handed back in the job's request to send.
+void Engine::take_grant(Stream& s, Job& job) {
+  auto it = s.grants.find(job.slot);
+  if (it == s.grants.end()) return;
+  if (it->second.capacity >= job.total) {
+    job.type = Job::kPut;
+    job.grant = it->second;
+  } else {
+    job.returned = it->second.id;
+  }
+  s.grants.erase(it);
+}
+
+// Under mu_: posts the writes of each remote segment to its place in the
+// lent buffer (the message's own layout); the notice follows once they
+// have all completed.
+void Engine::start_put(Job& job, Prepared& p) {
+  auto* put = new Put;
+  put->job = job;
+  put->job.op = nullptr;
+  put->p = std::move(p);
+  p = Prepared{};
+  job.done = nullptr;
+  puts_.insert(put);
+  const Prepared& q = put->p;
+  size_t off = 0, staged_off = 0;
+  for (size_t i = 0; i < job.segs.size(); off += job.segs[i].len, ++i) {
+    size_t len = job.segs[i].len;
+    if (len == 0 || (q.inline_mask >> i & 1)) continue;
+    const char* local = q.staged ? q.staged->data + staged_off : static_cast<const char*>(job.segs[i].data);
+    void* desc = q.staged ? q.staged->reg.desc : q.regs[i].desc;
+    if (q.staged) staged_off += len;
+    for (size_t o = 0; o < len; o += cfg_.read_chunk) {
+      auto* op = new Op;
+      op->kind = OpKind::kWrite;
+      op->addr = job.to;
+      op->local = local + o;
+      op->len = std::min(cfg_.read_chunk, len - o);
+      op->desc = desc;
+      op->raddr = job.grant.raddr + off + o;
+      op->key = job.grant.key;
+      op->put = put;
+      ctl_.push_back(op);
+      ++put->writes_left;
+    }
+  }
+}
+
+// Under mu_, once per write posted (or refused by the transport).
+void Engine::write_finished(Op* op, bool ok) {
+  Put* put = op->put;
+  delete op;
+  if (!ok) put->failed = true;
+  if (--put->writes_left == 0) finish_put(put);
+}
+
+// Under mu_ when done is set (it is queued on settled_).
+void Engine::release_prepared(Prepared& p, caravan_send_done_fn done, void* cookie, caravan_status status) {
+  for (const Registration& r : p.regs)
+    if (r.handle) t_.deregister(r);
+  tx_pool_.discharge(p.charged);
+  tx_pool_.put(p.staged);
+  tx_pool_.put(p.frame);
+  p = Prepared{};
+  if (done) settled_.push_back({done, cookie, status});
+}
+
+// Under mu_: the writes are over. The bytes are in the peer's buffer, so
+// the caller's memory is free now, whatever becomes of the notice.
+void Engine::finish_put(Put* put) {
+  puts_.erase(put);
+  std::unique_ptr<Put> owned(put);
+  Job& job = put->job;
+  Prepared& p = put->p;
+  if (closing_) return release_prepared(p, job.done, job.cookie, CARAVAN_STATUS_CLOSED);
+  if (!put->failed) {
+    Frame f = data_frame(Kind::kPut, job);
+    f.grant = job.grant.id;
+    f.inline_mask = p.inline_mask;
+    size_t hdr = header_size(Kind::kPut, job.segs.size());
+    // prepare() left the inline segments after a request to send's header.
+    std::memmove(p.frame->data + hdr, p.frame->data + header_size(Kind::kRts, job.segs.size()), p.inline_bytes);
+    encode_header(f, p.frame->data);
+    ctl_.push_back(frame_op(job.to, p.frame, hdr + p.inline_bytes));
+    p.frame = nullptr;
+    ++counts_.by_write;
+    return release_prepared(p, job.done, job.cookie, CARAVAN_STATUS_OK);
+  }
+  // The peer never learns of a failed put: it goes again as a request to
+  // send that hands the grant back, so the stream does not stall on it.
+  log_(CARAVAN_LOG_WARNING, "writing a message into a buffer its peer lent failed; sending it by request to send");
+  Stream* s = stream_by_id(job.stream);
+  if (!s) return release_prepared(p, job.done, job.cookie, CARAVAN_STATUS_CLOSED);
+  auto retry = std::make_unique<Job>(job);
+  retry->type = Job::kRts;
+  retry->returned = job.grant.id;
+  announce(*retry, p, settled_);
+  out_.push_front(retry.release());
+}
+
+Stream* Engine::stream_by_id(uint64_t id) {
+  for (auto& [peer, s] : streams_)
+    if (s->id == id) return s.get();
+  return nullptr;
 }
 
 // Under mu_: the transfer's memory is no longer read by anyone.
@@ -223,6 +333,11 @@ void Engine::settle_transfers(caravan_status status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (!transfers_.empty()) settle(transfers_.begin()->first, status);
+    for (Put* put : puts_) {
+      release_prepared(put->p, put->job.done, put->job.cookie, status);
+      delete put;
+    }
+    puts_.clear();
     orphans_.clear();
     dones.swap(settled_);
   }
@@ -257,9 +372,16 @@ void Engine::withdraw_orphans() {
 }
 
 bool Engine::step_job(Job& job, Dones& dones) {
+  bool may_wait = !transfers_.empty() || !puts_.empty();
+  if (job.type == Job::kPut) {
+    Prepared p;
+    if (!prepare(job, may_wait, &p)) return false;
+    start_put(job, p);
+    return true;
+  }
   if (job.type == Job::kRts && !job.op) {
     Prepared p;
-    if (!prepare(job, !transfers_.empty(), &p)) return false;
+    if (!prepare(job, may_wait, &p)) return false;
     announce(job, p, dones);
   }
   if (job.type != Job::kChunked) {

@@ -17,6 +17,8 @@ enum class Kind : uint8_t {
   kRts = 3,    // request to send: lengths, small segments inline, where to read the rest
   kFin = 4,    // the receiver has read transfer `seq`; the sender may reuse it
   kChunk = 5,  // part of a message too large for one frame (no RMA)
+  kGrant = 6,  // the receiver lends stream `stream` a buffer for slot `slot`: grant `seq`
+  kPut = 7,    // the message was written into grant `grant`; inline segments follow
 };
 
 constexpr size_t kMaxSegments = CARAVAN_VAN_MAX_SEGMENTS_V1;
@@ -30,10 +32,13 @@ struct Frame {
   uint64_t lens[kMaxSegments] = {};
   uint64_t total = 0;  // sum of lens (derived, never on the wire)
   uint64_t xfer = 0;   // kRts: transfer id the kFin echoes
-  uint64_t inline_mask = 0;             // kRts: bit i set: segment i is in the payload
+  uint64_t inline_mask = 0;             // kRts, kPut: bit i set: segment i is in the payload
   uint64_t raddrs[kMaxSegments] = {};   // kRts: where each other segment is read from
   uint64_t keys[kMaxSegments] = {};     // kRts: and with which remote key
   uint64_t offset = 0; // kChunk: where the payload goes in the message
+  uint64_t slot = 0;   // kRts, kGrant: the sender's slot hint (0: none)
+  uint64_t grant = 0;  // kPut: the grant written into; kRts: a grant handed back unused
+  uint64_t capacity = 0;  // kGrant: bytes at raddrs[0] under keys[0]
   const char* payload = nullptr;
   size_t payload_len = 0;
 };

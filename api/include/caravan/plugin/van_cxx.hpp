@@ -13,16 +13,28 @@
 //                               size_t num_segments, caravan_send_done_fn done, void* cookie);
 //   caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
 //   void release(caravan_van_message_v1* message);
+// and, optionally (ABI 1.1; the entry is NULL without it):
+//   void-or-caravan_status send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segments,
+//                                    size_t num_segments, caravan_send_done_fn done, void* cookie);
 // Its destructor is finalize.
 #ifndef CARAVAN_PLUGIN_VAN_CXX_HPP
 #define CARAVAN_PLUGIN_VAN_CXX_HPP
 
+#include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v1.h"
 
 namespace caravan::plugin {
+
+template <class V, class = void>
+struct HasSendSlot : std::false_type {};
+template <class V>
+struct HasSendSlot<V, std::void_t<decltype(std::declval<V&>().send_slot(
+                          uint64_t{}, uint64_t{}, static_cast<const caravan_segment_v1*>(nullptr), size_t{},
+                          caravan_send_done_fn{}, static_cast<void*>(nullptr)))>> : std::true_type {};
 
 template <class V>
 struct VanOpsV1 {
@@ -73,6 +85,22 @@ struct VanOpsV1 {
       }
     });
   }
+  static caravan_status send_slot(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v1* segments,
+                                  size_t num_segments, caravan_send_done_fn done, void* cookie) {
+    return with(ctx, [&](V& v) -> caravan_status {
+      if constexpr (std::is_void_v<decltype(v.send_slot(peer, slot, segments, num_segments, done, cookie))>) {
+        v.send_slot(peer, slot, segments, num_segments, done, cookie);
+        return CARAVAN_STATUS_OK;
+      } else {
+        return v.send_slot(peer, slot, segments, num_segments, done, cookie);
+      }
+    });
+  }
+  using SendSlotFn = decltype(caravan_van_ops_v1::send_slot);
+  static constexpr SendSlotFn send_slot_entry() {
+    if constexpr (HasSendSlot<V>::value) return &send_slot;
+    else return nullptr;
+  }
   static caravan_status recv(void* ctx, int timeout_ms, caravan_van_message_v1* out) {
     return with(ctx, [&](V& v) { return v.recv(timeout_ms, out); });
   }
@@ -82,7 +110,7 @@ struct VanOpsV1 {
 
   static constexpr caravan_van_ops_v1 table = {
       sizeof(caravan_van_ops_v1), init, finalize, properties, listen, connect, disconnect,
-      send, recv, release};
+      send, recv, release, send_slot_entry()};
 };
 
 // The ops table for V, to put in the plugin's descriptor.

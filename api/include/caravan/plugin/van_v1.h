@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_VAN_ABI_MAJOR_V1 1
-#define CARAVAN_VAN_ABI_MINOR_V1 0
+#define CARAVAN_VAN_ABI_MINOR_V1 1 /* 1.1 added send_slot */
 #define CARAVAN_VAN_MAX_SEGMENTS_V1 8
 #define CARAVAN_VAN_MAX_ADDRESS_V1 256
 
@@ -138,7 +138,23 @@ typedef struct caravan_van_ops_v1 {
   /* Gives a received message's memory back to the van. Never blocks; may be
    * called from any thread, concurrently with send() and recv(). */
   caravan_status (*release)(void* ctx, caravan_van_message_v1* message);
+
+  /* ---- ABI 1.1 ---- */
+
+  /* Like send(), with `slot`: a nonzero number the engine gives every
+   * message of one recurring kind to this peer (a data message's first key,
+   * plus one), or 0 for none. A van may keep resources per peer and slot
+   * from one message to the next, such as a receive buffer the peer lent
+   * for the slot's next message (the RDMA vans' remote-buffer cache). Every
+   * guarantee of send() holds unchanged: one order per peer across slots.
+   * NULL, or beyond struct_size (a 1.0 table): the engine calls send(). */
+  caravan_status (*send_slot)(void* ctx, uint64_t peer, uint64_t slot,
+                              const caravan_segment_v1* segments, size_t num_segments,
+                              caravan_send_done_fn done, void* cookie);
 } caravan_van_ops_v1;
+
+/* The size of a 1.0 table: the least struct_size the engine accepts. */
+#define CARAVAN_VAN_OPS_V1_0_SIZE offsetof(caravan_van_ops_v1, send_slot)
 
 #ifdef __cplusplus
 }
