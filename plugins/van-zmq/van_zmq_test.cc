@@ -180,7 +180,7 @@ TEST(VanZmqDescriptor, NameAndParams) {
   const caravan_plugin_descriptor* d = Descriptor();
   ASSERT_NE(d, nullptr);
   EXPECT_STREQ(d->name, "zmq");
-  EXPECT_EQ(d->abi_minor, 0u);
+  EXPECT_EQ(d->abi_minor, static_cast<uint32_t>(CARAVAN_VAN_ABI_MINOR_V1));
   ASSERT_EQ(d->num_params, 4u);
   EXPECT_STREQ(d->params[0].name, "IO_THREADS");
   EXPECT_STREQ(d->params[0].default_value, "1");
