@@ -47,7 +47,15 @@ bool exists(const std::string& p) {
 std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t major,
                      PluginLibrary* lib) {
   if (!exists(path)) return "not found";
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Refused or accepted, it stays mapped until the process exits, whatever
+  // dlclose says: its constructors and those of the transport libraries it
+  // pulls in have run, and these are not built to be unloaded. libfabric's
+  // psm2 and infinipath dependencies allocate in their constructors and
+  // never free (LeakSanitizer reports it once they are unmapped), their
+  // threads and handlers could outlive the unmapping, and ThreadSanitizer
+  // stops the process when a library its suppressions name is unloaded
+  // (tests/sanitizers/tsan.supp).
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!h) {
     const char* e = dlerror();
     return std::string("dlopen failed: ") + (e ? e : "unknown error");
@@ -74,13 +82,6 @@ std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t
     dlclose(h);
     return why.str();
   }
-  // Accepted: it stays mapped until the process exits, whatever the
-  // handle's dlclose says. The transport libraries a van pulls in are not
-  // built to be unloaded: libfabric's psm2 and infinipath dependencies
-  // allocate in their constructors and never free (LeakSanitizer reports
-  // it once they are unmapped), and their threads and handlers could
-  // outlive the unmapping.
-  dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD | RTLD_NODELETE);
   lib->path = path;
   lib->handle = h;
   lib->descriptor = d;

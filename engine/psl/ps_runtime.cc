@@ -86,14 +86,10 @@ void Runtime::fail(const std::string& why) {
 }
 
 void Runtime::notify_customers() {
-  std::vector<ps::Customer*> all;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [k, c] : customers_) all.push_back(c);
-  }
+  std::lock_guard<std::mutex> lock(customers_mu_);
   // Adding no response to no request only wakes the waiters, which then
   // see failure().
-  for (auto* c : all) c->AddResponse(-1, 0);
+  for (auto& [k, c] : customers_) c->AddResponse(-1, 0);
 }
 
 void Runtime::start(int customer_id, bool do_barrier) {
@@ -240,6 +236,7 @@ void Runtime::finalize(int customer_id, bool do_barrier) {
   // the transport they might still hold.
   if (cb) cb();
   lock.lock();
+  cv_.wait(lock, [&] { return sends_in_progress_ == 0; });
   scheduler_kv_.reset();
   service_.reset();
   scheduler_van_.reset();
@@ -257,7 +254,15 @@ int Runtime::Send(const ps::Message& msg) {
     if (!kv_) throw ps_error("ps: Send before ps::Start() or after ps::Finalize()");
     kv = kv_;
     self = my_id_;
+    ++sends_in_progress_;
   }
+  struct SendInProgress {
+    Runtime& rt;
+    ~SendInProgress() {
+      std::lock_guard<std::mutex> lock(rt.mu_);
+      if (--rt.sends_in_progress_ == 0) rt.cv_.notify_all();
+    }
+  } in_progress{*this};
   const ps::Meta& m = msg.meta;
   KVMessage out;
   out.head.cmd = m.head;
@@ -316,46 +321,43 @@ void Runtime::route(KVMessage&& km) {
     msg.data.push_back(view(km.vals));
     if (km.lens.len) msg.data.push_back(view(km.lens));
   }
-  std::unique_lock<std::mutex> lock(mu_);
+  bool worker;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    worker = config_.role == Role::kWorker;
+  }
   // As in ps-lite: a worker routes by the message's customer; servers and
   // the scheduler run one customer per app, whose id is the app id.
-  int cid = config_.role == Role::kWorker ? h.customer_id : h.app_id;
-  auto key = std::make_pair(h.app_id, cid);
+  auto key = std::make_pair(h.app_id, worker ? h.customer_id : h.app_id);
+  std::lock_guard<std::mutex> lock(customers_mu_);
   auto it = customers_.find(key);
   if (it == customers_.end()) {
     early_[key].push_back(std::move(msg));
     return;
   }
-  ps::Customer* c = it->second;
-  lock.unlock();
-  c->Accept(msg);
+  it->second->Accept(msg);
 }
 
 void Runtime::add_customer(ps::Customer* c) {
-  std::vector<ps::Message> early;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto key = std::make_pair(c->app_id(), c->customer_id());
-    if (customers_.count(key))
-      throw ps_error("ps: customer (app " + std::to_string(key.first) + ", customer " +
-                     std::to_string(key.second) + ") already exists in this process");
-    customers_[key] = c;
-    auto it = early_.find(key);
-    if (it != early_.end()) {
-      early = std::move(it->second);
-      early_.erase(it);
-    }
-  }
-  for (auto& m : early) c->Accept(m);
+  std::lock_guard<std::mutex> lock(customers_mu_);
+  auto key = std::make_pair(c->app_id(), c->customer_id());
+  if (customers_.count(key))
+    throw ps_error("ps: customer (app " + std::to_string(key.first) + ", customer " +
+                   std::to_string(key.second) + ") already exists in this process");
+  customers_[key] = c;
+  auto it = early_.find(key);
+  if (it == early_.end()) return;
+  for (auto& m : it->second) c->Accept(m);
+  early_.erase(it);
 }
 
 void Runtime::remove_customer(ps::Customer* c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(customers_mu_);
   customers_.erase(std::make_pair(c->app_id(), c->customer_id()));
 }
 
 ps::Customer* Runtime::customer(int app_id, int customer_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(customers_mu_);
   auto it = customers_.find(std::make_pair(app_id, customer_id));
   return it == customers_.end() ? nullptr : it->second;
 }

@@ -68,6 +68,13 @@ class Runtime final : public ps::Van {
   int my_rank_ = 0;
   std::map<int, std::vector<int>> ids_;
   std::vector<ps::Range> ranges_;
+  // Calls of Send using the endpoint after letting go of mu_: finalize
+  // frees the endpoint only once there are none.
+  int sends_in_progress_ = 0;
+  // Guards customers_ and early_, and is held while a message is handed to
+  // a customer: ~Customer removes itself under it, so it is never freed in
+  // the middle of Accept. Taken before a customer's own lock, never after.
+  mutable std::mutex customers_mu_;
   std::map<std::pair<int, int>, ps::Customer*> customers_;
   std::map<std::pair<int, int>, std::vector<ps::Message>> early_;
   std::function<void()> exit_cb_;

@@ -82,6 +82,8 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op = std::make_shared<Operation>(&plan, static_cast<char*>(data));
     op->events_left = 2 * plan.partitions.size();
     op->answered.assign(plan.partitions.size(), false);
+    op->sent.assign(plan.partitions.size(), false);
+    op->early_sums.resize(plan.partitions.size());
     op->on_done = std::move(on_done);
   }
   // Outside mu_: placing may wait for a server's answer, which the
@@ -209,20 +211,30 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     }
     op->answered[index] = true;
     if (op->first_answer_us < 0) op->first_answer_us = micros_since(op->submitted);
+    if (!op->sent[index]) {
+      op->early_sums[index] = std::make_unique<KVMessage>(std::move(r));
+      return;  // on_sent stores it
+    }
     lock.unlock();
-    std::memcpy(op->data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
-    CARAVAN_SAMPLE_LOG(sample) << "sample '" << op->plan->name << "' partition " << index << " pull: "
-                        << sample_values(op->data + part.offset, part.bytes, op->plan->dtype);
+    store_sum(*op, index, slot, r, sample);
     finish_event(*op, 0, "");
   };
   // Credit is freed when the van is done sending, not when the sum comes
   // back: the sum waits for every worker, and workers whose queues differ
   // would otherwise each hold credit the others' rounds need.
-  auto on_sent = [this, op, &server](caravan_status s) {
+  auto on_sent = [this, op, index, &server, slot, sample](caravan_status s) {
     partition_finished();
+    std::unique_ptr<KVMessage> early;
     {
       std::lock_guard<std::mutex> lock(op->mu);
       op->last_sent_us = micros_since(op->submitted);
+      op->sent[index] = true;
+      if (!op->abandoned) early = std::move(op->early_sums[index]);
+      op->early_sums[index].reset();
+    }
+    if (early) {
+      store_sum(*op, index, slot, *early, sample);
+      finish_event(*op, 0, "");
     }
     if (s == CARAVAN_STATUS_OK)
       finish_event(*op, 0, "");
@@ -238,6 +250,14 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     finish_event(*op, e.code(), e.what());
     finish_event(*op, e.code(), e.what());
   }
+}
+
+void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
+                               const KVMessage& r, bool sample) {
+  const Partition& part = op.plan->partitions[index];
+  std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
+  CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "
+                             << sample_values(op.data + part.offset, part.bytes, op.plan->dtype);
 }
 
 std::string PushPullClient::wrong_slot(const KVMessage& r, const ipc::Slot& slot) {

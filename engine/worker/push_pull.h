@@ -52,6 +52,12 @@ class Operation {
   std::condition_variable cv;
   size_t events_left = 0;
   std::vector<bool> answered;  // per partition
+  // Per partition: the van is done reading it. The caller's buffer is the
+  // van's to read until then (van_v1.h), and a sum can come back first (the
+  // server has every byte before the van reports done); it waits here and
+  // the done handler stores it.
+  std::vector<bool> sent;
+  std::vector<std::unique_ptr<KVMessage>> early_sums;
   int code = 0;
   std::string error;
   bool done = false;
@@ -91,6 +97,10 @@ class PushPullClient {
   void withdraw(Operation& op);
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
+  // Copies partition `index`'s sum from answer `r` (or `slot`) into the
+  // caller's buffer.
+  void store_sum(Operation& op, size_t index, const ipc::Slot* slot, const KVMessage& r,
+                 bool sample);
   // Why answer `r` does not say the sum lies in `slot`; empty when it does.
   static std::string wrong_slot(const KVMessage& r, const ipc::Slot& slot);
   void pump();

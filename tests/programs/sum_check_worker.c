@@ -1,6 +1,9 @@
 /* A worker written against caravan.h alone, in C: push_pulls tensors of
  * every dtype and size and checks every element of every sum exactly.
  * Usage: sum_check_worker [rounds] [max_elements]
+ * CARAVAN_TEST_MAX_TENSOR_BYTES, when set, caps every tensor's bytes: the
+ * ThreadSanitizer build sets it, as its shadow memory and speed make the
+ * 64 MiB tensors of four workers more than its test time and memory hold.
  * Exit 0 when every sum was right; 1 with a message naming the first
  * wrong element otherwise. */
 #include <caravan/caravan.h>
@@ -79,6 +82,8 @@ int main(int argc, char** argv) {
   const caravan_dtype types[] = {CARAVAN_FLOAT32, CARAVAN_FLOAT64, CARAVAN_FLOAT16, CARAVAN_UINT8,
                                  CARAVAN_INT32, CARAVAN_INT8, CARAVAN_INT64, CARAVAN_BFLOAT16};
   const size_t byte_sizes[] = {1, 4096, (4u << 20) + 3, 64u << 20};
+  const char* cap_env = getenv("CARAVAN_TEST_MAX_TENSOR_BYTES");
+  size_t max_bytes = cap_env ? (size_t)strtoull(cap_env, NULL, 10) : SIZE_MAX;
   enum { NT = 8, NS = 4 };
   /* Static: on the error paths (return 1 in CHECK_RC) buffers and handles
    * stay reachable, so LeakSanitizer reports only the library's leaks. */
@@ -91,7 +96,8 @@ int main(int argc, char** argv) {
     for (int t = 0; t < NT; ++t) {
       for (int s = 0; s < NS; ++s) {
         int k = t * NS + s;
-        size_t n = byte_sizes[s] / dtype_bytes(types[t]);
+        size_t bytes = byte_sizes[s] < max_bytes ? byte_sizes[s] : max_bytes;
+        size_t n = bytes / dtype_bytes(types[t]);
         if (n == 0) n = 1;
         if (n > max_elems) n = max_elems;
         counts[k] = n;
