@@ -310,6 +310,7 @@ caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, s
     lock.unlock();
     refuse(0, CARAVAN_STATUS_CLOSED, "link closed");
   }
+  rec->handed_to_zmq();
   for (size_t i = 0; i < num_segments; ++i) {
     int flags = i + 1 < num_segments ? ZMQ_SNDMORE : 0;
     int rc;
