@@ -13,6 +13,8 @@ const caravan_param_info kParams[] = {
     {"SNDHWM", "0", "messages queued per peer before send() blocks (0 = unlimited)"},
     {"RCVHWM", "0", "messages queued per connection on receive (0 = unlimited)"},
     {"MAX_MESSAGE_BYTES", "0", "largest message accepted, in bytes (0 or -1 = unlimited)"},
+    {"LINGER_MS", "500",
+     "at close, how long a link may go on sending what it queued, in ms (at least 1)"},
 };
 
 const caravan_plugin_descriptor kDescriptor = {

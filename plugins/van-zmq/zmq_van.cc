@@ -83,6 +83,11 @@ ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter IO_THREADS must be at least 1");
   sndhwm_ = int_param(host_, "SNDHWM", 0);
   rcvhwm_ = int_param(host_, "RCVHWM", 0);
+  linger_ms_ = int_param(host_, "LINGER_MS", 500);
+  if (linger_ms_ < 1)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter LINGER_MS must be at least 1 (got " +
+                    std::to_string(linger_ms_) + "): 0 lets libzmq abort the process");
   // -1 is zmq's spelling of "unlimited"; accept it beside 0.
   auto max_bytes = host_.param("MAX_MESSAGE_BYTES");
   if (max_bytes && *max_bytes != "-1")
@@ -202,7 +207,14 @@ void ZmqVan::connect(uint64_t peer, const char* address) {
   void* sock = zmq_socket(ctx_, ZMQ_DEALER);
   if (!sock) throw Error(status_of_errno(errno), "connect " + who + " at " + address + ": " + zmq_error());
   try {
-    set_int(sock, ZMQ_LINGER, 0);
+    // Not 0: a link closed with linger 0 while zmq's I/O thread is part
+    // way through one of its multipart messages, whose connection then
+    // fails (the peer died), makes libzmq 4.3 assert and abort the whole
+    // process (session_base.cpp:260, clean_pipes). With a linger the
+    // closing pipe stays readable, so the half-sent message is cleaned up;
+    // the price is that finalize waits up to linger_ms_ for messages
+    // queued to a peer that is gone (docs/known-defects.md).
+    set_int(sock, ZMQ_LINGER, linger_ms_);
     set_int(sock, ZMQ_SNDHWM, sndhwm_);
     set_int(sock, ZMQ_RCVHWM, rcvhwm_);
     set_int(sock, ZMQ_TCP_KEEPALIVE, 1);
@@ -241,8 +253,9 @@ void ZmqVan::disconnect(uint64_t peer) {
     link = std::move(it->second);
     links_.erase(it);
   }
-  // Queued messages are dropped by zmq's reaper, which runs their free
-  // functions (and so done with CLOSED) shortly after, from its own thread.
+  // Queued messages may go on being sent for up to LINGER_MS; zmq's reaper
+  // then drops the rest. Either way their free functions (and so done with
+  // CLOSED) run on zmq's threads after this returns.
   close_link(*link);
 }
 
@@ -473,12 +486,12 @@ void ZmqVan::release(caravan_van_message_v1* message) {
 }
 
 // Why every done runs before this returns: all of our frames live inside
-// this instance's zmq context. Closing a socket (linger 0) hands its queued
-// and half-written messages to zmq's reaper, and zmq_ctx_term() waits until
-// the reaper and the I/O threads have destroyed them, which calls each
-// frame's free function. So once zmq_ctx_term() returns, every SendRecord
-// has reached zero and called done; links are flagged dropped first, so the
-// sends cut short report CLOSED. No callback can come after the plugin is
+// this instance's zmq context. Closing a socket hands its queued and
+// half-written messages to zmq's reaper, and zmq_ctx_term() waits until the
+// reaper and the I/O threads have sent them (within LINGER_MS) or destroyed
+// them, which calls each frame's free function. So once zmq_ctx_term()
+// returns, every SendRecord has reached zero and called done; links are
+// flagged dropped first, so those sends report CLOSED. No callback can come after the plugin is
 // unloaded. zmq_ctx_shutdown() comes first so that a recv() blocked in
 // zmq_poll, or a send() blocked on a high-water mark, returns at once and
 // lets go of the socket we are about to close.

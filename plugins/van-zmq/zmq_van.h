@@ -58,6 +58,7 @@ class ZmqVan {
   void* ctx_ = nullptr;
   int sndhwm_ = 0;
   int rcvhwm_ = 0;
+  int linger_ms_ = 500;
   size_t max_message_bytes_ = 0;  // 0: unlimited
 
   // router_ is published once by listen(); after that only recv() uses it.
