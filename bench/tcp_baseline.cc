@@ -6,10 +6,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -82,6 +85,55 @@ bool RecvAll(int fd, char* p, size_t n) {
   return true;
 }
 
+// A connection whose far end, a thread, returns every `piece` bytes of each
+// `bytes`-byte round as soon as they arrive.
+class Echo {
+ public:
+  bool Open(const std::string& host, size_t bytes, size_t piece, std::string* error) {
+    if (piece == 0 || piece > bytes) return *error = "bad echo piece size", false;
+    if (!ConnectPair(host, &client_, &far_, error)) return false;
+    int one = 1;
+    setsockopt(client_.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(far_.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    thread_ = std::thread([this, bytes, piece] {
+      std::vector<char> buf(piece);
+      for (bool ok = true; ok;)
+        for (size_t done = 0; ok && done < bytes; done += piece) {
+          size_t n = std::min(piece, bytes - done);
+          ok = RecvAll(far_.fd, buf.data(), n) && SendAll(far_.fd, buf.data(), n);
+        }
+    });
+    return true;
+  }
+  ~Echo() {
+    if (!thread_.joinable()) return;
+    shutdown(client_.fd, SHUT_RDWR);
+    thread_.join();
+  }
+  int fd() const { return client_.fd; }
+
+ private:
+  Fd client_, far_;
+  std::thread thread_;
+};
+
+// Runs round() until at least 5 timed rounds and `seconds` passed; the
+// first round warms the connection and is not timed. GB/s for `bytes` a
+// round, or -1 as soon as a round fails.
+template <class Round>
+double TimeRounds(size_t bytes, double seconds, Round&& round) {
+  long rounds = 0;
+  Clock::time_point start;
+  for (long i = 0;; ++i) {
+    if (i == 1) start = Clock::now();
+    if (!round()) return -1;
+    if (i >= 1) ++rounds;
+    if (rounds >= 5 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+  }
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  return static_cast<double>(bytes) * static_cast<double>(rounds) / elapsed / 1e9;
+}
+
 }  // namespace
 
 double MeasureTcpStream(const std::string& host, double seconds, std::string* error) {
@@ -131,35 +183,56 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
 
 double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
                           std::string* error) {
-  Fd client, echo;
-  if (!ConnectPair(host, &client, &echo, error)) return -1;
-  int one = 1;
-  setsockopt(client.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  setsockopt(echo.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  std::thread echoer([&] {
-    std::vector<char> buf(bytes);
-    while (RecvAll(echo.fd, buf.data(), bytes) && SendAll(echo.fd, buf.data(), bytes)) {
+  Echo echo;
+  if (!echo.Open(host, bytes, bytes, error)) return -1;
+  std::vector<char> buf(bytes, 1);
+  double gbps = TimeRounds(bytes, seconds, [&] {
+    return SendAll(echo.fd(), buf.data(), bytes) && RecvAll(echo.fd(), buf.data(), bytes);
+  });
+  if (gbps < 0) *error = Errno("ping-pong");
+  return gbps;
+}
+
+double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece,
+                               double seconds, std::string* error) {
+  Echo echo;
+  if (!echo.Open(host, bytes, std::min(piece, bytes), error)) return -1;
+  // A sender thread starts each round when asked, so that only one round
+  // is in flight, as with one tensor per push_pull.
+  std::mutex mu;
+  std::condition_variable cv;
+  long asked = 0;
+  bool stop = false, send_failed = false;
+  std::thread sender([&] {
+    std::vector<char> buf(bytes, 1);
+    for (long sent = 0;; ++sent) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || asked > sent; });
+      if (stop) return;
+      lock.unlock();
+      if (SendAll(echo.fd(), buf.data(), bytes)) continue;
+      lock.lock();
+      send_failed = true;
+      return;
     }
   });
-  std::vector<char> buf(bytes, 1);
-  long rounds = 0;
-  bool ok = true;
-  Clock::time_point start;
-  for (long i = 0;; ++i) {
-    if (i == 1) start = Clock::now();  // the first round warms the connection
-    if (!SendAll(client.fd, buf.data(), bytes) || !RecvAll(client.fd, buf.data(), bytes)) {
-      *error = Errno("ping-pong");
-      ok = false;
-      break;
+  std::vector<char> buf(bytes);
+  double gbps = TimeRounds(bytes, seconds, [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++asked;
     }
-    if (i >= 1) ++rounds;
-    if (rounds >= 5 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+    cv.notify_one();
+    return RecvAll(echo.fd(), buf.data(), bytes);
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    if (gbps < 0) *error = send_failed ? "pipelined echo: send failed" : Errno("pipelined echo");
   }
-  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  shutdown(client.fd, SHUT_RDWR);
-  echoer.join();
-  if (!ok) return -1;
-  return static_cast<double>(bytes) * static_cast<double>(rounds) / elapsed / 1e9;
+  cv.notify_one();
+  sender.join();
+  return gbps;
 }
 
 }  // namespace caravan_bench

@@ -19,6 +19,14 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
 double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
                           std::string* error);
 
+// As MeasureTcpPingPong, but each round's `bytes` go in pieces of `piece`
+// bytes that the echoing thread returns as each arrives, while later pieces
+// are still being sent: push and pull of one round overlap, as pipelined
+// partitions let them. The best a pipelined push_pull could do over raw
+// sockets, with no summing and no copy out. GB/s, or negative with *error.
+double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece,
+                               double seconds, std::string* error);
+
 }  // namespace caravan_bench
 
 #endif  // CARAVAN_BENCH_TCP_BASELINE_H
