@@ -13,7 +13,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build-asan"
 bash "$root/scripts/install-deps.sh"
+# -O1 -g1 (line tables, what sanitizer reports print) instead of -O2 -g:
+# the build takes half the time, the heaviest test file 26 s instead of 56.
+flags="-O1 -g1 -DNDEBUG"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARAVAN_WERROR=ON \
-  -DCARAVAN_SANITIZE=address -DCARAVAN_REDUCER_GPU=OFF >/dev/null
+  -DCARAVAN_SANITIZE=address -DCARAVAN_REDUCER_GPU=OFF \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$flags" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$flags" >/dev/null
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j2 -LE 'known_defect|soak' "$@"
