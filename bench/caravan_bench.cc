@@ -254,6 +254,7 @@ struct Row {
   size_t bytes;
   long rounds;
   double algbw, p50, p90, p99;
+  double tcp = -1;       // the raw TCP stream, measured after this size, GB/s
   double pingpong = -1;  // raw TCP round trips of the same size, GB/s
   double echo = -1;      // the same, pipelined in kEchoPiece pieces, GB/s
 };
@@ -354,40 +355,47 @@ int main(int argc, char** argv) {
             TypeName(o.dtype), workers);
     return 2;
   }
-  double tcp = -1;
+  std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1");
   if (rank == 0) {
     printf("caravan-bench: %d workers, %s servers, van %s, dtype %s, inflight %ld\n", workers,
            EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), TypeName(o.dtype),
            o.inflight);
-    if (o.baseline) {
-      std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1"), err;
-      tcp = caravan_bench::MeasureTcpStream(host, 1.5, &err);
-      if (tcp > 0) printf("raw TCP loopback single stream: %.2f GB/s (%s)\n", tcp, host.c_str());
-      else fprintf(stderr, "caravan-bench: TCP baseline on %s failed: %s\n", host.c_str(), err.c_str());
-    }
-    // "echo/TCP" is raw sockets' own ratio, no Caravan in it: a pipelined
-    // echo of the size against the stream, what push_pull at best reaches.
-    printf("%8s %7s %11s %10s %10s %10s %7s %12s %9s\n", "size", "rounds", "algbw GB/s",
-           "p50 us", "p90 us", "p99 us", "vs TCP", "vs pingpong", "echo/TCP");
+    // Each row's baselines are measured right after its rounds, so that a
+    // host whose speed drifts during the run still gives ratios of
+    // neighbouring measurements. "echo/TCP" is raw sockets' own ratio, no
+    // Caravan in it: a pipelined echo of the size against the stream, what
+    // push_pull at best reaches.
+    if (o.baseline) printf("raw TCP baselines over %s, measured after each size\n", host.c_str());
+    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s\n", "size", "rounds", "algbw GB/s",
+           "p50 us", "p90 us", "p99 us", "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP");
     fflush(stdout);
   }
   std::vector<Row> rows;
   for (size_t bytes : o.sizes) {
     Row r = RunSize(o, bytes, rank, workers);
     if (rank != 0) continue;
-    char ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-";
-    if (tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / tcp);
+    char stream[32] = "-", ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-";
     if (o.baseline) {
       // Measured after the push_pull rounds of this size, so the other
       // workers wait in caravan's next push_pull rather than compete.
-      std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1"), err;
-      r.pingpong = caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err);
+      auto measured = [&](const char* what, double gbps, const std::string& err) {
+        if (gbps <= 0)
+          fprintf(stderr, "caravan-bench: raw TCP %s on %s failed: %s\n", what, host.c_str(),
+                  err.c_str());
+        return gbps;
+      };
+      std::string err;
+      r.tcp = measured("stream", caravan_bench::MeasureTcpStream(host, 1.0, &err), err);
+      r.pingpong = measured("ping-pong", caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err), err);
+      r.echo = measured("pipelined echo",
+                        caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err), err);
+      if (r.tcp > 0) snprintf(stream, sizeof stream, "%.2f", r.tcp);
+      if (r.tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / r.tcp);
       if (r.pingpong > 0) snprintf(pp_ratio, sizeof pp_ratio, "%.2f", r.algbw / r.pingpong);
-      r.echo = caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err);
-      if (r.echo > 0 && tcp > 0) snprintf(echo_ratio, sizeof echo_ratio, "%.2f", r.echo / tcp);
+      if (r.echo > 0 && r.tcp > 0) snprintf(echo_ratio, sizeof echo_ratio, "%.2f", r.echo / r.tcp);
     }
-    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %7s %12s %9s\n", SizeLabel(r.bytes).c_str(),
-           r.rounds, r.algbw, r.p50, r.p90, r.p99, ratio, pp_ratio, echo_ratio);
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s\n", SizeLabel(r.bytes).c_str(),
+           r.rounds, r.algbw, r.p50, r.p90, r.p99, stream, ratio, pp_ratio, echo_ratio);
     rows.push_back(r);
     fflush(stdout);
   }
@@ -396,8 +404,8 @@ int main(int argc, char** argv) {
            "pingpong_gbps,echo_gbps\n");
     for (const Row& r : rows)
       printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f\n", r.bytes, r.rounds,
-             o.inflight, TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, tcp > 0 ? tcp : 0,
-             tcp > 0 ? r.algbw / tcp : 0, r.pingpong > 0 ? r.pingpong : 0,
+             o.inflight, TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, r.tcp > 0 ? r.tcp : 0,
+             r.tcp > 0 ? r.algbw / r.tcp : 0, r.pingpong > 0 ? r.pingpong : 0,
              r.echo > 0 ? r.echo : 0);
     fflush(stdout);
   }
