@@ -386,9 +386,11 @@ int main(int argc, char** argv) {
       };
       std::string err;
       r.tcp = measured("stream", caravan_bench::MeasureTcpStream(host, 1.0, &err), err);
-      r.pingpong = measured("ping-pong", caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err), err);
-      r.echo = measured("pipelined echo",
-                        caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err), err);
+      r.pingpong = measured(
+          "ping-pong", caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err), err);
+      r.echo = measured(
+          "pipelined echo",
+          caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err), err);
       if (r.tcp > 0) snprintf(stream, sizeof stream, "%.2f", r.tcp);
       if (r.tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / r.tcp);
       if (r.pingpong > 0) snprintf(pp_ratio, sizeof pp_ratio, "%.2f", r.algbw / r.pingpong);

@@ -128,7 +128,8 @@ double TimeRounds(size_t bytes, double seconds, Round&& round) {
     if (i == 1) start = Clock::now();
     if (!round()) return -1;
     if (i >= 1) ++rounds;
-    if (rounds >= 5 && std::chrono::duration<double>(Clock::now() - start).count() >= seconds) break;
+    double so_far = std::chrono::duration<double>(Clock::now() - start).count();
+    if (rounds >= 5 && so_far >= seconds) break;
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   return static_cast<double>(bytes) * static_cast<double>(rounds) / elapsed / 1e9;
