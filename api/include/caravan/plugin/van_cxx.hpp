@@ -45,6 +45,17 @@ struct VanOpsV1 {
     return guarded(van.host(), [&] { return body(van); });
   }
 
+  // send and send_slot may return void (OK) or a caravan_status.
+  template <class Call>
+  static caravan_status status_of(Call&& call) {
+    if constexpr (std::is_void_v<decltype(call())>) {
+      call();
+      return CARAVAN_STATUS_OK;
+    } else {
+      return call();
+    }
+  }
+
   static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
     return guarded(Host(host), [&] {
       if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
@@ -76,24 +87,14 @@ struct VanOpsV1 {
   }
   static caravan_status send(void* ctx, uint64_t peer, const caravan_segment_v1* segments,
                              size_t num_segments, caravan_send_done_fn done, void* cookie) {
-    return with(ctx, [&](V& v) -> caravan_status {
-      if constexpr (std::is_void_v<decltype(v.send(peer, segments, num_segments, done, cookie))>) {
-        v.send(peer, segments, num_segments, done, cookie);
-        return CARAVAN_STATUS_OK;
-      } else {
-        return v.send(peer, segments, num_segments, done, cookie);
-      }
+    return with(ctx, [&](V& v) {
+      return status_of([&] { return v.send(peer, segments, num_segments, done, cookie); });
     });
   }
   static caravan_status send_slot(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v1* segments,
                                   size_t num_segments, caravan_send_done_fn done, void* cookie) {
-    return with(ctx, [&](V& v) -> caravan_status {
-      if constexpr (std::is_void_v<decltype(v.send_slot(peer, slot, segments, num_segments, done, cookie))>) {
-        v.send_slot(peer, slot, segments, num_segments, done, cookie);
-        return CARAVAN_STATUS_OK;
-      } else {
-        return v.send_slot(peer, slot, segments, num_segments, done, cookie);
-      }
+    return with(ctx, [&](V& v) {
+      return status_of([&] { return v.send_slot(peer, slot, segments, num_segments, done, cookie); });
     });
   }
   using SendSlotFn = decltype(caravan_van_ops_v1::send_slot);
