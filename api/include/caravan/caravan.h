@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 0
+#define CARAVAN_API_VERSION_MINOR 1
 
 /* Error codes (negative). */
 enum {
@@ -103,6 +103,36 @@ int caravan_poll(caravan_handle h);
 /* Blocks until the operation ends or the deadline passes, releases the
  * handle, and returns 0 or the operation's negative error. */
 int caravan_wait(caravan_handle h);
+
+/* ---- Since 1.1 ---- */
+
+/* This process's index among the worker processes of its machine
+ * (BYTEPS_LOCAL_RANK), or NOT_INITIALIZED. Never blocks. */
+int caravan_local_rank(void);
+
+/* The number of worker processes on this machine (BYTEPS_LOCAL_SIZE), or
+ * NOT_INITIALIZED. Never blocks. */
+int caravan_local_size(void);
+
+/* Copies worker `root_rank`'s `data` (count elements of dtype) into `data`
+ * on every other worker; the root's data is left as it is. The servers
+ * relay the root's bytes without summing them: non-root workers send no
+ * values, and the root receives none back. Every worker calls it with the
+ * same name, count, dtype and root_rank; a name used for broadcast cannot
+ * also be used for push_pull. Blocks until the values arrived (the root:
+ * until every worker asked for them) or the deadline passed. Errors:
+ * INVALID_ARGUMENT (root_rank outside 0..size-1), NOT_INITIALIZED,
+ * MISMATCH (another count, dtype, root or kind of operation for the name,
+ * here or on another worker), BUSY, TIMEOUT, PEER_LOST, TRANSPORT,
+ * SERVER. */
+int caravan_broadcast(const char* name, void* data, size_t count, caravan_dtype dtype,
+                      int root_rank, int priority);
+
+/* Starts the same operation and returns at once with a handle in *out,
+ * which caravan_poll() and caravan_wait() take as for push_pull. `data`
+ * must stay valid and untouched until then. */
+int caravan_broadcast_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                            int root_rank, int priority, caravan_handle* out);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string
