@@ -87,6 +87,22 @@ int not_initialized() {
   return fail(CARAVAN_ERR_NOT_INITIALIZED, "caravan_init() has not been called (or caravan_shutdown() was)");
 }
 
+// push_pull (root kSum) and broadcast, asynchronously.
+int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority, int root,
+          caravan_handle* out) {
+  return guarded([&]() -> int {
+    if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
+    *out = nullptr;
+    if (int rc = check_tensor(name, data, count, dtype)) return rc;
+    auto s = state();
+    if (!s) return not_initialized();
+    auto h = std::make_unique<caravan_handle_s>();
+    h->op = s->submit(name, data, count, dtype, priority, root);
+    *out = h.release();
+    return 0;
+  });
+}
+
 }  // namespace
 }  // namespace caravan
 
@@ -133,19 +149,38 @@ int caravan_size(void) {
   return s ? s->size() : not_initialized();
 }
 
+int caravan_local_rank(void) {
+  auto s = state();
+  return s ? s->local_rank() : not_initialized();
+}
+
+int caravan_local_size(void) {
+  auto s = state();
+  return s ? s->local_size() : not_initialized();
+}
+
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int priority, caravan_handle* out) {
-  return guarded([&]() -> int {
-    if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
-    *out = nullptr;
-    if (int rc = check_tensor(name, data, count, dtype)) return rc;
-    auto s = state();
-    if (!s) return not_initialized();
-    auto h = std::make_unique<caravan_handle_s>();
-    h->op = s->submit(name, data, count, dtype, priority);
-    *out = h.release();
-    return 0;
-  });
+  return start(name, data, count, dtype, priority, kSum, out);
+}
+
+int caravan_broadcast_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                            int root_rank, int priority, caravan_handle* out) {
+  // Checked here too, so that a negative root never reads as kSum.
+  if (root_rank < 0)
+    return fail(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" +
+                                                  std::string(name ? name : "(null)") +
+                                                  "' from rank " + std::to_string(root_rank) +
+                                                  ": ranks start at 0");
+  return start(name, data, count, dtype, priority, root_rank, out);
+}
+
+int caravan_broadcast(const char* name, void* data, size_t count, caravan_dtype dtype,
+                      int root_rank, int priority) {
+  caravan_handle h = nullptr;
+  int rc = caravan_broadcast_async(name, data, count, dtype, root_rank, priority, &h);
+  if (rc != 0) return rc;
+  return caravan_wait(h);
 }
 
 int caravan_push_pull(const char* name, void* data, size_t count, caravan_dtype dtype,

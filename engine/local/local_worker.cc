@@ -17,6 +17,7 @@ struct LocalWorker::LocalOp final : Worker::Op {
   char* data = nullptr;
   uint64_t round = 0;
   int priority = 0;
+  int root = kSum;
   SteadyClock::time_point deadline;
   // Local rank 0's machine-sum thread only:
   bool summed = false;
@@ -106,15 +107,20 @@ LocalWorker::~LocalWorker() {
 }
 
 std::shared_ptr<Worker::Op> LocalWorker::submit(const std::string& name, void* data, size_t count,
-                                                int dtype, int priority) {
+                                                int dtype, int priority, int root) {
   group_->check();
+  if (root != kSum && (root < 0 || root >= size()))
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" + name + "' from rank " +
+                                                  std::to_string(root) + ": the job has " +
+                                                  std::to_string(size()) + " workers");
   auto op = std::make_shared<LocalOp>();
   op->data = static_cast<char*>(data);
   op->priority = priority;
+  op->root = root;
   op->deadline = SteadyClock::now() + std::chrono::seconds(config_.op_timeout_s);
   {
     std::lock_guard<std::mutex> lock(tensors_.mutex());
-    LocalTensor& t = tensors_.start(name, count, dtype);
+    LocalTensor& t = tensors_.start(name, count, dtype, root != kSum);
     try {
       if (!t.segment) t.segment = std::make_unique<TensorSegment>(*group_, name, count, dtype);
       int code = 0;
@@ -130,13 +136,13 @@ std::shared_ptr<Worker::Op> LocalWorker::submit(const std::string& name, void* d
   TensorSegment& seg = *op->tensor->segment;
   int me = group_->local_rank();
   // Local rank 0 sums straight from the caller's buffer; the others copy
-  // theirs into their slot.
-  if (!is_root()) std::memcpy(seg.slot(me), data, seg.bytes());
+  // theirs into their slot (for a broadcast, only its root).
+  if (!is_root() && (root == kSum || root == rank())) std::memcpy(seg.slot(me), data, seg.bytes());
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(op);
   }
-  seg.contribute(me, op->round + 1);  // rings the doorbell
+  seg.contribute(me, op->round + 1, root);  // rings the doorbell
   return op;
 }
 
@@ -222,12 +228,9 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
       return true;
     }
     if (!missing.empty()) return false;
-    std::vector<const void*> sources{op->data};
-    for (int r = 1; r < group_->local_size(); ++r) sources.push_back(seg.slot(r));
     LocalTensor& t = *op->tensor;
     try {
-      reducer_->sum_many(seg.slot(0), sources.data(), sources.size(), t.count,
-                         static_cast<caravan_dtype>(t.dtype));
+      if (!gather(*op)) return true;
       op->summed = true;
       if (!member_) {
         publish(*op, 0, "");
@@ -235,8 +238,10 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
       }
       Doorbell bell = group_->doorbell();
       auto flag = op->remote_done;
+      // Machines broadcast from the root's machine.
+      int remote_root = op->root == kSum ? kSum : op->root / group_->local_size();
       op->remote = member_->client().submit(t.name, seg.slot(0), t.count, t.dtype, op->priority,
-                                            [flag, bell] {
+                                            remote_root, [flag, bell] {
                                               flag->store(true);
                                               bell.ring();
                                             });
@@ -258,6 +263,37 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
     return true;
   }
   return false;
+}
+
+bool LocalWorker::gather(LocalOp& op) {
+  TensorSegment& seg = *op.tensor->segment;
+  LocalTensor& t = *op.tensor;
+  for (int r = 1; r < group_->local_size(); ++r) {
+    int theirs = seg.root_of(r);
+    if (theirs == op.root) continue;
+    auto says = [](int root) {
+      return root == kSum ? std::string("push_pull") : "broadcast from rank " + std::to_string(root);
+    };
+    std::string msg = "local ranks of machine " + group_->machine() + " disagree on " +
+                      round_of(t, op.round) + ": " + group_->who(0) + " calls " + says(op.root) +
+                      ", " + group_->who(r) + " " + says(theirs);
+    seg.refuse(CARAVAN_ERR_MISMATCH, msg);
+    complete(op, CARAVAN_ERR_MISMATCH, msg);
+    return false;
+  }
+  if (op.root == kSum) {
+    std::vector<const void*> sources{op.data};
+    for (int r = 1; r < group_->local_size(); ++r) sources.push_back(seg.slot(r));
+    reducer_->sum_many(seg.slot(0), sources.data(), sources.size(), t.count,
+                       static_cast<caravan_dtype>(t.dtype));
+    return true;
+  }
+  // A broadcast: slot 0 gets the root's values if they are on this machine;
+  // elsewhere the servers fill it.
+  if (op.root / group_->local_size() != machine_rank_) return true;
+  int from = op.root % group_->local_size();
+  std::memcpy(seg.slot(0), from == 0 ? op.data : seg.slot(from), seg.bytes());
+  return true;
 }
 
 // The round's result, for every local rank.

@@ -3,6 +3,9 @@
 // sum through the servers when there is a job (DMLC_NUM_WORKER > 1 or
 // BYTEPS_FORCE_DISTRIBUTED=1), and hands the result back through shared
 // memory; the other local ranks copy their data in and the result out.
+// A broadcast goes the same way with the root's values in place of the
+// sum: on the root's machine local rank 0 takes them from the root's slot
+// and broadcasts them for the machine; elsewhere it receives them.
 #pragma once
 
 #include <condition_variable>
@@ -30,12 +33,14 @@ class LocalWorker final : public Worker {
   ~LocalWorker() override;
 
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
-                             int priority) override;
+                             int priority, int root) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
   void leave() override;
   int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
   int size() const override { return num_machines_ * group_->local_size(); }
+  int local_rank() const override { return group_->local_rank(); }
+  int local_size() const override { return group_->local_size(); }
 
  private:
   struct LocalOp;
@@ -49,6 +54,9 @@ class LocalWorker final : public Worker {
   void run_machine_sum();
   void stop_machine_sum();
   bool advance(const std::shared_ptr<LocalOp>& op);
+  // Puts the machine's values for `op`'s remote step (or its result, when
+  // there is none) in slot 0; false when the local ranks disagree.
+  bool gather(LocalOp& op);
   void publish(LocalOp& op, int code, const std::string& error);
   void complete(LocalOp& op, int code, const std::string& error);
 

@@ -1,5 +1,7 @@
 #include "engine/local/solo_worker.h"
 
+#include "engine/base/error.h"
+
 namespace caravan {
 namespace {
 
@@ -12,9 +14,15 @@ struct SoloOp final : Worker::Op {
 }  // namespace
 
 std::shared_ptr<Worker::Op> SoloWorker::submit(const std::string& name, void* data, size_t count,
-                                               int dtype, int priority) {
+                                               int dtype, int priority, int root) {
+  if (root != kSum && root != 0)
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" + name + "' from rank " +
+                                                  std::to_string(root) +
+                                                  ": this job has one worker, rank 0");
   std::lock_guard<std::mutex> lock(tensors_.mutex());
-  return std::make_shared<SoloOp>(&tensors_.start(name, count, dtype));
+  // A broadcast from the only worker leaves its data as it is, as the sum
+  // over one worker does.
+  return std::make_shared<SoloOp>(&tensors_.start(name, count, dtype, root != kSum));
 }
 
 int SoloWorker::poll(Op& op, std::string* error) {

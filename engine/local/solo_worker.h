@@ -11,7 +11,7 @@ namespace caravan {
 class SoloWorker final : public Worker {
  public:
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
-                             int priority) override;
+                             int priority, int root) override;
   // A push_pull stays in flight until poll() or wait() sees it, so that
   // reusing a tensor too early is the same BUSY error as in a real job.
   int poll(Op& op, std::string* error) override;

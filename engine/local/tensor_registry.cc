@@ -6,14 +6,22 @@
 
 namespace caravan {
 
-LocalTensor::LocalTensor(std::string n, size_t c, int d) : name(std::move(n)), count(c), dtype(d) {}
+LocalTensor::LocalTensor(std::string n, size_t c, int d, bool b)
+    : name(std::move(n)), count(c), dtype(d), broadcast(b) {}
 LocalTensor::~LocalTensor() = default;
 
-LocalTensor& TensorRegistry::start(const std::string& name, size_t count, int dtype) {
+LocalTensor& TensorRegistry::start(const std::string& name, size_t count, int dtype,
+                                   bool broadcast) {
   auto it = tensors_.find(name);
   if (it == tensors_.end())
-    it = tensors_.emplace(name, std::make_unique<LocalTensor>(name, count, dtype)).first;
+    it = tensors_.emplace(name, std::make_unique<LocalTensor>(name, count, dtype, broadcast)).first;
   LocalTensor& t = *it->second;
+  const char* kind = t.broadcast ? "broadcast" : "push_pull";
+  if (t.broadcast != broadcast)
+    throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' was first used for " + kind +
+                                          ", now for " +
+                                          (broadcast ? "broadcast" : "push_pull") +
+                                          "; give the two operations different names");
   // The same words as the distributed path's, so a program sees the same
   // errors whichever way its job runs.
   if (t.count != count || t.dtype != dtype)
@@ -23,7 +31,7 @@ LocalTensor& TensorRegistry::start(const std::string& name, size_t count, int dt
                                           dtype_name(dtype));
   if (t.in_flight)
     throw Error(CARAVAN_ERR_BUSY,
-                "tensor '" + name + "' already has a push_pull in flight; wait for it first");
+                "tensor '" + name + "' already has a " + kind + " in flight; wait for it first");
   if (t.failure_code != 0) throw Error(t.failure_code, t.failure);
   t.in_flight = true;
   ++t.rounds;

@@ -15,12 +15,13 @@ namespace caravan {
 class TensorSegment;
 
 struct LocalTensor {
-  LocalTensor(std::string n, size_t c, int d);
+  LocalTensor(std::string n, size_t c, int d, bool b);
   ~LocalTensor();
 
   const std::string name;
   const size_t count;
   const int dtype;
+  const bool broadcast;  // used for broadcast, not push_pull
   // Guarded by the registry's mutex:
   uint64_t rounds = 0;  // push_pulls started
   bool in_flight = false;
@@ -32,10 +33,11 @@ struct LocalTensor {
 
 class TensorRegistry {
  public:
-  // Finds or declares `name`, checks count and dtype, and marks it in flight
-  // for round `t.rounds - 1`. Throws MISMATCH, BUSY, or the tensor's
-  // failure. The caller holds mutex().
-  LocalTensor& start(const std::string& name, size_t count, int dtype);
+  // Finds or declares `name`, checks count, dtype and the kind of operation
+  // (push_pull or broadcast), and marks it in flight for round
+  // `t.rounds - 1`. Throws MISMATCH, BUSY, or the tensor's failure. The
+  // caller holds mutex().
+  LocalTensor& start(const std::string& name, size_t count, int dtype, bool broadcast);
   // Clears in_flight; with a code, the tensor fails so from now on.
   void finish(LocalTensor& t, int code = 0, const std::string& error = "");
   // Tensors in flight now.

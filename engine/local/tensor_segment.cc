@@ -14,7 +14,7 @@ namespace caravan {
 namespace {
 
 constexpr uint64_t kTensorMagic = 0x3152534e544e5643ull;  // "CVNTNSR1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;  // 2: a root per local rank
 constexpr size_t kMessageBytes = 1024;
 constexpr size_t kSlotAlign = 64;  // a cache line: vector sums run at full speed
 
@@ -51,7 +51,12 @@ struct TensorBlock {
   std::atomic<uint64_t>* contributed() {
     return reinterpret_cast<std::atomic<uint64_t>*>(this + 1);
   }
-  char* name() { return reinterpret_cast<char*>(contributed() + local_size); }
+  // Per local rank: the root of the broadcast it contributed last, or -1
+  // for a push_pull.
+  std::atomic<int32_t>* roots() {
+    return reinterpret_cast<std::atomic<int32_t>*>(contributed() + local_size);
+  }
+  char* name() { return reinterpret_cast<char*>(roots() + local_size); }
 };
 
 static_assert(sizeof(TensorBlock) % alignof(std::atomic<uint64_t>) == 0,
@@ -70,7 +75,8 @@ TensorSegment::TensorSegment(const LocalGroup& group, const std::string& name, s
       segment_ = std::move(*seg);
       break;
     }
-    size_t header = sizeof(TensorBlock) + size * sizeof(std::atomic<uint64_t>) + name.size() + 1;
+    size_t header = sizeof(TensorBlock) + size * sizeof(std::atomic<uint64_t>) +
+                    size * sizeof(std::atomic<int32_t>) + name.size() + 1;
     size_t offset = align_up(header, kSlotAlign);
     size_t stride = align_up(bytes_, kSlotAlign);
     SharedSegment fresh =
@@ -89,6 +95,7 @@ TensorSegment::TensorSegment(const LocalGroup& group, const std::string& name, s
     b->slot_stride = stride;
     b->slots_offset = offset;
     for (int r = 0; r < size; ++r) new (&b->contributed()[r]) std::atomic<uint64_t>(0);
+    for (int r = 0; r < size; ++r) new (&b->roots()[r]) std::atomic<int32_t>(-1);
     std::memcpy(b->name(), name.data(), name.size());
     if (fresh.publish(segment_name_)) {
       segment_ = std::move(fresh);
@@ -140,7 +147,14 @@ uint64_t TensorSegment::contributed(int r) const {
   return block()->contributed()[r].load(std::memory_order_acquire);
 }
 
-void TensorSegment::contribute(int r, uint64_t rounds) {
+int TensorSegment::root_of(int r) const {
+  return block()->roots()[r].load(std::memory_order_relaxed);
+}
+
+void TensorSegment::contribute(int r, uint64_t rounds, int root) {
+  // Relaxed, then released with the round: whoever acquires the round
+  // sees the root too.
+  block()->roots()[r].store(root, std::memory_order_relaxed);
   block()->contributed()[r].store(rounds, std::memory_order_release);
   group_.doorbell().ring();
 }

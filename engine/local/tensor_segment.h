@@ -34,7 +34,10 @@ class TensorSegment {
   size_t bytes() const { return bytes_; }
 
   uint64_t contributed(int local_rank) const;
-  void contribute(int local_rank, uint64_t rounds);
+  // `root`: the broadcast's root rank, or -1 for a push_pull, read back
+  // with root_of() once contributed() shows the round.
+  void contribute(int local_rank, uint64_t rounds, int root);
+  int root_of(int local_rank) const;
 
   uint64_t results() const;
   // The code of the last published result, with its message in *error.

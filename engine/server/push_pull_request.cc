@@ -39,6 +39,24 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
            " value bytes is not a whole number of elements";
     return false;
   }
+  if (h.flags & wire::kBroadcast) {
+    if (h.cmd < 0 || h.cmd >= num_workers) {
+      *why = "broadcast from rank " + std::to_string(h.cmd) + " in a job of " +
+             std::to_string(num_workers) + " workers";
+      return false;
+    }
+    if (h.flags & wire::kShm) {
+      *why = "a broadcast goes through the van, not shared memory";
+      return false;
+    }
+    if ((h.cmd == rank) != (req.vals.len > 0)) {
+      *why = h.cmd == rank ? "the root of a broadcast sent no values"
+                           : "worker " + std::to_string(rank) + " sent values in a broadcast from worker " +
+                                 std::to_string(h.cmd);
+      return false;
+    }
+    out->root = h.cmd;
+  }
   out->rank = rank;
   // The van ABI promises no alignment: a van may hand over segments packed
   // at any offset.

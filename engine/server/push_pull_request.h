@@ -17,6 +17,7 @@ struct PushPullRequest {
   uint64_t key = 0;
   size_t element_bytes = 0;
   size_t count = 0;  // elements
+  int root = -1;     // a broadcast's root rank; -1 for a push_pull
 };
 
 // The rank of worker node `sender` in a job of `num_workers` workers;
@@ -25,7 +26,8 @@ struct PushPullRequest {
 bool worker_rank_of(int32_t sender, int num_workers, int* rank);
 
 // False (with *why, to send back to the worker and to log) when `request`
-// is no push_pull of one key by a worker of a job of `num_workers` workers.
+// is no push_pull or broadcast of one key by a worker of a job of
+// `num_workers` workers.
 bool parse_push_pull_request(const KVMessage& request, int num_workers, PushPullRequest* out,
                              std::string* why);
 

@@ -187,26 +187,86 @@ void SumServer::process(Engine& e, Queued&& q) {
       << "sample key " << key << " receive from worker " << rank << ": "
       << sample_values(req.vals.data, req.vals.len, h.dtype);
   KeyState& k = e.keys[key];
+  Use use = q.checked.root >= 0 ? Use::kBroadcast : Use::kSum;
+  if (k.use == Use::kUnknown) {
+    k.use = use;
+    k.round.pushed.assign(static_cast<size_t>(num_workers_), false);
+  } else if (k.poisoned.empty() && k.use != use) {
+    poison(k, "key " + std::to_string(key) + " was " +
+                  (k.use == Use::kSum ? "push_pulled" : "broadcast") + ", but worker " +
+                  std::to_string(rank) + " " + (use == Use::kSum ? "push_pulls" : "broadcasts") +
+                  " it (one tensor name used for both on different workers)");
+  }
+  if (use == Use::kBroadcast) {
+    if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
+    return relay(k, key, std::move(q), rank);
+  }
   if (k.dtype < 0) {
     k.bytes = req.vals.len;
     k.dtype = h.dtype;
-    k.round.pushed.assign(static_cast<size_t>(num_workers_), false);
   } else if (k.poisoned.empty() && (k.bytes != req.vals.len || k.dtype != h.dtype)) {
-    k.poisoned = "key " + std::to_string(key) + " holds " +
-                 std::to_string(k.bytes / dtype_size(k.dtype)) + " " + dtype_name(k.dtype) +
-                 " elements, but worker " + std::to_string(rank) + " pushed " +
-                 std::to_string(req.vals.len / esize) + " " + dtype_name(h.dtype) +
-                 " (the same tensor name with different sizes or dtypes on two workers)";
-    // The workers already waiting in this round get the error too, rather
-    // than waiting for a sum that cannot be right.
-    for (const Waiter& w : k.round.waiting) answer_error(w.head, CARAVAN_ERR_MISMATCH, k.poisoned);
-    k.round = Round{};
+    poison(k, "key " + std::to_string(key) + " holds " +
+                  std::to_string(k.bytes / dtype_size(k.dtype)) + " " + dtype_name(k.dtype) +
+                  " elements, but worker " + std::to_string(rank) + " pushed " +
+                  std::to_string(req.vals.len / esize) + " " + dtype_name(h.dtype) +
+                  " (the same tensor name with different sizes or dtypes on two workers)");
   }
   if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
   if (async_)
     sum_async(k, key, std::move(q), esize);
   else
     sum_sync(k, key, std::move(q), rank, esize);
+}
+
+void SumServer::poison(KeyState& k, const std::string& why) {
+  k.poisoned = why;
+  // The workers already waiting in this round get the error too, rather
+  // than waiting for a result that cannot be right.
+  for (const Waiter& w : k.round.waiting) answer_error(w.head, CARAVAN_ERR_MISMATCH, why);
+  k.round = Round{};
+}
+
+void SumServer::relay(KeyState& k, uint64_t key, Queued&& q, int rank) {
+  const KVMessage& req = q.request;
+  const wire::Header& h = req.head;
+  const int root = q.checked.root;
+  Round& r = k.round;
+  std::string wrong;
+  if (k.dtype >= 0 && h.dtype != k.dtype)
+    wrong = "worker " + std::to_string(rank) + " broadcasts key " + std::to_string(key) + " as " +
+            dtype_name(h.dtype) + ", earlier requests as " + dtype_name(k.dtype);
+  else if (rank == root && k.bytes != 0 && req.vals.len != k.bytes)
+    wrong = "the root of key " + std::to_string(key) + ", worker " + std::to_string(rank) +
+            ", broadcasts " + std::to_string(req.vals.len) + " bytes, earlier " +
+            std::to_string(k.bytes);
+  else if (r.root >= 0 && r.root != root)
+    wrong = "workers broadcast key " + std::to_string(key) + " from different roots: worker " +
+            std::to_string(rank) + " from worker " + std::to_string(root) + ", others from worker " +
+            std::to_string(r.root);
+  if (!wrong.empty()) {
+    poison(k, wrong);
+    return refuse(req, CARAVAN_ERR_MISMATCH, wrong);
+  }
+  if (r.pushed[static_cast<size_t>(rank)])
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "worker " + std::to_string(rank) + " broadcast key " + std::to_string(key) +
+                      " twice in one round");
+  r.pushed[static_cast<size_t>(rank)] = true;
+  r.root = root;
+  k.dtype = h.dtype;
+  if (rank == root) {
+    k.bytes = req.vals.len;
+    r.sum = req.vals;  // kept, not copied, until the last answer is sent
+  }
+  r.waiting.push_back(Waiter{h, {}});
+  if (static_cast<int>(r.waiting.size()) < num_workers_) return;
+
+  Round done = std::move(r);
+  r = Round{};
+  r.pushed.assign(static_cast<size_t>(num_workers_), false);
+  ++k.rounds;
+  for (const Waiter& w : done.waiting)
+    answer(w.head, key, w.head.sender == worker_id(root) ? Blob{} : done.sum);
 }
 
 void SumServer::sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize) {

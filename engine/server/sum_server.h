@@ -1,4 +1,5 @@
-// BytePS-style summation on top of the KV layer. In the default
+// BytePS-style summation on top of the KV layer, and the relay of
+// broadcasts. In the default
 // (synchronous) mode every worker pushes a key once per round; when all
 // pushes of the round are in, each worker gets the sum back as the answer
 // to its own request. In asynchronous mode (BYTEPS_ENABLE_ASYNC) every push
@@ -15,6 +16,11 @@
 // first push, kept without copying), released only when the van has sent
 // the last answer from it: a fast worker's next round can never overwrite a
 // sum a slow worker has not received.
+//
+// A broadcast key is never summed: each round the root's values are kept
+// (without copying) until every worker has asked, then the others get
+// them and the root an empty answer, in either mode. A key is either summed
+// or relayed, for good.
 //
 // With BYTEPS_ENABLE_IPC, a worker on this host may put its values in a
 // shared-memory slot of its own and send only the slot's place (wire flag
@@ -67,11 +73,14 @@ class SumServer {
     Source source;
   };
   struct Round {
-    Blob sum;  // the accumulator, alive until every answer was sent
+    Blob sum;  // the accumulator (broadcast: the root's values), alive until every answer was sent
+    int root = -1;  // broadcast
     std::vector<Waiter> waiting;
     std::vector<bool> pushed;  // by worker rank
   };
+  enum class Use { kUnknown, kSum, kBroadcast };
   struct KeyState {
+    Use use = Use::kUnknown;
     size_t bytes = 0;
     int dtype = -1;
     uint64_t rounds = 0;  // finished rounds (async: pushes added)
@@ -104,6 +113,10 @@ class SumServer {
   void process(Engine& e, Queued&& q);
   void sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize);
   void finish_round(Round& done, uint64_t key);
+  void relay(KeyState& k, uint64_t key, Queued&& q, int rank);
+  // Refuses the key from now on, and answers the workers waiting in its
+  // round with the reason.
+  void poison(KeyState& k, const std::string& why);
   void sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize);
   void answer(const wire::Header& request, uint64_t key, const Blob& vals);
   // The sum is in the request's slot already: tells the worker where.

@@ -11,8 +11,8 @@
 namespace caravan::wire {
 
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
-// 2: kAck and kWantAck (PS_RESEND). 3: kProbe.
-constexpr uint16_t kVersion = 3;
+// 2: kAck and kWantAck (PS_RESEND). 3: kProbe. 4: kBroadcast.
+constexpr uint16_t kVersion = 4;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
@@ -51,6 +51,10 @@ enum Flags : uint32_t {
   // engine/ipc/messages.h (a slot descriptor, or an attach request).
   kShm = 1u << 7,
   kWantAck = 1u << 8,  // PS_RESEND: acknowledge with kAck; resent until then
+  // With kPush | kPull: a broadcast from worker rank `cmd`. Only the root's
+  // request carries values; the server answers the others with them once
+  // every worker asked, and the root with no values.
+  kBroadcast = 1u << 9,
 };
 
 struct Header {

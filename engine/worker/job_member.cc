@@ -41,8 +41,10 @@ struct RemoteOp final : Worker::Op {
 }  // namespace
 
 std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, void* data,
-                                                      size_t count, int dtype, int priority) {
-  return std::make_shared<RemoteOp>(member_.client().submit(name, data, count, dtype, priority));
+                                                      size_t count, int dtype, int priority,
+                                                      int root) {
+  return std::make_shared<RemoteOp>(
+      member_.client().submit(name, data, count, dtype, priority, root));
 }
 
 int DistributedWorker::poll(Op& op, std::string* error) {

@@ -40,7 +40,7 @@ class DistributedWorker final : public Worker {
       : member_(config), size_(config.num_workers) {}
 
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
-                             int priority) override;
+                             int priority, int root) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
   void leave() override { member_.leave(); }

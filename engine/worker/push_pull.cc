@@ -9,6 +9,7 @@
 #include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
 #include "engine/reducer/reducer.h"
+#include "engine/control/node_info.h"
 
 namespace caravan {
 namespace {
@@ -24,6 +25,8 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
                                const JobConfig& config)
     : kv_(kv),
       servers_(std::move(servers)),
+      num_workers_(config.num_workers),
+      rank_((kv.id() - worker_id(0)) / 2),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
       sample_tensor_(config.debug_sample_tensor),
@@ -41,10 +44,17 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
   }
 }
 
-TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int dtype) {
+TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int dtype,
+                                    bool broadcast) {
   auto it = tensors_.find(name);
   if (it != tensors_.end()) {
     TensorPlan& t = *it->second;
+    if (t.broadcast != broadcast)
+      throw Error(CARAVAN_ERR_MISMATCH,
+                  "tensor '" + name + "' was first used for " +
+                      (t.broadcast ? "broadcast" : "push_pull") + ", now for " +
+                      (broadcast ? "broadcast" : "push_pull") +
+                      "; give the two operations different names");
     if (t.count != count || t.dtype != dtype)
       throw Error(CARAVAN_ERR_MISMATCH,
                   "tensor '" + name + "' was first used with " + std::to_string(t.count) + " " +
@@ -56,6 +66,7 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
   plan->name = name;
   plan->count = count;
   plan->dtype = dtype;
+  plan->broadcast = broadcast;
   plan->partitions = plan_partitions(name, count * dtype_size(dtype), dtype_size(dtype),
                                      partition_bytes_, static_cast<int>(servers_.size()));
   for (auto& p : plan->partitions) {
@@ -69,17 +80,23 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
 
 std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
                                                   size_t count, int dtype, int priority,
-                                                  std::function<void()> on_done) {
+                                                  int root, std::function<void()> on_done) {
+  if (root != kSum && (root < 0 || root >= num_workers_))
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" + name + "' from rank " +
+                                                  std::to_string(root) + ": the job has " +
+                                                  std::to_string(num_workers_) + " workers");
   std::shared_ptr<Operation> op;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TensorPlan& plan = declare(name, count, dtype);
+    TensorPlan& plan = declare(name, count, dtype, root != kSum);
     if (plan.in_flight)
       throw Error(CARAVAN_ERR_BUSY, "tensor '" + name +
-                                        "' already has a push_pull in flight; wait for it first");
+                                        "' already has a " + (plan.broadcast ? "broadcast" : "push_pull") +
+                                        " in flight; wait for it first");
     plan.in_flight = true;
     ++ops_in_flight_;
-    op = std::make_shared<Operation>(&plan, static_cast<char*>(data));
+    op = std::make_shared<Operation>(&plan, static_cast<char*>(data), root,
+                                     root == kSum || root == rank_);
     op->events_left = 2 * plan.partitions.size();
     op->answered.assign(plan.partitions.size(), false);
     op->sent.assign(plan.partitions.size(), false);
@@ -89,7 +106,9 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   // Outside mu_: placing may wait for a server's answer, which the
   // receive thread delivers, and the receive thread takes mu_ when an
   // operation ends.
-  if (!op->plan->placed && !lanes_.empty()) {
+  // A broadcast goes through the van: shared memory saves a copy of what
+  // every worker sends, and most workers send nothing.
+  if (!op->plan->placed && !lanes_.empty() && !op->plan->broadcast) {
     try {
       place_in_shared_memory(*op->plan);
     } catch (...) {
@@ -172,6 +191,10 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   auto key = std::make_shared<uint64_t>(part.key);
   KVMessage msg;
   msg.head.flags = wire::kPush | wire::kPull | (sample ? wire::kSample : 0u);
+  if (op->root != kSum) {
+    msg.head.flags |= wire::kBroadcast;
+    msg.head.cmd = op->root;
+  }
   msg.head.priority = priority;
   msg.head.dtype = static_cast<uint8_t>(op->plan->dtype);
   msg.keys = Blob{key.get(), sizeof(uint64_t), key};
@@ -180,11 +203,11 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
     msg.vals = Blob{where->data(), where->size(), where};
     msg.head.flags |= wire::kShm;
-  } else {
+  } else if (op->sends_values) {
     msg.vals = Blob{op->data + part.offset, part.bytes, nullptr};
   }
   const ServerAddress& server = servers_[static_cast<size_t>(part.server)];
-  CARAVAN_VLOG(2) << "push_pull: send '" << name << "' partition " << index << "/"
+  CARAVAN_VLOG(2) << op->what() << ": send '" << name << "' partition " << index << "/"
                   << op->plan->partitions.size() << " (key " << part.key << ", " << part.bytes
                   << " B, priority " << priority << ") to " << server.name
                   << (slot ? " through shared memory" : " through the van");
@@ -200,8 +223,13 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     std::unique_lock<std::mutex> lock(op->mu);
     if (op->abandoned) return;
     std::string wrong = slot ? wrong_slot(r, *slot) : "";
-    if (wrong.empty() && !slot && r.vals.len != part.bytes)
-      wrong = std::to_string(r.vals.len) + " bytes, expected " + std::to_string(part.bytes);
+    // A broadcast's root gets no values back; everyone else the partition.
+    size_t expected = op->root != kSum && op->sends_values ? 0 : part.bytes;
+    if (wrong.empty() && !slot && r.vals.len != expected)
+      wrong = std::to_string(r.vals.len) + " bytes, expected " + std::to_string(expected) +
+              (op->root == kSum ? ""
+                                : " (the broadcast's root, worker " + std::to_string(op->root) +
+                                      ", has another count or dtype for it)");
     if (!wrong.empty()) {
       lock.unlock();
       finish_event(*op, CARAVAN_ERR_SERVER,
@@ -254,6 +282,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
 
 void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
                                const KVMessage& r, bool sample) {
+  if (op.root != kSum && op.sends_values) return;  // the root keeps its own values
   const Partition& part = op.plan->partitions[index];
   std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "
@@ -277,7 +306,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     std::lock_guard<std::mutex> lock(op.mu);
     if (code != 0 && op.code == 0) {
       op.code = code;
-      op.error = "push_pull of '" + op.plan->name + "' failed: " + error;
+      op.error = std::string(op.what()) + " of '" + op.plan->name + "' failed: " + error;
     }
     if (--op.events_left == 0) {
       op.done = true;
@@ -285,7 +314,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     }
   }
   if (!now_done) return;
-  CARAVAN_VLOG(2) << "push_pull: '" << op.plan->name << "' done: " << op.plan->partitions.size()
+  CARAVAN_VLOG(2) << op.what() << ": '" << op.plan->name << "' done: " << op.plan->partitions.size()
                   << " partitions, first sum back after " << op.first_answer_us
                   << " us, last partition sent after " << op.last_sent_us << " us";
   {
@@ -323,7 +352,7 @@ int PushPullClient::wait(Operation& op, std::string* error) {
   std::unique_lock<std::mutex> lock(op.mu);
   if (!op.cv.wait_for(lock, std::chrono::seconds(op_timeout_s_), [&] { return op.done; })) {
     op.abandoned = true;
-    *error = "push_pull of '" + op.plan->name + "' timed out after " +
+    *error = std::string(op.what()) + " of '" + op.plan->name + "' timed out after " +
              std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT) waiting for " +
              outstanding(op);
     return CARAVAN_ERR_TIMEOUT;

@@ -1,6 +1,8 @@
 // The worker side of push_pull: declares tensors, cuts them into
 // partitions, sends each partition to its server through the Scheduler, and
-// gathers the sums back into the caller's buffer.
+// gathers the sums back into the caller's buffer. A broadcast goes the same
+// way, except that only its root sends values and only the others get
+// values back: the servers relay them without summing.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
 #include "engine/worker/scheduler.h"
+#include "engine/worker/worker.h"
 
 namespace caravan {
 
@@ -32,6 +35,7 @@ struct TensorPlan {
   std::string name;
   size_t count = 0;
   int dtype = 0;
+  bool broadcast = false;  // fixed at first use: broadcast or push_pull
   std::vector<Partition> partitions;
   bool in_flight = false;  // guarded by the client's mutex
   // BYTEPS_ENABLE_IPC: each partition's place in shared memory (a slot
@@ -44,9 +48,15 @@ struct TensorPlan {
 // done reading its memory, and its sum arrived.
 class Operation {
  public:
-  Operation(TensorPlan* tensor, char* buffer) : plan(tensor), data(buffer) {}
+  Operation(TensorPlan* tensor, char* buffer, int broadcast_root, bool is_the_root)
+      : plan(tensor), data(buffer), root(broadcast_root), sends_values(is_the_root) {}
   TensorPlan* const plan;
   char* const data;
+  const int root;  // kSum, or the broadcast's root rank
+  // A broadcast's root sends its values and gets none back; the others
+  // send none and get the root's.
+  const bool sends_values;
+  const char* what() const { return root == kSum ? "push_pull" : "broadcast"; }
 
   std::mutex mu;
   std::condition_variable cv;
@@ -78,10 +88,11 @@ class PushPullClient {
   // debug_sample_tensor and enable_ipc from `config`.
   PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
 
-  // Starts a push_pull; throws caravan::Error for misuse found up front.
-  // `on_done` runs on a van thread when the operation ends.
+  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`;
+  // throws caravan::Error for misuse found up front. `on_done` runs on a
+  // van thread when the operation ends.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
-                                    int priority, std::function<void()> on_done = {});
+                                    int priority, int root, std::function<void()> on_done = {});
   // 1 done, 0 pending, or the negative error (message in *error).
   int poll(Operation& op, std::string* error);
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.
@@ -90,7 +101,7 @@ class PushPullClient {
   void drain();
 
  private:
-  TensorPlan& declare(const std::string& name, size_t count, int dtype);
+  TensorPlan& declare(const std::string& name, size_t count, int dtype, bool broadcast);
   // Gives the partitions bound for servers on this host their slots.
   void place_in_shared_memory(TensorPlan& plan);
   // An operation that will never be sent: the tensor is free again.
@@ -110,6 +121,9 @@ class PushPullClient {
 
   KVEndpoint& kv_;
   std::vector<ServerAddress> servers_;
+  int num_workers_;
+  int rank_;  // this worker's
+
   size_t partition_bytes_;
   int op_timeout_s_;
   std::string sample_tensor_;

@@ -9,6 +9,9 @@
 
 namespace caravan {
 
+// Worker::submit's `root` for a push_pull: every worker gets the sum.
+constexpr int kSum = -1;
+
 class Worker {
  public:
   // A push_pull in progress; what it holds is the Worker's business.
@@ -19,9 +22,10 @@ class Worker {
 
   virtual ~Worker() = default;
 
-  // Starts a push_pull; throws caravan::Error for misuse found up front.
+  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`;
+  // throws caravan::Error for misuse found up front.
   virtual std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
-                                     int priority) = 0;
+                                     int priority, int root) = 0;
   // 1 done, 0 pending, or the negative error (message in *error).
   virtual int poll(Op& op, std::string* error) = 0;
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.
@@ -32,6 +36,8 @@ class Worker {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  virtual int local_rank() const { return 0; }
+  virtual int local_size() const { return 1; }
 };
 
 // Reads the environment, chooses how this worker takes part (said in the

@@ -35,6 +35,61 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SumJobTest,
                                   std::to_string(param_info.param.servers) + "s";
                          });
 
+class BroadcastJobTest : public ::testing::TestWithParam<Shape> {};
+
+// Every worker ends with the root's exact bytes, from a root that changes
+// with each round and tensor, tensors cut into partitions over every server.
+TEST_P(BroadcastJobTest, EveryWorkerGetsTheRootsBytes) {
+  Shape s = GetParam();
+  ProcessSpec spec;
+  spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", std::to_string(s.workers), "--servers",
+               std::to_string(s.servers), "--", BROADCAST_WORKER_BIN, "3"};
+  spec.set_env = {{"BYTEPS_PARTITION_BYTES", "65536"}};
+  spec.timeout_s = 240;
+  ProcessResult r = run_process(spec);
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "every byte the root's"), s.workers) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, BroadcastJobTest,
+                         ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 2}),
+                         [](const auto& param_info) {
+                           return std::to_string(param_info.param.workers) + "w" +
+                                  std::to_string(param_info.param.servers) + "s";
+                         });
+
+// Asynchronous training's servers relay broadcasts too (BytePS starts an
+// asynchronous job by broadcasting the parameters).
+TEST(JobTest, BroadcastInAsynchronousMode) {
+  ProcessSpec spec;
+  spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", "2", "--servers", "1", "--",
+               BROADCAST_WORKER_BIN, "2", "1000"};
+  spec.set_env = {{"BYTEPS_ENABLE_ASYNC", "1"}};
+  spec.timeout_s = 120;
+  ProcessResult r = run_process(spec);
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "every byte the root's"), 2) << r.output;
+}
+
+TEST(JobTest, BroadcastMisuseReturnsErrorsAndTheJobCarriesOn) {
+  ProcessSpec spec;
+  spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", "2", "--servers", "1", "--",
+               BROADCAST_WORKER_BIN, "misuse"};
+  spec.timeout_s = 60;
+  ProcessResult r = run_process(spec);
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "0 failures"), 2) << r.output;
+  EXPECT_NE(r.output.find("tensor 'bad.root' from rank 2: the job has 2 workers"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("'summed.then.broadcast' was first used for push_pull, now for broadcast"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(JobTest, ApiMisuseReturnsErrorsAndTheJobCarriesOn) {
   ProcessSpec spec;
   spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", "2", "--servers", "2", "--", API_MISUSE_WORKER_BIN};

@@ -233,6 +233,28 @@ INSTANTIATE_TEST_SUITE_P(Machines, LocalSumTest,
                                   std::to_string(p.param.servers) + "s";
                          });
 
+// A broadcast from any rank of any machine: the root's local rank 0 takes
+// its bytes from the root's slot, the machines relay them through the
+// servers, and every local rank ends with the root's bytes.
+TEST(LocalBroadcast, EveryLocalRankOfEveryMachineGetsTheRootsBytes) {
+  ServerSide job(2, 1);
+  std::vector<std::unique_ptr<RunningProcess>> workers;
+  for (int m = 0; m < 2; ++m) {
+    for (int l = 0; l < 2; ++l) {
+      Env env = job.worker_env(m, 2, 1, l, 2);
+      env.push_back({"BYTEPS_PARTITION_BYTES", "65536"});
+      workers.push_back(std::make_unique<RunningProcess>(
+          worker_spec(BROADCAST_WORKER_BIN, {"4", "200000"}, env)));
+    }
+  }
+  for (size_t i = 0; i < workers.size(); ++i)
+    expect_success_saying(workers[i]->wait(60), {"worker " + std::to_string(i) +
+                                                 " of 4: 4 rounds of 40 broadcasts, every byte "
+                                                 "the root's"});
+  job.expect_clean_exit(30);
+  EXPECT_TRUE(shm_names(job.segment_prefix()).empty()) << joined(shm_names(job.segment_prefix()));
+}
+
 // The three local ranks of the one machine of a job with no scheduler,
 // server or DMLC_PS_ROOT_* at all, each running sum_check_worker `args`.
 std::vector<std::unique_ptr<RunningProcess>> start_serverless_machine(
@@ -259,6 +281,31 @@ TEST(LocalSum, OneMachineNeedsNoSchedulerOrServer) {
          "push_pull is a sum over this machine's processes through shared memory; no scheduler "
          "or server"});
   EXPECT_TRUE(shm_names(serverless_prefix()).empty()) << joined(shm_names(serverless_prefix()));
+}
+
+// Three local ranks and no servers: the root's bytes go through shared
+// memory only; one worker alone: its data stays as it is.
+TEST(LocalBroadcast, OneMachineAndOneWorkerNeedNoServer) {
+  std::vector<std::unique_ptr<RunningProcess>> workers;
+  for (int l = 0; l < 3; ++l) {
+    Env env = {{"DMLC_NUM_WORKER", "1"},
+               {"BYTEPS_LOCAL_SIZE", "3"},
+               {"BYTEPS_LOCAL_RANK", std::to_string(l)}};
+    workers.push_back(std::make_unique<RunningProcess>(
+        worker_spec(BROADCAST_WORKER_BIN, {"3", "200000"}, env)));
+  }
+  for (int l = 0; l < 3; ++l)
+    expect_success_saying(
+        workers[static_cast<size_t>(l)]->wait(60),
+        {"worker " + std::to_string(l) + " of 3: 3 rounds of 40 broadcasts, every byte the root's"});
+  EXPECT_TRUE(shm_names(serverless_prefix()).empty()) << joined(shm_names(serverless_prefix()));
+  expect_success_saying(
+      run_process(worker_spec(BROADCAST_WORKER_BIN, {"2", "1000"}, {{"DMLC_NUM_WORKER", "1"}})),
+      {"worker 0 of 1: 2 rounds of 40 broadcasts, every byte the root's"});
+  expect_success_saying(
+      run_process(worker_spec(BROADCAST_WORKER_BIN, {"misuse"}, {{"DMLC_NUM_WORKER", "1"}})),
+      {"worker 0 of 1: 0 failures", "this job has one worker, rank 0",
+       "was first used for push_pull, now for broadcast"});
 }
 
 // The API's errors (BUSY, MISMATCH across local ranks, handles) as in a job.

@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 3 at 4, type at 6
+  // magic "CRVN" at 0, version 4 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 3);
+  EXPECT_EQ(buf[4], 4);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -138,7 +138,7 @@ TEST(WireHeader, RejectsOtherVersion) {
   encode(sample(), buf);
   buf[4] = 2;
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 2, this build speaks 3"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 2, this build speaks 4"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {
