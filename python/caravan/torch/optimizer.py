@@ -1,0 +1,145 @@
+"""DistributedOptimizer: averages gradients over all workers before each step.
+
+Each parameter's gradient starts its push_pull ("Gradient." + name) from a
+hook as soon as backward has accumulated it, every backward_passes_per_step
+passes, so communication overlaps the rest of backward. Earlier parameters
+(in the optimizer's order, which is the model's) get higher priority: the
+next forward pass needs them first. step() waits only for what is still in
+flight, puts the averages into p.grad and runs the wrapped optimizer's step.
+"""
+import contextlib
+import warnings
+
+import torch
+
+from . import ops
+from ._hooks import on_gradient_accumulated
+from .compression import Compression
+
+
+class _DistributedOptimizer:
+    """Mixed in before the wrapped optimizer's own class."""
+
+    def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step):
+        super().__init__(optimizer.param_groups)
+        self.state = optimizer.state  # keep what the optimizer has learnt so far
+        if (not isinstance(backward_passes_per_step, int) or isinstance(backward_passes_per_step, bool)
+                or backward_passes_per_step < 1):
+            raise ValueError("backward_passes_per_step must be an int >= 1, not %r" %
+                             (backward_passes_per_step,))
+        self.backward_passes_per_step = backward_passes_per_step
+        self._compression = compression
+        params = [p for group in self.param_groups for p in group["params"]]
+        names = _parameter_names(params, named_parameters)
+        self._synced = [p for p in params if p.requires_grad]
+        self._name = {id(p): "Gradient." + names[id(p)] for p in self._synced}
+        self._priority = {id(p): -i for i, p in enumerate(params)}
+        self._passes_left = {id(p): backward_passes_per_step for p in self._synced}
+        self._in_flight = {}  # id(p) -> (handle, compression context)
+        self._should_synchronize = True
+        self._synchronized = False
+        self._hooks = [on_gradient_accumulated(p, self._gradient_accumulated)
+                       for p in self._synced]
+
+    def _gradient_accumulated(self, p):
+        key = id(p)
+        if key in self._in_flight:
+            raise AssertionError(
+                "the gradient of '%s' was computed more than backward_passes_per_step=%d times "
+                "before step() or synchronize(); raise backward_passes_per_step to accumulate "
+                "more passes locally" % (self._name[key], self.backward_passes_per_step))
+        self._passes_left[key] -= 1
+        if self._passes_left[key] == 0:
+            self._in_flight[key] = self._start(p)
+
+    def _start(self, p):
+        key = id(p)
+        if p.grad is None:  # not used this step here; maybe elsewhere: send zeros
+            p.grad = torch.zeros_like(p)
+        wire, ctx = self._compression.compress(p.grad)
+        handle = ops.push_pull_async_inplace(wire, average=True, name=self._name[key],
+                                             priority=self._priority[key])
+        return handle, ctx
+
+    def synchronize(self):
+        """Waits for every gradient's push_pull (starting those whose hook
+        has not run yet) and puts the averages into p.grad."""
+        for p in self._synced:
+            if id(p) not in self._in_flight:
+                self._in_flight[id(p)] = self._start(p)
+        for p in self._synced:
+            key = id(p)
+            handle, ctx = self._in_flight.pop(key)
+            output = self._compression.decompress(ops.synchronize(handle), ctx)
+            if output is not p.grad:
+                p.grad.copy_(output)
+            self._passes_left[key] = self.backward_passes_per_step
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For a step() right after an explicit synchronize() (e.g. to clip
+        the averaged gradients in between)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "'with optimizer.skip_synchronize():'; the gradients are averaged "
+                              "a second time")
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._in_flight:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but before "
+                "optimizer.step() or optimizer.synchronize(): %d gradients are being averaged "
+                "in place" % len(self._in_flight))
+        return super().zero_grad(*args, **kwargs)
+
+
+def _parameter_names(params, named_parameters):
+    """id(parameter) -> its name, for every parameter of the optimizer."""
+    if named_parameters is None:
+        return {id(p): "noname.%d" % i for i, p in enumerate(params)}
+    named = list(named_parameters)
+    for i, item in enumerate(named):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError(
+                "named_parameters must be a sequence of (name, parameter) tuples, usually "
+                "model.named_parameters(); item %d is %s" % (i, type(item).__name__))
+    seen, duplicates = set(), set()
+    for name, _ in named:
+        (duplicates if name in seen else seen).add(name)
+    if duplicates:
+        raise ValueError("named_parameters has duplicate names: %s" %
+                         ", ".join(sorted(duplicates)))
+    names = {}
+    for name, p in named:
+        names.setdefault(id(p), name)
+    unnamed = [i for i, p in enumerate(params) if id(p) not in names]
+    if unnamed:
+        raise ValueError(
+            "named_parameters was given but does not name %d of the optimizer's parameters "
+            "(positions %s in its param_groups)" % (len(unnamed), unnamed[:10]))
+    return names
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1):
+    """Wraps `optimizer` so that step() uses gradients averaged over all
+    workers. Returns an instance of a subclass of the optimizer's own class
+    sharing its parameter groups and state. `named_parameters` (usually
+    model.named_parameters()) names the gradients on the wire; every worker
+    must use the same names. `compression`: Compression.none or .fp16.
+    `backward_passes_per_step`: gradients are accumulated locally over this
+    many backward passes before being averaged."""
+    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
+    return cls(optimizer, named_parameters, compression, backward_passes_per_step)
