@@ -8,7 +8,8 @@ per-parameter state, which non-roots do not have before (or have for a
 parameter the root has no state for), and pickled objects. One more
 optimizer step after the broadcast must then move every worker alike.
 
-Needs C API 1.1 (caravan_broadcast).
+Also local_rank() and local_size(). Needs C API 1.1 (caravan_broadcast,
+caravan_local_rank, caravan_local_size).
 """
 import torch
 from torch import nn
@@ -74,6 +75,9 @@ def main():
     bps.init()
     rank, size = bps.rank(), bps.size()
     root = size - 1
+    check((bps.local_rank(), bps.local_size()) == (0, 1),
+          "local_rank(), local_size() = %s under caravan-launch" %
+          ((bps.local_rank(), bps.local_size()),))
 
     # Parameters and buffers, from a state_dict.
     model, expected = model_for(rank), model_for(root)

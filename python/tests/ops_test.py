@@ -6,8 +6,6 @@ asynchronous forms with poll() and synchronize(); non-contiguous tensors;
 0-d and empty tensors; generated names; Compression.fp16. Errors, each
 naming the tensor: calls before init(), dtypes Caravan cannot sum, a CUDA
 (faked) or meta tensor, a name reused with another shape or dtype.
-
-local_rank()/local_size() need C API 1.1.
 """
 import torch
 
@@ -149,10 +147,6 @@ def main():
     every_dtype(rank, size)
     shapes_and_forms(rank, size)
     errors(rank)
-    # C API 1.1.
-    check((bps.local_rank(), bps.local_size()) == (0, 1),
-          "local_rank(), local_size() = %s under caravan-launch" %
-          ((bps.local_rank(), bps.local_size()),))
     done(rank, "push_pull on %d workers" % size)
     bps.shutdown()
     check_raises(bps.NotInitializedError, lambda: bps.push_pull(torch.ones(1), name="late"),
