@@ -3,7 +3,8 @@
 Every dtype Caravan and torch share, summed and averaged (integers by floor
 division, negative values included); the new-tensor, in-place and
 asynchronous forms with poll() and synchronize(); non-contiguous tensors;
-0-d and empty tensors; generated names; Compression.fp16. Errors, each
+0-d and empty tensors; generated names; Compression.fp16; the gradient
+through push_pull. Errors, each
 naming the tensor: calls before init(), dtypes Caravan cannot sum, a CUDA
 (faked) or meta tensor, a name reused with another shape or dtype.
 """
@@ -111,6 +112,12 @@ def shapes_and_forms(rank, size):
     check_equal(out, torch.tensor([0.5, 1.25, -2.0, 3.0]) * scale, "Compression.fp16")
     wire, ctx = bps.Compression.fp16.compress(t)
     check(wire.dtype == torch.float16 and ctx == torch.float32, "fp16 travels as float16")
+    # Differentiable: backward averages the gradients too.
+    x = torch.full((3,), float(rank + 1), requires_grad=True)
+    y = bps.push_pull(x, name="differentiable")
+    check(y.requires_grad, "push_pull of a tensor that requires grad is differentiable")
+    (y * (rank + 1)).sum().backward()
+    check_equal(x.grad, torch.full((3,), (size + 1) / 2), "the gradient through push_pull")
 
 
 def errors(rank):

@@ -66,6 +66,11 @@ def optimizer_runs(rank, size):
     check_raises(AssertionError, lambda: loss_of(model, x[mine], y[mine]).backward(),
                  "backward_passes_per_step=2")
     optimizer.synchronize()  # waits for what the second pass started
+    optimizer.set_backward_passes_per_step(1)
+    optimizer.zero_grad()
+    loss_of(model, x[mine], y[mine]).backward()
+    check(len(optimizer._in_flight) == 4, "set_backward_passes_per_step(1): sent at once")
+    optimizer.step()
     # Gradients accumulated over two passes, compared with the reference.
     model = make_model()
     optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5),

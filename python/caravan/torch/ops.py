@@ -299,12 +299,32 @@ def push_pull_async_inplace(tensor, average=True, name=None, version=0, priority
     return _push_pull_start(tensor, average, name, priority, inplace=True)
 
 
+class _PushPull(torch.autograd.Function):
+    """push_pull as a differentiable operation: the gradient of the average
+    (or sum) over workers is the average (or sum) of the gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, priority):
+        ctx.average, ctx.name, ctx.priority = average, name, priority
+        return synchronize(push_pull_async(tensor, average, name, 0, priority))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return push_pull(grad_output, ctx.average, ctx.name, 0, ctx.priority), None, None, None
+
+
 def push_pull(tensor, average=True, name=None, version=0, priority=0,
               compression=Compression.none):
     """Sums `tensor` over all workers and returns the result as a new
     tensor (averaged if `average`). `compression` (Compression.none or
-    Compression.fp16) sets what goes on the wire."""
+    Compression.fp16) sets what goes on the wire. Differentiable: when
+    `tensor` requires grad, backward push_pulls the gradient under the same
+    name."""
+    _check_tensor(tensor, "push_pull of tensor '%s'" % (name or "(unnamed)"), name)
     wire, ctx = compression.compress(tensor)
+    if wire.requires_grad and torch.is_grad_enabled():
+        name = _resolve_name(name, "push_pull")
+        return compression.decompress(_PushPull.apply(wire, average, name, priority), ctx)
     # A compressor that made a new tensor lets us work on it in place.
     start = push_pull_async if wire is tensor else push_pull_async_inplace
     return compression.decompress(synchronize(start(wire, average, name, version, priority)),

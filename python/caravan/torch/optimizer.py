@@ -23,23 +23,27 @@ class _DistributedOptimizer:
     def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step):
         super().__init__(optimizer.param_groups)
         self.state = optimizer.state  # keep what the optimizer has learnt so far
-        if (not isinstance(backward_passes_per_step, int) or isinstance(backward_passes_per_step, bool)
-                or backward_passes_per_step < 1):
-            raise ValueError("backward_passes_per_step must be an int >= 1, not %r" %
-                             (backward_passes_per_step,))
-        self.backward_passes_per_step = backward_passes_per_step
         self._compression = compression
         params = [p for group in self.param_groups for p in group["params"]]
         names = _parameter_names(params, named_parameters)
         self._synced = [p for p in params if p.requires_grad]
         self._name = {id(p): "Gradient." + names[id(p)] for p in self._synced}
         self._priority = {id(p): -i for i, p in enumerate(params)}
-        self._passes_left = {id(p): backward_passes_per_step for p in self._synced}
+        self._passes_left = {id(p): 0 for p in self._synced}
+        self.set_backward_passes_per_step(backward_passes_per_step)
         self._in_flight = {}  # id(p) -> (handle, compression context)
         self._should_synchronize = True
         self._synchronized = False
         self._hooks = [on_gradient_accumulated(p, self._gradient_accumulated)
                        for p in self._synced]
+
+    def set_backward_passes_per_step(self, passes):
+        """Changes backward_passes_per_step; the count starts again."""
+        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+            raise ValueError("backward_passes_per_step must be an int >= 1, not %r" % (passes,))
+        self.backward_passes_per_step = passes
+        for key in self._passes_left:
+            self._passes_left[key] = passes
 
     def _gradient_accumulated(self, p):
         key = id(p)
