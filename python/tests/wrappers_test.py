@@ -1,11 +1,14 @@
 """Scenario (c), training wrappers: backward_passes_per_step=2,
 Compression.fp16 in DistributedOptimizer, DistributedDataParallel with
-no_sync() and buffer broadcast, and DistributedOptimizer's ValueErrors.
+no_sync() and buffer broadcast, DistributedOptimizer's ValueErrors, and
+BYTEPS_ENABLE_ASYNC refused.
 
 Each run is checked against one model trained in this process on the
 union of every worker's data. DistributedDataParallel broadcasts worker
 0's parameters when it wraps, so it needs C API 1.1 (caravan_broadcast).
 """
+import os
+
 import torch
 from torch import nn
 
@@ -110,6 +113,10 @@ def optimizer_runs(rank, size):
         sgd, named_parameters=named[:2]), "does not name 2")
     check_raises(ValueError, lambda: bps.DistributedOptimizer(
         sgd, named_parameters=named, backward_passes_per_step=0), "backward_passes_per_step")
+    os.environ["BYTEPS_ENABLE_ASYNC"] = "1"
+    check_raises(NotImplementedError, lambda: bps.DistributedOptimizer(sgd), "BYTEPS_ENABLE_ASYNC")
+    check_raises(NotImplementedError, lambda: DistributedDataParallel(model), "BYTEPS_ENABLE_ASYNC")
+    del os.environ["BYTEPS_ENABLE_ASYNC"]
 
 
 def ddp_runs(rank, size):

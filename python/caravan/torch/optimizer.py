@@ -145,5 +145,6 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     must use the same names. `compression`: Compression.none or .fp16.
     `backward_passes_per_step`: gradients are accumulated locally over this
     many backward passes before being averaged."""
+    ops.refuse_async_mode("DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
     return cls(optimizer, named_parameters, compression, backward_passes_per_step)

@@ -32,6 +32,7 @@ class DistributedDataParallel(torch.nn.Module):
     def __init__(self, module, device_ids=None, broadcast_buffers=True,
                  compression=Compression.none):
         super().__init__()
+        ops.refuse_async_mode("DistributedDataParallel")
         if device_ids:
             raise UnsupportedTensorError(
                 "DistributedDataParallel(device_ids=%r): caravan.torch does not carry CUDA "
