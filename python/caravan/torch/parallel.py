@@ -48,10 +48,12 @@ class DistributedDataParallel(torch.nn.Module):
         self._in_flight = {}  # id(p) -> (handle, compression context)
         self._callback_queued = False
         broadcast_parameters(module.state_dict(), root_rank=0, prefix=self._prefix + "State.")
-        self._hooks = [on_gradient_accumulated(p, self._make_hook(name))
-                       for name, p in self._synced]
+        self._name = {id(p): name for name, p in self._synced}
+        self._hooks = [on_gradient_accumulated(p, self._gradient_accumulated)
+                       for _, p in self._synced]
 
     def forward(self, *inputs, **kwargs):
+        self._callback_queued = False  # in case a backward failed before its end
         if self.broadcast_buffers:
             buffers = list(self.module.named_buffers())
             if buffers:
@@ -68,15 +70,13 @@ class DistributedDataParallel(torch.nn.Module):
         finally:
             self.require_backward_grad_sync = previous
 
-    def _make_hook(self, name):
-        def hook(p):
-            if not self.require_backward_grad_sync:
-                return
-            if not self._callback_queued:
-                self._callback_queued = True
-                torch.autograd.Variable._execution_engine.queue_callback(self._finish_backward)
-            self._in_flight[id(p)] = self._start(name, p)
-        return hook
+    def _gradient_accumulated(self, p):
+        if not self.require_backward_grad_sync:
+            return
+        if not self._callback_queued:
+            self._callback_queued = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._finish_backward)
+        self._in_flight[id(p)] = self._start(self._name[id(p)], p)
 
     def _start(self, name, p):
         if p.grad is None:
