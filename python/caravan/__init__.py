@@ -9,4 +9,4 @@ The packages call libcaravan's C API through ctypes; caravan/_paths.py,
 written by the build, says where this copy finds libcaravan and
 caravan-server (CARAVAN_LIBRARY overrides the library).
 """
-from ._paths import VERSION as __version__  # noqa: E402
+from ._paths import VERSION as __version__  # noqa: F401

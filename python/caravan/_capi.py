@@ -98,13 +98,16 @@ def library():
         return _library
 
 
+def _error(code, message, what, tensor_name):
+    return error_class(code)("%s: %s [%s]" % (what, message, CODE_NAMES.get(code, code)),
+                             code=code, tensor_name=tensor_name)
+
+
 def raise_for(code, what, tensor_name=None):
     """Raises the exception for a negative C API return `code`: `what` says
     which operation failed, the engine's message (caravan_strerror, read on
     this thread right after the call) why."""
-    message = library().strerror(code)
-    raise error_class(code)("%s: %s [%s]" % (what, message, CODE_NAMES.get(code, code)),
-                            code=code, tensor_name=tensor_name)
+    raise _error(code, library().strerror(code), what, tensor_name)
 
 
 def call(name, *args, what=None, tensor_name=None):
@@ -131,10 +134,9 @@ def poll(handle, what, tensor_name):
     lib = library()
     rc = lib.function("caravan_poll")(handle)
     if rc < 0:
-        message = lib.strerror(rc)
+        error = _error(rc, lib.strerror(rc), what, tensor_name)
         lib.function("caravan_wait")(handle)  # releases the handle; the error is the poll's
-        raise error_class(rc)("%s: %s [%s]" % (what, message, CODE_NAMES.get(rc, rc)),
-                              code=rc, tensor_name=tensor_name)
+        raise error
     return rc
 
 

@@ -41,7 +41,6 @@ class _Session:
         self.size = 0
         self.in_flight = set()  # Handles not yet synchronized: they keep their buffers alive
         self.unnamed = {"push_pull": itertools.count(), "broadcast": itertools.count()}
-        self.declared = set()
         self.dying_of_exception = False
         self.atexit_registered = False
 
@@ -143,7 +142,6 @@ def declare(name):
     gets the same key whatever order it declares in, and this only checks
     the name."""
     _check_name(name, "caravan.torch.declare()")
-    _session.declared.add(name)
 
 
 def suspend():
