@@ -154,16 +154,10 @@ def resume(num_workers, num_servers, global_rank=None, context=None):
         "caravan.torch.resume(): elastic training (suspend/resume) is not supported by Caravan")
 
 
-def refuse_async_mode(what):
-    """BYTEPS_ENABLE_ASYNC=1 makes servers add every push into a store and
-    answer with the store: gradients would be summed over all steps, not
-    averaged. The wrappers do not implement BytePS's asynchronous
-    training, so they refuse it instead of training wrongly."""
-    value = os.environ.get("BYTEPS_ENABLE_ASYNC", "").strip()
-    if value not in ("", "0"):
-        raise NotImplementedError(
-            "%s: asynchronous training (BYTEPS_ENABLE_ASYNC=%s) is not supported by "
-            "caravan.torch yet; unset it for synchronous training" % (what, value))
+def async_mode():
+    """True when BYTEPS_ENABLE_ASYNC asks for asynchronous training: the
+    servers then add every push into a store and answer with the store."""
+    return os.environ.get("BYTEPS_ENABLE_ASYNC", "").strip() not in ("", "0")
 
 
 def get_pushpull_speed():

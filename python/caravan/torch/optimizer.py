@@ -6,6 +6,13 @@ passes, so communication overlaps the rest of backward. Earlier parameters
 (in the optimizer's order, which is the model's) get higher priority: the
 next forward pass needs them first. step() waits only for what is still in
 flight, puts the averages into p.grad and runs the wrapped optimizer's step.
+
+With BYTEPS_ENABLE_ASYNC=1 (asynchronous training; servers add every push
+into a store and answer with the store), gradients are not averaged: step()
+runs the wrapped step on this worker's own gradients, pushes each
+parameter's change ("AsyncParam." + name, summed, not averaged) and takes
+the store, every worker's changes so far, as the new parameters. Worker 0's
+parameters at the first step() are the store's starting point.
 """
 import contextlib
 import warnings
@@ -28,14 +35,17 @@ class _DistributedOptimizer:
         names = _parameter_names(params, named_parameters)
         self._synced = [p for p in params if p.requires_grad]
         self._name = {id(p): "Gradient." + names[id(p)] for p in self._synced}
+        self._async_name = {id(p): "AsyncParam." + names[id(p)] for p in self._synced}
+        self._async = ops.async_mode()
+        self._store_seeded = False
         self._priority = {id(p): -i for i, p in enumerate(params)}
         self._passes_left = {id(p): 0 for p in self._synced}
         self.set_backward_passes_per_step(backward_passes_per_step)
         self._in_flight = {}  # id(p) -> (handle, compression context)
         self._should_synchronize = True
         self._synchronized = False
-        self._hooks = [on_gradient_accumulated(p, self._gradient_accumulated)
-                       for p in self._synced]
+        self._hooks = [] if self._async else [
+            on_gradient_accumulated(p, self._gradient_accumulated) for p in self._synced]
 
     def set_backward_passes_per_step(self, passes):
         """Changes backward_passes_per_step; the count starts again."""
@@ -67,7 +77,10 @@ class _DistributedOptimizer:
 
     def synchronize(self):
         """Waits for every gradient's push_pull (starting those whose hook
-        has not run yet) and puts the averages into p.grad."""
+        has not run yet) and puts the averages into p.grad. Asynchronous
+        training averages no gradients: nothing to do."""
+        if self._async:
+            return
         for p in self._synced:
             if id(p) not in self._in_flight:
                 self._in_flight[id(p)] = self._start(p)
@@ -90,7 +103,38 @@ class _DistributedOptimizer:
         finally:
             self._should_synchronize = True
 
+    def _push_all(self, tensors):
+        """push_pulls (summing) each of `tensors` under its parameter's
+        AsyncParam name; returns the stores, in order."""
+        handles = [ops.push_pull_async_inplace(t, average=False, name=self._async_name[id(p)],
+                                               priority=self._priority[id(p)])
+                   for p, t in zip(self._synced, tensors)]
+        return [ops.synchronize(h) for h in handles]
+
+    def _seed_store(self):
+        """Worker 0 adds its parameters to the (empty) stores, the others
+        nothing; a broadcast then holds everyone until worker 0's are in,
+        so no worker starts from a store without them."""
+        is_seed = ops.rank() == 0
+        self._push_all([p.detach().clone() if is_seed else torch.zeros_like(p)
+                        for p in self._synced])
+        ops.broadcast_inplace(torch.zeros(1), root_rank=0, name="AsyncParam.seeded")
+        self._store_seeded = True
+
+    def _async_step(self, closure):
+        if not self._store_seeded:
+            self._seed_store()
+        before = [p.detach().clone() for p in self._synced]
+        loss = super().step(closure)
+        stores = self._push_all([p.detach() - old for p, old in zip(self._synced, before)])
+        with torch.no_grad():
+            for p, store in zip(self._synced, stores):
+                p.copy_(store)
+        return loss
+
     def step(self, closure=None):
+        if self._async:
+            return self._async_step(closure)
         if self._should_synchronize:
             if self._synchronized:
                 warnings.warn("optimizer.step() called after optimizer.synchronize() without "
@@ -145,6 +189,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     must use the same names. `compression`: Compression.none or .fp16.
     `backward_passes_per_step`: gradients are accumulated locally over this
     many backward passes before being averaged."""
-    ops.refuse_async_mode("DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
     return cls(optimizer, named_parameters, compression, backward_passes_per_step)

@@ -32,7 +32,11 @@ class DistributedDataParallel(torch.nn.Module):
     def __init__(self, module, device_ids=None, broadcast_buffers=True,
                  compression=Compression.none):
         super().__init__()
-        ops.refuse_async_mode("DistributedDataParallel")
+        if ops.async_mode():
+            raise NotImplementedError(
+                "DistributedDataParallel: asynchronous training (BYTEPS_ENABLE_ASYNC) is not "
+                "supported (the servers would sum gradients over all steps); use "
+                "DistributedOptimizer, or unset BYTEPS_ENABLE_ASYNC")
         if device_ids:
             raise UnsupportedTensorError(
                 "DistributedDataParallel(device_ids=%r): caravan.torch does not carry CUDA "
