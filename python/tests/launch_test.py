@@ -192,3 +192,21 @@ def test_a_job_started_by_hand_as_with_byteps():
         out = results["worker %d" % i][1]
         assert "[worker local_rank=0] launched worker rank=%d size=2 local_rank=0 local_size=1 ok" \
             % i in out, out
+
+
+def test_local_group_of_two_workers_on_one_machine():
+    """BYTEPS_LOCAL_SIZE=2 on one machine (DMLC_NUM_WORKER=1): the two local
+    workers sum and broadcast through shared memory, and caravan.torch's
+    rank(), size(), local_rank(), local_size() agree with bpslaunch (C API
+    1.1: CTest runs this one as Python.Launcher.LocalGroup)."""
+    code = ("import torch, byteps.torch as bps\n"
+            "bps.init()\n"
+            "out = bps.push_pull(torch.full((3,), bps.rank() + 1.0), average=False, name='x')\n"
+            "b = bps.broadcast(torch.full((2,), float(bps.rank())), root_rank=1, name='b')\n"
+            "print(bps.rank(), bps.size(), bps.local_rank(), bps.local_size(), out.tolist(),"
+            " b.tolist())\n")
+    r = run([BPSLAUNCH] + python_c(code), DMLC_ROLE="worker", DMLC_NUM_WORKER=1,
+            BYTEPS_LOCAL_SIZE=2, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(r.stdout.splitlines()) == [
+        "[worker local_rank=%d] %d 2 %d 2 [3.0, 3.0, 3.0] [1.0, 1.0]" % (i, i, i) for i in range(2)]
