@@ -9,8 +9,8 @@ import sys
 import torch
 
 
-def require_torch_python():
-    """Says which interpreter and torch run this worker, once, on rank 0."""
+def interpreter():
+    """Which interpreter and torch run this worker."""
     return "%s, torch %s" % (sys.executable, torch.__version__)
 
 
@@ -53,5 +53,5 @@ def check_raises(kinds, fn, *fragments):
 
 
 def done(rank, what):
-    print("rank %d: %s: all checks passed (%s)" % (rank, what, require_torch_python()),
+    print("rank %d: %s: all checks passed (%s)" % (rank, what, interpreter()),
           flush=True)
