@@ -1,0 +1,2 @@
+"""byteps.torch.compression on Caravan."""
+from caravan.torch.compression import Compression, Compressor, FP16Compressor  # noqa: F401

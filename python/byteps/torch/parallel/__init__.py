@@ -1,0 +1,2 @@
+"""byteps.torch.parallel on Caravan."""
+from caravan.torch.parallel import DistributedDataParallel  # noqa: F401

@@ -1,0 +1,31 @@
+"""caravan.torch: BytePS's byteps.torch API over Caravan.
+
+    import caravan.torch as bps      # or: import byteps.torch as bps
+    bps.init()
+    optimizer = bps.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    bps.broadcast_parameters(model.state_dict(), root_rank=0)
+    bps.broadcast_optimizer_state(optimizer, root_rank=0)
+
+CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
+uint8 and int8. The package is a thin layer over libcaravan's C API,
+called through ctypes; see docs/byteps-migration.md.
+"""
+from ..errors import (CaravanError, MismatchError, NotInitializedError,
+                      UnsupportedTensorError)
+from .compression import Compression
+from .functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
+from .ops import (Handle, broadcast, broadcast_async, broadcast_async_inplace, broadcast_inplace,
+                  declare, get_pushpull_speed, init, local_rank, local_size, poll, push_pull,
+                  push_pull_async, push_pull_async_inplace, push_pull_inplace, rank, resume,
+                  shutdown, size, suspend, synchronize)
+from .optimizer import DistributedOptimizer
+from . import parallel
+
+__all__ = [
+    "CaravanError", "MismatchError", "NotInitializedError", "UnsupportedTensorError",
+    "Compression", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
+    "Handle", "broadcast", "broadcast_async", "broadcast_async_inplace", "broadcast_inplace",
+    "declare", "get_pushpull_speed", "init", "local_rank", "local_size", "poll", "push_pull",
+    "push_pull_async", "push_pull_async_inplace", "push_pull_inplace", "rank", "resume",
+    "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer", "parallel",
+]

@@ -1,0 +1,425 @@
+"""Tensors in and out of Caravan: init, push_pull, broadcast and their handles.
+
+A tensor goes to the C API as its address (`data_ptr()`), element count and
+caravan_dtype; the engine sums (push_pull) or copies (broadcast) in place.
+Python only stages copies where the engine needs contiguous memory, keeps
+every buffer alive until its handle is synchronized, and divides by size()
+when asked to average.
+"""
+import atexit
+import itertools
+import os
+import sys
+import threading
+
+import torch
+
+from .. import _capi
+from ..errors import CaravanError, NotInitializedError, UnsupportedTensorError
+from .compression import Compression
+
+# torch dtype -> caravan_dtype: every element type Caravan and torch share.
+_CARAVAN_DTYPES = {
+    torch.float32: _capi.FLOAT32,
+    torch.float64: _capi.FLOAT64,
+    torch.float16: _capi.FLOAT16,
+    torch.bfloat16: _capi.BFLOAT16,
+    torch.int32: _capi.INT32,
+    torch.int64: _capi.INT64,
+    torch.uint8: _capi.UINT8,
+    torch.int8: _capi.INT8,
+}
+_DTYPE_LIST = "float32, float64, float16, bfloat16, int32, int64, uint8, int8"
+
+
+class _Session:
+    """What this process knows of the job between init() and shutdown()."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.initialized = False
+        self.size = 0
+        self.in_flight = set()  # Handles not yet synchronized: they keep their buffers alive
+        self.unnamed = {"push_pull": itertools.count(), "broadcast": itertools.count()}
+        self.dying_of_exception = False
+        self.atexit_registered = False
+
+
+_session = _Session()
+
+
+def _require_init(what):
+    if not _session.initialized:
+        raise NotInitializedError(
+            "%s: caravan.torch.init() has not been called (or shutdown() was)" % what)
+
+
+def _watch_uncaught_exceptions():
+    """At exit, shutdown() waits at a barrier for every worker. A process
+    dying of an uncaught exception leaves without it, so that the others
+    learn at once that it failed instead of waiting for it."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        _session.dying_of_exception = True
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
+
+
+def _shutdown_at_exit():
+    if _session.initialized and not _session.dying_of_exception:
+        try:
+            shutdown()
+        except CaravanError as e:
+            print("caravan.torch: shutdown at exit failed: %s" % e, file=sys.stderr)
+
+
+def init(lazy=True):
+    """Joins the job the environment (DMLC_*, BYTEPS_*) describes, as a
+    worker. Blocks until every worker and server has joined (up to
+    CARAVAN_CONNECT_TIMEOUT seconds). A second call does nothing. `lazy`
+    is accepted for BytePS compatibility and ignored. shutdown() is called
+    at exit if the program does not call it."""
+    with _session.lock:
+        if _session.initialized:
+            return
+        _capi.call("caravan_init", what="caravan.torch.init()")
+        _session.size = _capi.call("caravan_size", what="caravan.torch.init()")
+        _session.initialized = True
+        if not _session.atexit_registered:
+            _session.atexit_registered = True
+            _watch_uncaught_exceptions()
+            atexit.register(_shutdown_at_exit)
+
+
+def shutdown():
+    """Waits for this worker's operations in flight and leaves the job (a
+    barrier with every other worker). Handles not synchronized by then
+    become invalid."""
+    with _session.lock:
+        _require_init("caravan.torch.shutdown()")
+        _session.initialized = False
+        orphans, _session.in_flight = _session.in_flight, set()
+        try:
+            _capi.call("caravan_shutdown", what="caravan.torch.shutdown()")
+        finally:
+            for h in orphans:
+                h._fail(NotInitializedError(
+                    "%s: shutdown() was called before the handle was synchronized" % h._what,
+                    tensor_name=h.name))
+
+
+def _query(fn, what):
+    _require_init(what)
+    return _capi.call(fn, what=what)
+
+
+def rank():
+    """This worker's rank, 0 to size() - 1 (DMLC_WORKER_ID x local_size()
+    + local_rank())."""
+    return _query("caravan_rank", "caravan.torch.rank()")
+
+
+def size():
+    """The number of worker processes in the job."""
+    return _query("caravan_size", "caravan.torch.size()")
+
+
+def local_rank():
+    """This process's index among the workers of its machine (BYTEPS_LOCAL_RANK)."""
+    return _query("caravan_local_rank", "caravan.torch.local_rank()")
+
+
+def local_size():
+    """The number of worker processes on this machine (BYTEPS_LOCAL_SIZE)."""
+    return _query("caravan_local_size", "caravan.torch.local_size()")
+
+
+def declare(name):
+    """Declares a tensor name before its first push_pull. BytePS fixes the
+    tensor's key here; Caravan derives keys from names, so every worker
+    gets the same key whatever order it declares in, and this only checks
+    the name."""
+    _check_name(name, "caravan.torch.declare()")
+
+
+def suspend():
+    raise NotImplementedError(
+        "caravan.torch.suspend(): elastic training (suspend/resume) is not supported by Caravan")
+
+
+def resume(num_workers, num_servers, global_rank=None, context=None):
+    raise NotImplementedError(
+        "caravan.torch.resume(): elastic training (suspend/resume) is not supported by Caravan")
+
+
+def async_mode():
+    """True when BYTEPS_ENABLE_ASYNC asks for asynchronous training: the
+    servers then add every push into a store and answer with the store."""
+    return os.environ.get("BYTEPS_ENABLE_ASYNC", "").strip() not in ("", "0")
+
+
+def get_pushpull_speed():
+    raise NotImplementedError(
+        "caravan.torch.get_pushpull_speed(): push_pull telemetry is not offered by the Python "
+        "layer yet")
+
+
+# ---- tensors ---------------------------------------------------------------
+
+
+def _check_name(name, what):
+    if not isinstance(name, str) or not name:
+        raise TypeError("%s: a tensor name must be a non-empty str, not %r" % (what, name))
+
+
+def _resolve_name(name, kind):
+    """The name given, or the next generated one. Unnamed operations are
+    numbered per process and kind in call order ("push_pull.noname.0", ...),
+    so they agree across workers that make them in the same order. Every
+    generated name is a new tensor for the engine: name tensors you send
+    more than once."""
+    if name is None:
+        with _session.lock:
+            return "%s.noname.%d" % (kind, next(_session.unnamed[kind]))
+    _check_name(name, "caravan.torch.%s" % kind)
+    return name
+
+
+def _check_tensor(tensor, what, name):
+    if not isinstance(tensor, torch.Tensor):
+        raise UnsupportedTensorError("%s: expected a torch.Tensor, got %s" %
+                                     (what, type(tensor).__name__), tensor_name=name)
+    device = tensor.device
+    if device.type == "cuda":
+        raise UnsupportedTensorError(
+            "%s: the tensor is on %s; caravan.torch does not carry CUDA tensors yet (GPU "
+            "support is a separate issue): move it to the CPU with .cpu()" % (what, device),
+            tensor_name=name)
+    if device.type != "cpu":
+        raise UnsupportedTensorError(
+            "%s: the tensor is on device '%s'; caravan.torch carries CPU tensors only" %
+            (what, device), tensor_name=name)
+    if tensor.layout != torch.strided:
+        raise UnsupportedTensorError(
+            "%s: the tensor's layout is %s; caravan.torch carries dense (strided) tensors only" %
+            (what, tensor.layout), tensor_name=name)
+
+
+def _caravan_dtype(tensor, what, name):
+    dtype = _CARAVAN_DTYPES.get(tensor.dtype)
+    if dtype is None:
+        raise UnsupportedTensorError(
+            "%s: dtype %s is not one Caravan can sum (%s)" % (what, tensor.dtype, _DTYPE_LIST),
+            tensor_name=name)
+    return dtype
+
+
+class Handle:
+    """An operation in flight, for poll() and synchronize(). It holds the
+    tensors the engine reads and writes until it is synchronized."""
+
+    def __init__(self, name, what, buffer, output, copy_back, divisor):
+        self.name = name
+        self._what = what
+        self._c = None  # the C handle; None once released
+        self._buffer = buffer  # contiguous memory the engine works on
+        self._output = output  # what synchronize() returns
+        self._copy_back = copy_back  # a non-contiguous target to fill from buffer
+        self._divisor = divisor  # average: size(), else 1
+        self._error = None
+        self._done = False
+
+    def __repr__(self):
+        state = "failed" if self._error else "done" if self._done else "in flight"
+        return "<caravan.torch.Handle of %r, %s>" % (self.name, state)
+
+    def _fail(self, error):
+        self._c = None
+        self._error = error
+        self._buffer = self._output = self._copy_back = None
+
+    def _finish(self):
+        buffer = self._buffer
+        if self._divisor > 1:
+            if buffer.is_floating_point():
+                buffer.div_(self._divisor)
+            else:
+                buffer.div_(self._divisor, rounding_mode="floor")
+        if self._copy_back is not None:
+            self._copy_back.copy_(buffer)
+        self._done = True
+        self._buffer = self._copy_back = None
+
+
+def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, count=None):
+    """Stages `tensor` and starts `c_function` on it. In place: the engine
+    works on the tensor itself when contiguous, else on a contiguous copy
+    that synchronize() copies back. Otherwise on a contiguous copy, which
+    is the output."""
+    target = tensor.detach()  # same memory; no autograd record of our writes
+    if not inplace:
+        buffer = target.clone(memory_format=torch.contiguous_format)
+        output, copy_back = buffer, None
+    elif target.is_contiguous():
+        buffer, output, copy_back = target, tensor, None
+    else:
+        buffer, output, copy_back = target.contiguous(), tensor, target
+    handle = Handle(name, what, buffer, output, copy_back, divisor)
+    if buffer.numel() == 0:
+        handle._done = True  # nothing to carry; the engine refuses empty tensors
+        return handle
+    n = buffer.numel() if count is None else count
+    handle._c = _capi.start(c_function, name.encode("utf-8"), buffer.data_ptr(), n, dtype,
+                            *extra_args, what=what, tensor_name=name)
+    with _session.lock:
+        _session.in_flight.add(handle)
+    return handle
+
+
+def _push_pull_start(tensor, average, name, priority, inplace):
+    name = _resolve_name(name, "push_pull")
+    what = "push_pull of tensor '%s'" % name
+    _check_tensor(tensor, what, name)
+    dtype = _caravan_dtype(tensor, what, name)
+    _require_init(what)
+    divisor = _session.size if average else 1
+    return _start("caravan_push_pull_async", tensor, name, what, inplace, divisor,
+                  (int(priority),), dtype)
+
+
+def push_pull_async(tensor, average=True, name=None, version=0, priority=0):
+    """Starts summing `tensor` over all workers (divided by size() if
+    `average`; integer tensors by floor division) into a new tensor;
+    returns a handle for poll() and synchronize(). `name` must be the same
+    on every worker (None: a generated name, see the docs); higher
+    `priority` is sent first. `version` is accepted for BytePS
+    compatibility and ignored."""
+    return _push_pull_start(tensor, average, name, priority, inplace=False)
+
+
+def push_pull_async_inplace(tensor, average=True, name=None, version=0, priority=0):
+    """As push_pull_async(), writing the result into `tensor`."""
+    return _push_pull_start(tensor, average, name, priority, inplace=True)
+
+
+class _PushPull(torch.autograd.Function):
+    """push_pull as a differentiable operation: the gradient of the average
+    (or sum) over workers is the average (or sum) of the gradients."""
+
+    @staticmethod
+    def forward(ctx, tensor, average, name, priority):
+        ctx.average, ctx.name, ctx.priority = average, name, priority
+        return synchronize(push_pull_async(tensor, average, name, 0, priority))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return push_pull(grad_output, ctx.average, ctx.name, 0, ctx.priority), None, None, None
+
+
+def push_pull(tensor, average=True, name=None, version=0, priority=0,
+              compression=Compression.none):
+    """Sums `tensor` over all workers and returns the result as a new
+    tensor (averaged if `average`). `compression` (Compression.none or
+    Compression.fp16) sets what goes on the wire. Differentiable: when
+    `tensor` requires grad, backward push_pulls the gradient under the same
+    name."""
+    _check_tensor(tensor, "push_pull of tensor '%s'" % (name or "(unnamed)"), name)
+    wire, ctx = compression.compress(tensor)
+    if wire.requires_grad and torch.is_grad_enabled():
+        name = _resolve_name(name, "push_pull")
+        return compression.decompress(_PushPull.apply(wire, average, name, priority), ctx)
+    # A compressor that made a new tensor lets us work on it in place.
+    start = push_pull_async if wire is tensor else push_pull_async_inplace
+    return compression.decompress(synchronize(start(wire, average, name, version, priority)),
+                                  ctx)
+
+
+def push_pull_inplace(tensor, average=True, name=None, version=0, priority=0):
+    """Sums `tensor` over all workers in place and returns it."""
+    return synchronize(push_pull_async_inplace(tensor, average, name, version, priority))
+
+
+def _broadcast_start(tensor, root_rank, name, priority, inplace):
+    name = _resolve_name(name, "broadcast")
+    what = "broadcast of tensor '%s' from rank %s" % (name, root_rank)
+    _check_tensor(tensor, what, name)
+    if not isinstance(root_rank, int) or isinstance(root_rank, bool):
+        raise TypeError("%s: root_rank must be an int, not %r" % (what, root_rank))
+    _require_init(what)
+    # A broadcast copies bytes: a dtype Caravan cannot sum travels as bytes.
+    dtype = _CARAVAN_DTYPES.get(tensor.dtype)
+    count = None
+    if dtype is None:
+        dtype, count = _capi.UINT8, tensor.numel() * tensor.element_size()
+    return _start("caravan_broadcast_async", tensor, name, what, inplace, 1,
+                  (root_rank, int(priority)), dtype, count)
+
+
+def broadcast_async(tensor, root_rank, name=None, priority=0):
+    """Starts copying worker `root_rank`'s `tensor` to every worker, into a
+    new tensor; returns a handle. Every worker calls it with the same name
+    and shape. Any dtype: those Caravan cannot sum travel as bytes."""
+    return _broadcast_start(tensor, root_rank, name, priority, inplace=False)
+
+
+def broadcast_async_inplace(tensor, root_rank, name=None, priority=0):
+    """As broadcast_async(), writing into `tensor` on the other workers."""
+    return _broadcast_start(tensor, root_rank, name, priority, inplace=True)
+
+
+def broadcast(tensor, root_rank, name=None, priority=0):
+    """Returns worker `root_rank`'s `tensor` as a new tensor, on every worker."""
+    return synchronize(broadcast_async(tensor, root_rank, name, priority))
+
+
+def broadcast_inplace(tensor, root_rank, name=None, priority=0):
+    """Overwrites `tensor` with worker `root_rank`'s, in place; returns it."""
+    return synchronize(broadcast_async_inplace(tensor, root_rank, name, priority))
+
+
+def _check_handle(handle, what):
+    if not isinstance(handle, Handle):
+        raise TypeError("%s: expected a handle from an *_async call, got %r" % (what, handle))
+
+
+def poll(handle):
+    """True when the operation is done (synchronize() will not block);
+    raises if it failed."""
+    _check_handle(handle, "caravan.torch.poll()")
+    if handle._error is not None:
+        raise handle._error
+    if handle._done or handle._c is None:
+        return True
+    try:
+        return _capi.poll(handle._c, handle._what, handle.name) == 1
+    except CaravanError as e:
+        _forget(handle, e)
+        raise
+
+
+def synchronize(handle):
+    """Waits for the operation (without holding the GIL) and returns its
+    output: the result tensor (the input itself for the in-place forms),
+    averaged if asked. A second call returns the same tensor."""
+    _check_handle(handle, "caravan.torch.synchronize()")
+    if handle._error is not None:
+        raise handle._error
+    if not handle._done:
+        try:
+            _capi.wait(handle._c, handle._what, handle.name)
+        except CaravanError as e:
+            _forget(handle, e)
+            raise
+        handle._c = None
+        with _session.lock:
+            _session.in_flight.discard(handle)
+        handle._finish()
+    return handle._output
+
+
+def _forget(handle, error):
+    with _session.lock:
+        _session.in_flight.discard(handle)
+    handle._fail(error)

@@ -1,0 +1,193 @@
+"""DistributedOptimizer: averages gradients over all workers before each step.
+
+Each parameter's gradient starts its push_pull ("Gradient." + name) from a
+hook as soon as backward has accumulated it, every backward_passes_per_step
+passes, so communication overlaps the rest of backward. Earlier parameters
+(in the optimizer's order, which is the model's) get higher priority: the
+next forward pass needs them first. step() waits only for what is still in
+flight, puts the averages into p.grad and runs the wrapped optimizer's step.
+
+With BYTEPS_ENABLE_ASYNC=1 (asynchronous training; servers add every push
+into a store and answer with the store), gradients are not averaged: step()
+runs the wrapped step on this worker's own gradients, pushes each
+parameter's change ("AsyncParam." + name, summed, not averaged) and takes
+the store, every worker's changes so far, as the new parameters. Worker 0's
+parameters at the first step() are the store's starting point.
+"""
+import contextlib
+import warnings
+
+import torch
+
+from . import ops
+from ._hooks import on_gradient_accumulated
+from .compression import Compression
+
+
+class _DistributedOptimizer:
+    """Mixed in before the wrapped optimizer's own class."""
+
+    def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step):
+        super().__init__(optimizer.param_groups)
+        self.state = optimizer.state  # keep what the optimizer has learnt so far
+        self._compression = compression
+        params = [p for group in self.param_groups for p in group["params"]]
+        names = _parameter_names(params, named_parameters)
+        self._synced = [p for p in params if p.requires_grad]
+        self._name = {id(p): "Gradient." + names[id(p)] for p in self._synced}
+        self._async_name = {id(p): "AsyncParam." + names[id(p)] for p in self._synced}
+        self._async = ops.async_mode()
+        self._store_seeded = False
+        self._priority = {id(p): -i for i, p in enumerate(params)}
+        self._passes_left = {id(p): 0 for p in self._synced}
+        self.set_backward_passes_per_step(backward_passes_per_step)
+        self._in_flight = {}  # id(p) -> (handle, compression context)
+        self._should_synchronize = True
+        self._synchronized = False
+        self._hooks = [] if self._async else [
+            on_gradient_accumulated(p, self._gradient_accumulated) for p in self._synced]
+
+    def set_backward_passes_per_step(self, passes):
+        """Changes backward_passes_per_step; the count starts again."""
+        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+            raise ValueError("backward_passes_per_step must be an int >= 1, not %r" % (passes,))
+        self.backward_passes_per_step = passes
+        for key in self._passes_left:
+            self._passes_left[key] = passes
+
+    def _gradient_accumulated(self, p):
+        key = id(p)
+        if key in self._in_flight:
+            raise AssertionError(
+                "the gradient of '%s' was computed more than backward_passes_per_step=%d times "
+                "before step() or synchronize(); raise backward_passes_per_step to accumulate "
+                "more passes locally" % (self._name[key], self.backward_passes_per_step))
+        self._passes_left[key] -= 1
+        if self._passes_left[key] == 0:
+            self._in_flight[key] = self._start(p)
+
+    def _start(self, p):
+        key = id(p)
+        if p.grad is None:  # not used this step here; maybe elsewhere: send zeros
+            p.grad = torch.zeros_like(p)
+        wire, ctx = self._compression.compress(p.grad)
+        handle = ops.push_pull_async_inplace(wire, average=True, name=self._name[key],
+                                             priority=self._priority[key])
+        return handle, ctx
+
+    def synchronize(self):
+        """Waits for every gradient's push_pull (starting those whose hook
+        has not run yet) and puts the averages into p.grad. Asynchronous
+        training averages no gradients: nothing to do."""
+        if self._async:
+            return
+        for p in self._synced:
+            if id(p) not in self._in_flight:
+                self._in_flight[id(p)] = self._start(p)
+        for p in self._synced:
+            key = id(p)
+            handle, ctx = self._in_flight.pop(key)
+            output = self._compression.decompress(ops.synchronize(handle), ctx)
+            if output is not p.grad:
+                p.grad.copy_(output)
+            self._passes_left[key] = self.backward_passes_per_step
+        self._synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """For a step() right after an explicit synchronize() (e.g. to clip
+        the averaged gradients in between)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def _push_all(self, tensors):
+        """push_pulls (summing) each of `tensors` under its parameter's
+        AsyncParam name; returns the stores, in order."""
+        handles = [ops.push_pull_async_inplace(t, average=False, name=self._async_name[id(p)],
+                                               priority=self._priority[id(p)])
+                   for p, t in zip(self._synced, tensors)]
+        return [ops.synchronize(h) for h in handles]
+
+    def _seed_store(self):
+        """Worker 0 adds its parameters to the (empty) stores, the others
+        nothing; a broadcast then holds everyone until worker 0's are in,
+        so no worker starts from a store without them."""
+        is_seed = ops.rank() == 0
+        self._push_all([p.detach().clone() if is_seed else torch.zeros_like(p)
+                        for p in self._synced])
+        ops.broadcast_inplace(torch.zeros(1), root_rank=0, name="AsyncParam.seeded")
+        self._store_seeded = True
+
+    def _async_step(self, closure):
+        if not self._store_seeded:
+            self._seed_store()
+        before = [p.detach().clone() for p in self._synced]
+        loss = super().step(closure)
+        stores = self._push_all([p.detach() - old for p, old in zip(self._synced, before)])
+        with torch.no_grad():
+            for p, store in zip(self._synced, stores):
+                p.copy_(store)
+        return loss
+
+    def step(self, closure=None):
+        if self._async:
+            return self._async_step(closure)
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "'with optimizer.skip_synchronize():'; the gradients are averaged "
+                              "a second time")
+            self.synchronize()
+        self._synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        if self._in_flight:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but before "
+                "optimizer.step() or optimizer.synchronize(): %d gradients are being averaged "
+                "in place" % len(self._in_flight))
+        return super().zero_grad(*args, **kwargs)
+
+
+def _parameter_names(params, named_parameters):
+    """id(parameter) -> its name, for every parameter of the optimizer."""
+    if named_parameters is None:
+        return {id(p): "noname.%d" % i for i, p in enumerate(params)}
+    named = list(named_parameters)
+    for i, item in enumerate(named):
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError(
+                "named_parameters must be a sequence of (name, parameter) tuples, usually "
+                "model.named_parameters(); item %d is %s" % (i, type(item).__name__))
+    seen, duplicates = set(), set()
+    for name, _ in named:
+        (duplicates if name in seen else seen).add(name)
+    if duplicates:
+        raise ValueError("named_parameters has duplicate names: %s" %
+                         ", ".join(sorted(duplicates)))
+    names = {}
+    for name, p in named:
+        names.setdefault(id(p), name)
+    unnamed = [i for i, p in enumerate(params) if id(p) not in names]
+    if unnamed:
+        raise ValueError(
+            "named_parameters was given but does not name %d of the optimizer's parameters "
+            "(positions %s in its param_groups)" % (len(unnamed), unnamed[:10]))
+    return names
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1):
+    """Wraps `optimizer` so that step() uses gradients averaged over all
+    workers. Returns an instance of a subclass of the optimizer's own class
+    sharing its parameter groups and state. `named_parameters` (usually
+    model.named_parameters()) names the gradients on the wire; every worker
+    must use the same names. `compression`: Compression.none or .fp16.
+    `backward_passes_per_step`: gradients are accumulated locally over this
+    many backward passes before being averaged."""
+    cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
+    return cls(optimizer, named_parameters, compression, backward_passes_per_step)

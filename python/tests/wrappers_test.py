@@ -1,0 +1,155 @@
+"""Scenario (c), training wrappers: backward_passes_per_step=2,
+Compression.fp16 in DistributedOptimizer, DistributedDataParallel with
+no_sync() and buffer broadcast, DistributedOptimizer's ValueErrors, and
+DistributedDataParallel refusing BYTEPS_ENABLE_ASYNC.
+
+Each run is checked against one model trained in this process on the
+union of every worker's data. DistributedDataParallel broadcasts worker
+0's parameters when it wraps, so it needs C API 1.1 (caravan_broadcast).
+"""
+import os
+
+import torch
+from torch import nn
+
+import byteps.torch as bps
+from byteps.torch.parallel import DistributedDataParallel
+from jobcheck import check, check_equal, check_raises, done
+
+STEPS = 4
+HALF = 3  # samples per worker per backward pass
+
+
+def make_model(seed=7):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def data(step, passes, size):
+    """passes x (size * HALF) samples: pass k, worker r's slice r."""
+    g = torch.Generator().manual_seed(500 + step)
+    return [(torch.randn(size * HALF, 5, generator=g), torch.randn(size * HALF, 2, generator=g))
+            for _ in range(passes)]
+
+
+def loss_of(model, x, y):
+    return ((model(x) - y) ** 2).mean()
+
+
+def reference_run(size, passes, steps=STEPS):
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    for step in range(steps):
+        optimizer.zero_grad()
+        for x, y in data(step, passes, size):
+            loss_of(model, x, y).backward()
+        optimizer.step()
+    return model
+
+
+def compare(model, reference, what, atol=1e-5):
+    for (name, p), ref in zip(model.named_parameters(), reference.parameters()):
+        check_equal(p.detach(), ref.detach(), "%s: %s" % (what, name), atol=atol)
+
+
+def optimizer_runs(rank, size):
+    mine = slice(rank * HALF, (rank + 1) * HALF)
+    # Two backward passes per step: the push_pulls start in the second; a
+    # third before step() is an error.
+    model = make_model()
+    optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5),
+                                         named_parameters=model.named_parameters(),
+                                         backward_passes_per_step=2)
+    for k, (x, y) in enumerate(data(0, 2, size)):
+        loss_of(model, x[mine], y[mine]).backward()
+        check(len(optimizer._in_flight) == (0 if k == 0 else 4),
+              "after backward pass %d of 2, %d push_pulls in flight, expected %d" %
+              (k + 1, len(optimizer._in_flight), 0 if k == 0 else 4))
+    x, y = data(1, 1, size)[0]
+    check_raises(AssertionError, lambda: loss_of(model, x[mine], y[mine]).backward(),
+                 "backward_passes_per_step=2")
+    optimizer.synchronize()  # waits for what the second pass started
+    optimizer.set_backward_passes_per_step(1)
+    optimizer.zero_grad()
+    loss_of(model, x[mine], y[mine]).backward()
+    check(len(optimizer._in_flight) == 4, "set_backward_passes_per_step(1): sent at once")
+    optimizer.step()
+    # Gradients accumulated over two passes, compared with the reference.
+    model = make_model()
+    optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5),
+                                         named_parameters=model.named_parameters(),
+                                         backward_passes_per_step=2)
+    for step in range(STEPS):
+        optimizer.zero_grad()
+        for x, y in data(step, 2, size):
+            loss_of(model, x[mine], y[mine]).backward()
+        optimizer.step()
+    compare(model, reference_run(size, passes=2), "backward_passes_per_step=2")
+
+    # fp16 on the wire: float32 gradients, within float16's precision.
+    model = make_model()
+    optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5),
+                                         named_parameters=[(n + ".fp16", p) for n, p in
+                                                           model.named_parameters()],
+                                         compression=bps.Compression.fp16)
+    for step in range(STEPS):
+        optimizer.zero_grad()
+        x, y = data(step, 1, size)[0]
+        loss_of(model, x[mine], y[mine]).backward()
+        optimizer.step()
+        check(all(p.grad.dtype == torch.float32 for p in model.parameters()),
+              "fp16 compression gives float32 gradients back")
+    compare(model, reference_run(size, passes=1), "Compression.fp16", atol=1e-2)
+
+    # ValueErrors.
+    model = make_model()
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    named = list(model.named_parameters())
+    check_raises(ValueError, lambda: bps.DistributedOptimizer(
+        sgd, named_parameters=[("same", p) for _, p in named]), "duplicate", "same")
+    check_raises(ValueError, lambda: bps.DistributedOptimizer(
+        sgd, named_parameters=[p for _, p in named]), "tuples")
+    check_raises(ValueError, lambda: bps.DistributedOptimizer(
+        sgd, named_parameters=named[:2]), "does not name 2")
+    check_raises(ValueError, lambda: bps.DistributedOptimizer(
+        sgd, named_parameters=named, backward_passes_per_step=0), "backward_passes_per_step")
+    os.environ["BYTEPS_ENABLE_ASYNC"] = "1"
+    check_raises(NotImplementedError, lambda: DistributedDataParallel(model), "BYTEPS_ENABLE_ASYNC")
+    del os.environ["BYTEPS_ENABLE_ASYNC"]
+
+
+def ddp_runs(rank, size):
+    mine = slice(rank * HALF, (rank + 1) * HALF)
+    # Every worker starts from other values: wrapping copies worker 0's.
+    inner = make_model(seed=7 if rank == 0 else 70 + rank)
+    inner.register_buffer("marker", torch.tensor([rank]))
+    model = DistributedDataParallel(inner)
+    check_equal(inner.marker, torch.tensor([0]), "the buffers, broadcast when wrapping")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    for step in range(STEPS):
+        optimizer.zero_grad()
+        passes = data(step, 2, size)
+        with model.no_sync():
+            x, y = passes[0]
+            loss_of(model, x[mine], y[mine]).backward()
+            check(not model._in_flight, "no push_pull inside no_sync()")
+        inner.marker.fill_(rank + 10)
+        x, y = passes[1]
+        loss_of(model, x[mine], y[mine]).backward()  # averages both passes' gradients
+        check(not model._in_flight, "backward returned with every gradient averaged")
+        check_equal(inner.marker, torch.tensor([10]), "the buffers, broadcast at each forward")
+        optimizer.step()
+    compare(model.module, reference_run(size, passes=2), "DistributedDataParallel")
+
+
+def main():
+    bps.init()
+    rank, size = bps.rank(), bps.size()
+    optimizer_runs(rank, size)
+    ddp_runs(rank, size)
+    done(rank, "DistributedOptimizer options and DistributedDataParallel on %d workers" % size)
+    bps.shutdown()
+
+
+if __name__ == "__main__":
+    main()
