@@ -92,6 +92,8 @@ class _Library:
 
 def library():
     global _library
+    if _library is not None:  # the common case, without the lock
+        return _library
     with _lock:
         if _library is None:
             _library = _Library(library_path())

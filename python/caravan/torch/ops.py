@@ -253,11 +253,15 @@ class Handle:
         self._buffer = self._copy_back = None
 
 
-def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, count=None):
-    """Stages `tensor` and starts `c_function` on it. In place: the engine
-    works on the tensor itself when contiguous, else on a contiguous copy
-    that synchronize() copies back. Otherwise on a contiguous copy, which
-    is the output."""
+def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, count=None,
+           blocking=False):
+    """Stages `tensor` and starts `c_function` (an *_async C function) on
+    it. In place: the engine works on the tensor itself when contiguous,
+    else on a contiguous copy that synchronize() copies back. Otherwise on
+    a contiguous copy, which is the output. `blocking`: runs the C
+    function's blocking form instead and returns a handle already done:
+    one call into the library instead of two, which is most of what the
+    layer adds to a small tensor's round trip."""
     target = tensor.detach()  # same memory; no autograd record of our writes
     if not inplace:
         buffer = target.clone(memory_format=torch.contiguous_format)
@@ -271,6 +275,11 @@ def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, 
         handle._done = True  # nothing to carry; the engine refuses empty tensors
         return handle
     n = buffer.numel() if count is None else count
+    if blocking:
+        _capi.call(c_function[:-len("_async")], name.encode("utf-8"), buffer.data_ptr(), n, dtype,
+                   *extra_args, what=what, tensor_name=name)
+        handle._finish()
+        return handle
     handle._c = _capi.start(c_function, name.encode("utf-8"), buffer.data_ptr(), n, dtype,
                             *extra_args, what=what, tensor_name=name)
     with _session.lock:
@@ -278,7 +287,7 @@ def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, 
     return handle
 
 
-def _push_pull_start(tensor, average, name, priority, inplace):
+def _push_pull_start(tensor, average, name, priority, inplace, blocking=False):
     name = _resolve_name(name, "push_pull")
     what = "push_pull of tensor '%s'" % name
     _check_tensor(tensor, what, name)
@@ -286,7 +295,7 @@ def _push_pull_start(tensor, average, name, priority, inplace):
     _require_init(what)
     divisor = _session.size if average else 1
     return _start("caravan_push_pull_async", tensor, name, what, inplace, divisor,
-                  (int(priority),), dtype)
+                  (int(priority),), dtype, blocking=blocking)
 
 
 def push_pull_async(tensor, average=True, name=None, version=0, priority=0):
@@ -331,17 +340,18 @@ def push_pull(tensor, average=True, name=None, version=0, priority=0,
         name = _resolve_name(name, "push_pull")
         return compression.decompress(_PushPull.apply(wire, average, name, priority), ctx)
     # A compressor that made a new tensor lets us work on it in place.
-    start = push_pull_async if wire is tensor else push_pull_async_inplace
-    return compression.decompress(synchronize(start(wire, average, name, version, priority)),
-                                  ctx)
+    return compression.decompress(
+        synchronize(_push_pull_start(wire, average, name, priority, inplace=wire is not tensor,
+                                     blocking=True)), ctx)
 
 
 def push_pull_inplace(tensor, average=True, name=None, version=0, priority=0):
     """Sums `tensor` over all workers in place and returns it."""
-    return synchronize(push_pull_async_inplace(tensor, average, name, version, priority))
+    return synchronize(_push_pull_start(tensor, average, name, priority, inplace=True,
+                                        blocking=True))
 
 
-def _broadcast_start(tensor, root_rank, name, priority, inplace):
+def _broadcast_start(tensor, root_rank, name, priority, inplace, blocking=False):
     name = _resolve_name(name, "broadcast")
     what = "broadcast of tensor '%s' from rank %s" % (name, root_rank)
     _check_tensor(tensor, what, name)
@@ -354,7 +364,7 @@ def _broadcast_start(tensor, root_rank, name, priority, inplace):
     if dtype is None:
         dtype, count = _capi.UINT8, tensor.numel() * tensor.element_size()
     return _start("caravan_broadcast_async", tensor, name, what, inplace, 1,
-                  (root_rank, int(priority)), dtype, count)
+                  (root_rank, int(priority)), dtype, count, blocking=blocking)
 
 
 def broadcast_async(tensor, root_rank, name=None, priority=0):
@@ -371,12 +381,14 @@ def broadcast_async_inplace(tensor, root_rank, name=None, priority=0):
 
 def broadcast(tensor, root_rank, name=None, priority=0):
     """Returns worker `root_rank`'s `tensor` as a new tensor, on every worker."""
-    return synchronize(broadcast_async(tensor, root_rank, name, priority))
+    return synchronize(_broadcast_start(tensor, root_rank, name, priority, inplace=False,
+                                        blocking=True))
 
 
 def broadcast_inplace(tensor, root_rank, name=None, priority=0):
     """Overwrites `tensor` with worker `root_rank`'s, in place; returns it."""
-    return synchronize(broadcast_async_inplace(tensor, root_rank, name, priority))
+    return synchronize(_broadcast_start(tensor, root_rank, name, priority, inplace=True,
+                                        blocking=True))
 
 
 def _check_handle(handle, what):
