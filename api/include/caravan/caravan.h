@@ -97,7 +97,8 @@ int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_
 
 /* 1 when the operation is done (successfully: the handle then still needs
  * caravan_wait() to be released), 0 when pending, a negative error when it
- * failed. Never blocks. */
+ * failed (the handle too still needs caravan_wait(), which returns at once
+ * with the same error). Never blocks. */
 int caravan_poll(caravan_handle h);
 
 /* Blocks until the operation ends or the deadline passes, releases the
