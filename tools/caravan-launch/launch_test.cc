@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +158,23 @@ TEST(Launch, NodeHostFromEnvironmentWins) {
              {"DMLC_NODE_HOST=10.1.2.3"});
   ASSERT_EQ(l.Wait(), 0) << Dump(l);
   EXPECT_EQ(Count(l.out(), "host=10.1.2.3\n"), 3u) << Dump(l);
+}
+
+// From a build tree, `caravan-launch -- python3 train.py` imports the tree's
+// own caravan.torch/byteps.torch: build/python goes first on PYTHONPATH.
+TEST(Launch, BuildTreePythonPackagesGoFirstOnPythonPath) {
+  std::string launcher = CARAVAN_LAUNCH_BIN;
+  std::string packages = launcher.substr(0, launcher.rfind('/')) + "/../python";
+  char resolved[PATH_MAX];
+  struct stat st;
+  if (!realpath(packages.c_str(), resolved) ||
+      stat((packages + "/caravan/__init__.py").c_str(), &st) != 0)
+    GTEST_SKIP() << "no Python packages in this build tree (" << packages << ")";
+  Launcher l({"--spmd", "--", "sh", "-c", "echo pythonpath=$PYTHONPATH"},
+             {"PYTHONPATH=/users/own"});
+  ASSERT_EQ(l.Wait(), 0) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "pythonpath=" + std::string(resolved) + ":/users/own\n"), 3u)
+      << Dump(l);
 }
 
 TEST(Launch, ServerBinRunsSchedulerAndServers) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -32,7 +33,9 @@ const char kUsage[] =
     "Starts one scheduler, M servers and N workers on this machine, prefixes\n"
     "their output with their role and waits for them. If one fails, the\n"
     "others are stopped. Workers get BYTEPS_FORCE_DISTRIBUTED=1, so even a\n"
-    "single worker uses the scheduler and servers started for it.\n"
+    "single worker uses the scheduler and servers started for it. Run from a\n"
+    "build tree, it puts the tree's Python packages (build/python) first on\n"
+    "PYTHONPATH.\n"
     "\n"
     "options:\n"
     "  --workers N        number of workers (default 1)\n"
@@ -148,16 +151,21 @@ bool IsExecutableFile(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
 }
 
+// The folder this program lies in, with a trailing '/'; empty if unknown.
+std::string SelfDir() {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return "";
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.rfind('/') + 1);
+  return dir;
+}
+
 // A build tree and an install both put caravan-server beside us, so that
 // copy wins over whatever older one PATH might hold.
 std::optional<std::string> FindServerBin() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string dir(self, static_cast<size_t>(n));
-    dir.resize(dir.rfind('/') + 1);
-    if (IsExecutableFile(dir + "caravan-server")) return dir + "caravan-server";
-  }
+  std::string self = SelfDir();
+  if (!self.empty() && IsExecutableFile(self + "caravan-server")) return self + "caravan-server";
   const char* path = getenv("PATH");
   std::string rest = path ? path : "";
   size_t start = 0;
@@ -229,6 +237,21 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
       have_node_host = true;
     }
     base.push_back(std::move(kv));
+  }
+  // In a build tree the Python packages (caravan.torch, byteps.torch) lie in
+  // build/python, beside build/bin: put them first on the workers' path, so
+  // that `caravan-launch -- python3 train.py` finds the ones of this build.
+  // An install puts them in the interpreter's own folder instead.
+  std::string packages = SelfDir() + "../python";
+  struct stat st;
+  if (!SelfDir().empty() && stat((packages + "/caravan/__init__.py").c_str(), &st) == 0) {
+    char resolved[PATH_MAX];
+    if (realpath(packages.c_str(), resolved)) packages = resolved;
+    const char* old = getenv("PYTHONPATH");
+    base.erase(std::remove_if(base.begin(), base.end(),
+                              [](const std::string& kv) { return kv.rfind("PYTHONPATH=", 0) == 0; }),
+               base.end());
+    base.push_back("PYTHONPATH=" + packages + (old && *old ? ":" + std::string(old) : ""));
   }
   base.push_back("DMLC_PS_ROOT_URI=" + o.host);
   base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
