@@ -5,8 +5,17 @@
 #ifndef PS_INTERNAL_CUSTOMER_H_
 #define PS_INTERNAL_CUSTOMER_H_
 
+// ps-lite's customer.h brings in the threading headers, and its programs
+// (test_kv_app_multi_workers: std::thread) use them through ps/ps.h alone.
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ps/internal/message.h"
 

@@ -4,6 +4,9 @@
 #ifndef PS_INTERNAL_LOGGING_H_
 #define PS_INTERNAL_LOGGING_H_
 
+// dmlc-core's logging.h, which ps-lite's headers include, brings in
+// <iostream>: ps-lite programs print with std::cout through ps/ps.h alone.
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>

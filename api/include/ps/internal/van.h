@@ -3,6 +3,18 @@
 #ifndef PS_INTERNAL_VAN_H_
 #define PS_INTERNAL_VAN_H_
 
+// What ps-lite's van.h brings in, for programs that rely on it through ps/ps.h.
+#include <atomic>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ps/base.h"
 #include "ps/internal/message.h"
 
 namespace ps {
