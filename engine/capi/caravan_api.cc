@@ -87,15 +87,23 @@ int not_initialized() {
   return fail(CARAVAN_ERR_NOT_INITIALIZED, "caravan_init() has not been called (or caravan_shutdown() was)");
 }
 
-// push_pull (root kSum) and broadcast, asynchronously.
-int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority, int root,
-          caravan_handle* out) {
+// push_pull, or (`broadcast`) a broadcast from worker rank `root`,
+// asynchronously.
+int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority,
+          bool broadcast, int root, caravan_handle* out) {
   return guarded([&]() -> int {
     if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
     *out = nullptr;
     if (int rc = check_tensor(name, data, count, dtype)) return rc;
     auto s = state();
     if (!s) return not_initialized();
+    // Here for every kind of worker; a negative root must never read as kSum.
+    if (broadcast && (root < 0 || root >= s->size()))
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                  std::string("broadcast of tensor '") + name + "' from rank " +
+                      std::to_string(root) + ": the job has " + std::to_string(s->size()) +
+                      " workers, ranks 0 to " + std::to_string(s->size() - 1));
+    if (!broadcast) root = kSum;
     auto h = std::make_unique<caravan_handle_s>();
     h->op = s->submit(name, data, count, dtype, priority, root);
     *out = h.release();
@@ -161,18 +169,12 @@ int caravan_local_size(void) {
 
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int priority, caravan_handle* out) {
-  return start(name, data, count, dtype, priority, kSum, out);
+  return start(name, data, count, dtype, priority, false, kSum, out);
 }
 
 int caravan_broadcast_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int root_rank, int priority, caravan_handle* out) {
-  // Checked here too, so that a negative root never reads as kSum.
-  if (root_rank < 0)
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" +
-                                                  std::string(name ? name : "(null)") +
-                                                  "' from rank " + std::to_string(root_rank) +
-                                                  ": ranks start at 0");
-  return start(name, data, count, dtype, priority, root_rank, out);
+  return start(name, data, count, dtype, priority, true, root_rank, out);
 }
 
 int caravan_broadcast(const char* name, void* data, size_t count, caravan_dtype dtype,

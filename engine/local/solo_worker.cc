@@ -1,7 +1,5 @@
 #include "engine/local/solo_worker.h"
 
-#include "engine/base/error.h"
-
 namespace caravan {
 namespace {
 
@@ -15,10 +13,6 @@ struct SoloOp final : Worker::Op {
 
 std::shared_ptr<Worker::Op> SoloWorker::submit(const std::string& name, void* data, size_t count,
                                                int dtype, int priority, int root) {
-  if (root != kSum && root != 0)
-    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" + name + "' from rank " +
-                                                  std::to_string(root) +
-                                                  ": this job has one worker, rank 0");
   std::lock_guard<std::mutex> lock(tensors_.mutex());
   // A broadcast from the only worker leaves its data as it is, as the sum
   // over one worker does.

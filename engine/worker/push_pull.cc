@@ -25,7 +25,6 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
                                const JobConfig& config)
     : kv_(kv),
       servers_(std::move(servers)),
-      num_workers_(config.num_workers),
       rank_((kv.id() - worker_id(0)) / 2),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
@@ -81,10 +80,6 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
 std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
                                                   size_t count, int dtype, int priority,
                                                   int root, std::function<void()> on_done) {
-  if (root != kSum && (root < 0 || root >= num_workers_))
-    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "broadcast of tensor '" + name + "' from rank " +
-                                                  std::to_string(root) + ": the job has " +
-                                                  std::to_string(num_workers_) + " workers");
   std::shared_ptr<Operation> op;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,8 +90,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
                                         " in flight; wait for it first");
     plan.in_flight = true;
     ++ops_in_flight_;
-    op = std::make_shared<Operation>(&plan, static_cast<char*>(data), root,
-                                     root == kSum || root == rank_);
+    op = std::make_shared<Operation>(&plan, static_cast<char*>(data), root, rank_);
     op->events_left = 2 * plan.partitions.size();
     op->answered.assign(plan.partitions.size(), false);
     op->sent.assign(plan.partitions.size(), false);
@@ -224,7 +218,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     if (op->abandoned) return;
     std::string wrong = slot ? wrong_slot(r, *slot) : "";
     // A broadcast's root gets no values back; everyone else the partition.
-    size_t expected = op->root != kSum && op->sends_values ? 0 : part.bytes;
+    size_t expected = op->gets_values ? part.bytes : 0;
     if (wrong.empty() && !slot && r.vals.len != expected)
       wrong = std::to_string(r.vals.len) + " bytes, expected " + std::to_string(expected) +
               (op->root == kSum ? ""
@@ -282,7 +276,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
 
 void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
                                const KVMessage& r, bool sample) {
-  if (op.root != kSum && op.sends_values) return;  // the root keeps its own values
+  if (!op.gets_values) return;  // a broadcast's root keeps its own values
   const Partition& part = op.plan->partitions[index];
   std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "

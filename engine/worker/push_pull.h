@@ -48,14 +48,19 @@ struct TensorPlan {
 // done reading its memory, and its sum arrived.
 class Operation {
  public:
-  Operation(TensorPlan* tensor, char* buffer, int broadcast_root, bool is_the_root)
-      : plan(tensor), data(buffer), root(broadcast_root), sends_values(is_the_root) {}
+  Operation(TensorPlan* tensor, char* buffer, int broadcast_root, int my_rank)
+      : plan(tensor),
+        data(buffer),
+        root(broadcast_root),
+        sends_values(root == kSum || root == my_rank),
+        gets_values(root == kSum || root != my_rank) {}
   TensorPlan* const plan;
   char* const data;
   const int root;  // kSum, or the broadcast's root rank
   // A broadcast's root sends its values and gets none back; the others
-  // send none and get the root's.
+  // send none and get the root's. A push_pull does both.
   const bool sends_values;
+  const bool gets_values;
   const char* what() const { return root == kSum ? "push_pull" : "broadcast"; }
 
   std::mutex mu;
@@ -88,9 +93,10 @@ class PushPullClient {
   // debug_sample_tensor and enable_ipc from `config`.
   PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
 
-  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`;
-  // throws caravan::Error for misuse found up front. `on_done` runs on a
-  // van thread when the operation ends.
+  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
+  // (0..num_workers-1, checked by the caller); throws caravan::Error for
+  // misuse found up front. `on_done` runs on a van thread when the
+  // operation ends.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
                                     int priority, int root, std::function<void()> on_done = {});
   // 1 done, 0 pending, or the negative error (message in *error).
@@ -121,7 +127,6 @@ class PushPullClient {
 
   KVEndpoint& kv_;
   std::vector<ServerAddress> servers_;
-  int num_workers_;
   int rank_;  // this worker's
 
   size_t partition_bytes_;

@@ -22,8 +22,9 @@ class Worker {
 
   virtual ~Worker() = default;
 
-  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`;
-  // throws caravan::Error for misuse found up front.
+  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
+  // (0..size()-1, checked by the caller); throws caravan::Error for misuse
+  // found up front.
   virtual std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
                                      int priority, int root) = 0;
   // 1 done, 0 pending, or the negative error (message in *error).

@@ -304,7 +304,7 @@ TEST(LocalBroadcast, OneMachineAndOneWorkerNeedNoServer) {
       {"worker 0 of 1: 2 rounds of 40 broadcasts, every byte the root's"});
   expect_success_saying(
       run_process(worker_spec(BROADCAST_WORKER_BIN, {"misuse"}, {{"DMLC_NUM_WORKER", "1"}})),
-      {"worker 0 of 1: 0 failures", "this job has one worker, rank 0",
+      {"worker 0 of 1: 0 failures", "from rank 1: the job has 1 workers, ranks 0 to 0",
        "was first used for push_pull, now for broadcast"});
 }
 

@@ -13,14 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t dtype_bytes(caravan_dtype t) {
-  switch (t) {
-    case CARAVAN_FLOAT64: case CARAVAN_INT64: return 8;
-    case CARAVAN_FLOAT32: case CARAVAN_INT32: return 4;
-    case CARAVAN_FLOAT16: case CARAVAN_BFLOAT16: return 2;
-    default: return 1;
-  }
-}
+#include "dtype_bytes.h"
+
 
 /* Small integers, exactly representable in every dtype (float16 holds
  * integers up to 2048 exactly, bfloat16 up to 256), so every sum must

@@ -274,14 +274,13 @@ def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, 
     if buffer.numel() == 0:
         handle._done = True  # nothing to carry; the engine refuses empty tensors
         return handle
-    n = buffer.numel() if count is None else count
+    args = (name.encode("utf-8"), buffer.data_ptr(), buffer.numel() if count is None else count,
+            dtype) + tuple(extra_args)
     if blocking:
-        _capi.call(c_function[:-len("_async")], name.encode("utf-8"), buffer.data_ptr(), n, dtype,
-                   *extra_args, what=what, tensor_name=name)
+        _capi.call(c_function[:-len("_async")], *args, what=what, tensor_name=name)
         handle._finish()
         return handle
-    handle._c = _capi.start(c_function, name.encode("utf-8"), buffer.data_ptr(), n, dtype,
-                            *extra_args, what=what, tensor_name=name)
+    handle._c = _capi.start(c_function, *args, what=what, tensor_name=name)
     with _session.lock:
         _session.in_flight.add(handle)
     return handle
