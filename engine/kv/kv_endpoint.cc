@@ -13,14 +13,6 @@ namespace {
 
 constexpr int kPollMs = 100;
 
-// The header bytes and everything the segments borrow, alive until the van
-// is done with the message.
-struct Outgoing {
-  uint8_t header[wire::kHeaderBytes];
-  KVMessage msg;
-  KVEndpoint::SentHandler on_sent;
-};
-
 // A message that may be resent must own its bytes: the caller's memory is
 // only promised until the first send is done.
 void own(Blob& b) {
@@ -32,8 +24,43 @@ void own(Blob& b) {
 
 }  // namespace
 
-// Shared with the van's send callbacks, which a van may run after this
-// endpoint is gone (when it settles sends still queued at its close).
+// A message on its way: the header bytes and everything the segments
+// borrow, alive until the van is done with every send of it (a resend is
+// another send of the same message).
+struct KVEndpoint::Outgoing {
+  uint8_t header[wire::kHeaderBytes];
+  KVMessage msg;  // blobs empty for a header alone
+  SentHandler on_sent;  // told how the first send ended
+
+  caravan_segment_v2 segment(size_t i) const {
+    switch (i) {
+      case 0: return {header, wire::kHeaderBytes};
+      case 1: return {msg.keys.data, msg.keys.len};
+      case 2: return {msg.vals.data, msg.vals.len};
+      default: return {msg.lens.data, msg.lens.len};
+    }
+  }
+};
+
+// One hand-over of a message to the van, with the seal made for it.
+struct KVEndpoint::VanSend final : Van::Sending {
+  explicit VanSend(std::shared_ptr<Outgoing> o, bool f) : out(std::move(o)), first(f) {}
+  void sent(caravan_status status) override {
+    if (!first || !out->on_sent) return;
+    try {
+      out->on_sent(status);
+    } catch (const std::exception& e) {
+      // Runs on the receiving thread, which must go on.
+      CARAVAN_LOG(ERROR) << "kv: handling the end of a send failed: " << e.what();
+    }
+  }
+  std::shared_ptr<Outgoing> out;
+  MessageSeal::Seal seal;
+  const bool first;
+};
+
+// Shared with the handlers of the probes' sends, which run on the
+// receiving thread, possibly after probe() returned.
 struct KVEndpoint::ProbeRound {
   std::mutex mu;
   std::condition_variable cv;
@@ -67,9 +94,9 @@ void KVEndpoint::set_seal(std::unique_ptr<MessageSeal> seal) {
 
 namespace {
 
-// A message's slot for the van (van_v1.h, send_slot): its first key, so a
+// A message's slot for the van (van_v2.h, send): its first key, so a
 // key's pushes to a server, and its answers to a worker, share one.
-uint64_t slot_of(const caravan_segment_v1& keys) {
+uint64_t slot_of(const caravan_segment_v2& keys) {
   uint64_t key;
   if (keys.len < sizeof key) return 0;
   std::memcpy(&key, keys.data, sizeof key);
@@ -78,48 +105,20 @@ uint64_t slot_of(const caravan_segment_v1& keys) {
 
 }  // namespace
 
-void KVEndpoint::van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done) {
+void KVEndpoint::van_send(int recipient, const std::shared_ptr<Outgoing>& out, bool first) {
+  auto send = std::make_shared<VanSend>(out, first);
+  caravan_segment_v2 segments[5];
+  for (size_t i = 0; i < 4; ++i) segments[i] = out->segment(i);
   uint64_t slot = slot_of(segments[1]);
   if (!seal_) {
-    van_.send(static_cast<uint64_t>(recipient), slot, segments, 4, std::move(done));
+    van_.send(static_cast<uint64_t>(recipient), slot, segments, 4, std::move(send));
     return;
   }
-  // Lives until the van is done: it may read the seal until then. A van may
-  // also report done inside send(), while the seal's lock is held, and done
-  // may send again to the same peer; so such a done waits for the unlock.
-  struct Send {
-    MessageSeal::Seal seal;
-    SendDone done;
-    std::mutex mu;
-    bool in_send = true;
-    bool finished = false;
-    caravan_status status = CARAVAN_STATUS_OK;
-  };
-  auto send = std::make_shared<Send>();
-  send->done = std::move(done);
-  caravan_segment_v1 sealed[5] = {
-      segments[0], segments[1], segments[2], segments[3], {send->seal.data(), send->seal.size()}};
-  {
-    auto in_order = seal_->seal(recipient, segments, &send->seal);
-    van_.send(static_cast<uint64_t>(recipient), slot, sealed, 5, [send](caravan_status s) {
-      {
-        std::lock_guard<std::mutex> lock(send->mu);
-        if (send->in_send) {
-          send->finished = true;
-          send->status = s;
-          return;
-        }
-      }
-      if (send->done) send->done(s);
-    });
-  }
-  bool finished;
-  {
-    std::lock_guard<std::mutex> lock(send->mu);
-    send->in_send = false;
-    finished = send->finished;
-  }
-  if (finished && send->done) send->done(send->status);
+  segments[4] = {send->seal.data(), send->seal.size()};
+  // Held until the van has the message: seals to one peer must reach it in
+  // the order they were made.
+  auto in_order = seal_->seal(recipient, segments, &send->seal);
+  van_.send(static_cast<uint64_t>(recipient), slot, segments, 5, std::move(send));
 }
 
 void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
@@ -136,7 +135,10 @@ void KVEndpoint::stop() {
     }
   }
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    van_.interrupt();
+    thread_.join();
+  }
 }
 
 KVMessage KVEndpoint::local_error(const wire::Header& request, int code, const std::string& why) {
@@ -164,31 +166,21 @@ void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
   wire::encode(msg.head, out->header);
   out->msg = std::move(msg);
   out->on_sent = std::move(on_sent);
-  caravan_segment_v1 segs[4] = {{out->header, wire::kHeaderBytes},
-                                {out->msg.keys.data, out->msg.keys.len},
-                                {out->msg.vals.data, out->msg.vals.len},
-                                {out->msg.lens.data, out->msg.lens.len}};
   CARAVAN_VLOG(2) << "kv: send to node " << recipient << " ts " << out->msg.head.timestamp
                   << " flags " << out->msg.head.flags << " vals " << out->msg.vals.len << " B";
   if (resend) {
     // Kept before the first send, so an acknowledgement can never arrive
     // before there is something to acknowledge.
     reliability_->keep(out->msg.head, [this, recipient, out] {
-      caravan_segment_v1 again[4] = {{out->header, wire::kHeaderBytes},
-                                     {out->msg.keys.data, out->msg.keys.len},
-                                     {out->msg.vals.data, out->msg.vals.len},
-                                     {out->msg.lens.data, out->msg.lens.len}};
       try {
-        van_send(recipient, again, [out](caravan_status) {});
+        van_send(recipient, out, false);
       } catch (const Error& e) {
         CARAVAN_LOG(DEBUG) << "kv: resending to node " << recipient << " failed: " << e.what();
       }
     });
   }
   try {
-    van_send(recipient, segs, [out](caravan_status s) {
-      if (out->on_sent) out->on_sent(s);
-    });
+    van_send(recipient, out, true);
   } catch (...) {
     if (resend) reliability_->acknowledged(signature_of(out->msg.head));
     throw;
@@ -196,12 +188,10 @@ void KVEndpoint::transmit(int recipient, KVMessage& msg, SentHandler on_sent) {
 }
 
 void KVEndpoint::send_header(int recipient, const wire::Header& h, SentHandler on_sent) {
-  auto bytes = std::make_shared<std::array<uint8_t, wire::kHeaderBytes>>();
-  wire::encode(h, bytes->data());
-  caravan_segment_v1 segs[4] = {{bytes->data(), wire::kHeaderBytes}, {}, {}, {}};
-  van_send(recipient, segs, [bytes, on_sent = std::move(on_sent)](caravan_status s) {
-    if (on_sent) on_sent(s);
-  });
+  auto out = std::make_shared<Outgoing>();
+  wire::encode(h, out->header);
+  out->on_sent = std::move(on_sent);
+  van_send(recipient, out, true);
 }
 
 bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& peer) {
@@ -437,23 +427,32 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   handler(std::move(m));
 }
 
-void KVEndpoint::loop() {
-  while (!stop_) {
-    std::unique_ptr<Van::Received> r;
+class KVEndpoint::Inbox final : public Van::Inbox {
+ public:
+  explicit Inbox(KVEndpoint& kv) : kv_(kv) {}
+  void received(std::unique_ptr<Van::Received> message) override {
     try {
-      r = van_.recv(kPollMs);
+      kv_.deliver(std::move(message));
+    } catch (const std::exception& e) {
+      CARAVAN_LOG(ERROR) << "kv: handling a message failed: " << e.what();
+    }
+  }
+
+ private:
+  KVEndpoint& kv_;
+};
+
+void KVEndpoint::loop() {
+  Inbox inbox(*this);
+  while (!stop_) {
+    try {
+      van_.poll(kPollMs, inbox);
     } catch (const Error& e) {
       if (stop_) break;
       fail_all(CARAVAN_ERR_TRANSPORT, e.what());
       break;
     }
     if (reliability_) reliability_->tick();
-    if (!r) continue;
-    try {
-      deliver(std::move(r));
-    } catch (const std::exception& e) {
-      CARAVAN_LOG(ERROR) << "kv: handling a message failed: " << e.what();
-    }
   }
 }
 

@@ -76,12 +76,17 @@ class KVEndpoint {
     int recipient;
     ResponseHandler on_response;
   };
+  struct Outgoing;
+  struct VanSend;
+  class Inbox;
   void loop();
   void deliver(std::unique_ptr<Van::Received> received);
+  // Sends `msg` (head filled in) and keeps it for resending under
+  // PS_RESEND. Throws as Van::send.
   void transmit(int recipient, KVMessage& msg, SentHandler on_sent);
-  // Hands header, keys, vals and lens to the van, sealed when there is a
-  // seal. Throws as Van::send.
-  void van_send(int recipient, const caravan_segment_v1 (&segments)[4], SendDone done);
+  // Hands `out` to the van, sealed when there is a seal; `first` is false
+  // for a resend, whose end nobody waits for. Throws as Van::send.
+  void van_send(int recipient, const std::shared_ptr<Outgoing>& out, bool first);
   // A message of a header alone (acknowledgement, probe); throws as
   // Van::send does.
   void send_header(int recipient, const wire::Header& h, SentHandler on_sent);

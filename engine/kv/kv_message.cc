@@ -8,7 +8,7 @@ constexpr uint64_t kMaxSegmentBytes = 1ull << 40;
 
 }  // namespace
 
-bool decode_kv_message(const caravan_recv_segment_v1* segments, size_t num_segments, int my_id,
+bool decode_kv_message(const caravan_recv_segment_v2* segments, size_t num_segments, int my_id,
                        KVMessage* m, std::string* why) {
   if (num_segments != 4) {
     *why = std::to_string(num_segments) + " segments, expected 4";
@@ -24,7 +24,7 @@ bool decode_kv_message(const caravan_recv_segment_v1* segments, size_t num_segme
   }
   Blob* blobs[3] = {&m->keys, &m->vals, &m->lens};
   for (size_t i = 0; i < 3; ++i) {
-    const caravan_recv_segment_v1& seg = segments[i + 1];
+    const caravan_recv_segment_v2& seg = segments[i + 1];
     if (seg.len != m->head.seg_len[i]) {
       *why = "segment " + std::to_string(i + 1) + " has " + std::to_string(seg.len) +
              " bytes, the header declares " + std::to_string(m->head.seg_len[i]);

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "engine/wire/header.h"
 
 namespace caravan {
@@ -37,7 +37,7 @@ struct KVMessage {
 // Checks a message as a van delivered it (the wire header, then keys, vals
 // and lens) and points out's blobs at its segments without taking ownership
 // (the caller sets `keep`). On failure returns false and says why in *why.
-bool decode_kv_message(const caravan_recv_segment_v1* segments, size_t num_segments, int my_id,
+bool decode_kv_message(const caravan_recv_segment_v2* segments, size_t num_segments, int my_id,
                        KVMessage* out, std::string* why);
 
 }  // namespace caravan

@@ -45,7 +45,7 @@ MessageSeal::MessageSeal(const auth::JobToken& token, const auth::Nonce& job, in
   }
 }
 
-std::unique_lock<std::mutex> MessageSeal::seal(int32_t to, const caravan_segment_v1* segments,
+std::unique_lock<std::mutex> MessageSeal::seal(int32_t to, const caravan_segment_v2* segments,
                                                Seal* out) {
   auto it = peers_.find(to);
   if (it == peers_.end())
@@ -66,7 +66,7 @@ std::unique_lock<std::mutex> MessageSeal::seal(int32_t to, const caravan_segment
   return lock;
 }
 
-bool MessageSeal::open(const caravan_recv_segment_v1* segments, size_t num_segments,
+bool MessageSeal::open(const caravan_recv_segment_v2* segments, size_t num_segments,
                        std::string* why) {
   wire::Header h;
   std::string fault;

@@ -33,7 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "engine/auth/job_token.h"
 
 namespace caravan {
@@ -52,13 +52,13 @@ class MessageSeal {
   // made: the returned lock keeps the next seal to `to` waiting until the
   // caller has handed this message to the van and let go of it. Throws
   // when `to` is no peer.
-  [[nodiscard]] std::unique_lock<std::mutex> seal(int32_t to, const caravan_segment_v1* segments,
+  [[nodiscard]] std::unique_lock<std::mutex> seal(int32_t to, const caravan_segment_v2* segments,
                                                   Seal* out);
 
   // Checks a received message of `num_segments` (the four above, then the
   // seal). False, with *why, when it must be dropped. Called from one
   // thread (the receiving one).
-  bool open(const caravan_recv_segment_v1* segments, size_t num_segments, std::string* why);
+  bool open(const caravan_recv_segment_v2* segments, size_t num_segments, std::string* why);
 
  private:
   struct Peer {

@@ -44,8 +44,8 @@ bool exists(const std::string& p) {
 
 // Opens one candidate and checks its descriptor; returns "" on success or
 // the reason it was refused.
-std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t major,
-                     PluginLibrary* lib) {
+std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
+                     uint32_t newest_major, PluginLibrary* lib) {
   if (!exists(path)) return "not found";
   // Refused or accepted, it stays mapped until the process exits, whatever
   // dlclose says: its constructors and those of the transport libraries it
@@ -72,9 +72,12 @@ std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t
   } else if (d->kind != static_cast<uint32_t>(kind)) {
     why << "is a " << plugin_kind_name(static_cast<caravan_plugin_kind>(d->kind))
         << " plugin, not a " << plugin_kind_name(kind) << " plugin";
-  } else if (d->abi_major != major) {
+  } else if (d->abi_major < oldest_major || d->abi_major > newest_major) {
     why << "speaks plugin ABI " << d->abi_major << "." << d->abi_minor
-        << "; this engine speaks major " << major;
+        << "; this engine speaks " << plugin_kind_name(kind) << " ABI major "
+        << (oldest_major == newest_major
+                ? std::to_string(newest_major)
+                : std::to_string(oldest_major) + " to " + std::to_string(newest_major));
   } else if (!d->ops || !d->name) {
     why << "descriptor has no ops table or name";
   }
@@ -105,6 +108,13 @@ std::vector<std::string> plugin_search_dirs(const std::string& plugin_path) {
 std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t major,
                                            const std::string& choice, const std::string& source,
                                            const std::string& plugin_path) {
+  return load_plugin(kind, major, major, choice, source, plugin_path);
+}
+
+std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t oldest_major,
+                                           uint32_t newest_major, const std::string& choice,
+                                           const std::string& source,
+                                           const std::string& plugin_path) {
   std::vector<std::string> candidates;
   if (!choice.empty() && choice[0] == '/') {
     candidates.push_back(choice);
@@ -115,7 +125,7 @@ std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t ma
   std::ostringstream tried;
   auto lib = std::make_unique<PluginLibrary>();
   for (auto& path : candidates) {
-    std::string why = try_open(path, kind, major, lib.get());
+    std::string why = try_open(path, kind, oldest_major, newest_major, lib.get());
     if (why.empty()) {
       CARAVAN_LOG(INFO) << "loaded " << plugin_kind_name(kind) << " plugin '"
                         << lib->descriptor->name << "' " << lib->descriptor->version << " (ABI "

@@ -32,5 +32,11 @@ std::vector<std::string> plugin_search_dirs(const std::string& plugin_path);
 std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t major,
                                            const std::string& choice, const std::string& source,
                                            const std::string& plugin_path);
+// The same for a kind whose plugins may speak any major from `oldest_major`
+// to `newest_major` (the engine lifts the older ones).
+std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t oldest_major,
+                                           uint32_t newest_major, const std::string& choice,
+                                           const std::string& source,
+                                           const std::string& plugin_path);
 
 }  // namespace caravan

@@ -1,35 +1,42 @@
-// Adapts a van plugin's C table (ABI major 1) to the engine's Van class.
+// Adapts a van plugin's C table to the engine's Van class: an ABI 2 table
+// as it is, an ABI 1 table through the lift (van_v1_lift.h).
 #include <cstddef>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <unordered_map>
 
 #include "engine/base/error.h"
+#include "engine/base/log.h"
 #include "engine/core/config.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
 #include "engine/van/van.h"
+#include "engine/van/van_v1_lift.h"
 
 namespace caravan {
 namespace {
 
+// Events taken from the van per poll() call; more simply wait for the next.
+constexpr size_t kEventsPerPoll = 64;
+
 class PluginVan final : public Van {
  public:
-  PluginVan(std::unique_ptr<PluginLibrary> lib)
-      : lib_(std::move(lib)),
-        ops_(static_cast<const caravan_van_ops_v1*>(lib_->descriptor->ops)),
-        name_(lib_->descriptor->name),
-        host_(CARAVAN_PLUGIN_KIND_VAN, name_) {
-    if (ops_->struct_size < CARAVAN_VAN_OPS_V1_0_SIZE)
-      throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
-                                          ") has an ops table of " +
-                                          std::to_string(ops_->struct_size) + " bytes, fewer than ABI 1.0's " +
-                                          std::to_string(CARAVAN_VAN_OPS_V1_0_SIZE));
-    // A 1.0 table ends before send_slot.
-    if (ops_->struct_size >= offsetof(caravan_van_ops_v1, send_slot) + sizeof ops_->send_slot)
-      send_slot_ = ops_->send_slot;
-    caravan_status s = ops_->init(host_.table(), &ctx_);
+  explicit PluginVan(std::unique_ptr<PluginLibrary> lib)
+      : lib_(std::move(lib)), name_(lib_->descriptor->name), host_(CARAVAN_PLUGIN_KIND_VAN, name_) {
+    caravan_status s;
+    if (lib_->descriptor->abi_major == CARAVAN_VAN_ABI_MAJOR_V1) {
+      auto* v1 = static_cast<const caravan_van_ops_v1*>(lib_->descriptor->ops);
+      if (v1->struct_size < CARAVAN_VAN_OPS_V1_0_SIZE) refuse_table(v1->struct_size, CARAVAN_VAN_OPS_V1_0_SIZE, "1.0");
+      ops_ = van_v1_lifted_ops();
+      s = open_lifted_van_v1(v1, host_.table(), &ctx_);
+    } else {
+      ops_ = static_cast<const caravan_van_ops_v2*>(lib_->descriptor->ops);
+      if (ops_->struct_size < sizeof(caravan_van_ops_v2))
+        refuse_table(ops_->struct_size, sizeof(caravan_van_ops_v2), "2.0");
+      s = ops_->init(host_.table(), &ctx_);
+    }
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
                                           ") failed to start: " + describe_plugin_failure(s));
@@ -44,19 +51,19 @@ class PluginVan final : public Van {
   ~PluginVan() override {
     if (!ctx_) return;
     {
-      // Not held across finalize: the done callbacks it runs may drop the
-      // last hold on a received message (a sum sent from a push's memory).
       std::unique_lock<std::shared_mutex> lock(lender_->mu);
       lender_->ctx = nullptr;
     }
     ops_->finalize(ctx_);
+    // Sends never reported are over now (van_v2.h, finalize): their memory
+    // goes with sending_, and nobody polls any more to be told.
   }
 
   const std::string& name() const override { return name_; }
-  const caravan_van_properties_v1& properties() const override { return props_; }
+  const caravan_van_properties_v2& properties() const override { return props_; }
 
   std::string listen(const std::string& host, int port) override {
-    char addr[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
+    char addr[CARAVAN_VAN_MAX_ADDRESS_V2] = {0};
     caravan_status s = ops_->listen(ctx_, host.c_str(), port, addr, sizeof addr);
     if (s != CARAVAN_STATUS_OK) fail("listen on " + host + ":" + std::to_string(port), s);
     addr[sizeof addr - 1] = '\0';
@@ -73,61 +80,98 @@ class PluginVan final : public Van {
     if (s != CARAVAN_STATUS_OK) fail("disconnect from node " + std::to_string(peer), s);
   }
 
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segments, size_t n,
-            SendDone done) override {
-    auto* cookie = new SendDone(std::move(done));
-    caravan_status s = send_slot_ && slot
-                           ? send_slot_(ctx_, peer, slot, segments, n, &PluginVan::on_sent, cookie)
-                           : ops_->send(ctx_, peer, segments, n, &PluginVan::on_sent, cookie);
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t n,
+            std::shared_ptr<Sending> sending) override {
+    uint64_t id;
+    {
+      // Registered before the van sees it: its SENT event may come out of
+      // a poll() on another thread before send() returns here.
+      std::lock_guard<std::mutex> lock(sending_mu_);
+      id = next_send_id_++;
+      sending_.emplace(id, std::move(sending));
+    }
+    caravan_status s = ops_->send(ctx_, peer, slot, segments, n, id);
     if (s != CARAVAN_STATUS_OK) {
-      delete cookie;
+      {
+        std::lock_guard<std::mutex> lock(sending_mu_);
+        sending_.erase(id);
+      }
       fail("send to node " + std::to_string(peer), s);
     }
   }
 
-  std::unique_ptr<Received> recv(int timeout_ms) override {
-    auto r = std::make_unique<PluginReceived>(lender_);
-    caravan_status s = ops_->recv(ctx_, timeout_ms, &r->message);
-    if (s == CARAVAN_STATUS_TIMEOUT) return nullptr;
-    if (s != CARAVAN_STATUS_OK) {
-      r->owned = false;
-      fail("receive", s);
+  bool poll(int timeout_ms, Inbox& inbox) override {
+    caravan_van_event_v2 events[kEventsPerPoll];
+    size_t n = 0;
+    caravan_status s = ops_->poll(ctx_, timeout_ms, events, kEventsPerPoll, &n);
+    if (s == CARAVAN_STATUS_TIMEOUT) return false;
+    if (s != CARAVAN_STATUS_OK) fail("poll", s);
+    for (size_t i = 0; i < n && i < kEventsPerPoll; ++i) {
+      const caravan_van_event_v2& e = events[i];
+      if (e.type == CARAVAN_VAN_EVENT_SENT) {
+        finish_send(e.send_id, e.status);
+      } else if (e.type == CARAVAN_VAN_EVENT_RECEIVED) {
+        inbox.received(receive(e.message));
+      } else {
+        throw Error(CARAVAN_ERR_TRANSPORT, "van '" + name_ + "': poll returned an event of unknown type " +
+                                               std::to_string(e.type));
+      }
     }
-    r->num_segments = std::min<size_t>(r->message.num_segments, CARAVAN_VAN_MAX_SEGMENTS_V1);
-    std::memcpy(r->segments, r->message.segments, sizeof r->segments);
-    r->peer = r->message.peer ? r->message.peer : "unknown";
-    return r;
+    return n > 0;
   }
+
+  void interrupt() override { ops_->interrupt(ctx_); }
 
  private:
   // What a received message needs to give its memory back. Shared, since
   // a message may outlive the van: an application keeps what it received
   // (a ps-lite SArray) as long as it likes. Finalizing frees every message
-  // not yet released (van_v1.h), so from its start a release is skipped.
+  // not yet released (van_v2.h), so from its start a release is skipped.
   struct Lender {
     std::shared_mutex mu;  // shared: releasing; exclusive: finalizing
-    const caravan_van_ops_v1* ops = nullptr;
+    const caravan_van_ops_v2* ops = nullptr;
     void* ctx = nullptr;   // null once finalized
   };
 
   struct PluginReceived final : Received {
-    explicit PluginReceived(std::shared_ptr<Lender> l) : lender(std::move(l)) {
-      std::memset(&message, 0, sizeof message);
-      message.struct_size = sizeof message;
-    }
+    PluginReceived(std::shared_ptr<Lender> l, const caravan_van_message_v2& m)
+        : lender(std::move(l)), message(m) {}
     ~PluginReceived() override {
-      if (!owned) return;
       std::shared_lock<std::shared_mutex> lock(lender->mu);
       if (lender->ctx) lender->ops->release(lender->ctx, &message);
     }
     std::shared_ptr<Lender> lender;
-    caravan_van_message_v1 message;
-    bool owned = true;
+    caravan_van_message_v2 message;
   };
 
-  static void on_sent(void* cookie, caravan_status status) {
-    std::unique_ptr<SendDone> done(static_cast<SendDone*>(cookie));
-    if (*done) (*done)(status);
+  std::unique_ptr<Received> receive(const caravan_van_message_v2& m) {
+    auto r = std::make_unique<PluginReceived>(lender_, m);
+    r->num_segments = std::min<size_t>(m.num_segments, CARAVAN_VAN_MAX_SEGMENTS_V2);
+    std::memcpy(r->segments, m.segments, sizeof r->segments);
+    r->peer = m.peer ? m.peer : "unknown";
+    return r;
+  }
+
+  void finish_send(uint64_t id, caravan_status status) {
+    std::shared_ptr<Sending> s;
+    {
+      std::lock_guard<std::mutex> lock(sending_mu_);
+      auto it = sending_.find(id);
+      if (it == sending_.end()) {
+        CARAVAN_LOG(ERROR) << "van '" << name_ << "' reported send " << id
+                           << " over, which it was never given or reported before; ignored";
+        return;
+      }
+      s = std::move(it->second);
+      sending_.erase(it);
+    }
+    s->sent(status);
+  }
+
+  [[noreturn]] void refuse_table(size_t have, size_t least, const char* abi) const {
+    throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path + ") has an ops table of " +
+                                        std::to_string(have) + " bytes, fewer than ABI " + abi + "'s " +
+                                        std::to_string(least));
   }
 
   [[noreturn]] void fail(const std::string& what, caravan_status s) const {
@@ -137,20 +181,22 @@ class PluginVan final : public Van {
   }
 
   std::unique_ptr<PluginLibrary> lib_;
-  const caravan_van_ops_v1* ops_;
-  decltype(caravan_van_ops_v1::send_slot) send_slot_ = nullptr;
+  const caravan_van_ops_v2* ops_ = nullptr;
   std::string name_;
   HostServices host_;
   void* ctx_ = nullptr;
   std::shared_ptr<Lender> lender_ = std::make_shared<Lender>();
-  caravan_van_properties_v1 props_{};
+  caravan_van_properties_v2 props_{};
+  std::mutex sending_mu_;
+  uint64_t next_send_id_ = 1;
+  std::unordered_map<uint64_t, std::shared_ptr<Sending>> sending_;
 };
 
 }  // namespace
 
 std::unique_ptr<Van> open_van(const JobConfig& config) {
-  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, config.van,
-                         config.van_source, config.plugin_path);
+  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2,
+                         config.van, config.van_source, config.plugin_path);
   return std::make_unique<PluginVan>(std::move(lib));
 }
 

@@ -1,20 +1,22 @@
 // The transport interface inside the engine. Every van, the in-tree ones
-// included, is a plugin behind the C ABI; PluginVan adapts one to this class.
+// included, is a plugin behind the C ABI; PluginVan adapts one to this class
+// (an ABI 1 van through the lift in van_v1_lift.h).
+//
+// The data path runs one way: any thread may send; one thread, the node's
+// receiving thread, calls poll(), which hands it both what arrived and
+// which sends are over. Nothing is ever called back from inside send() or
+// from a van's own thread.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 
 namespace caravan {
 
 struct JobConfig;
-
-// Called once when a sent message's memory may be reused.
-using SendDone = std::function<void(caravan_status)>;
 
 class Van {
  public:
@@ -23,23 +25,44 @@ class Van {
    public:
     virtual ~Received() = default;
     size_t num_segments = 0;
-    caravan_recv_segment_v1 segments[CARAVAN_VAN_MAX_SEGMENTS_V1] = {};
+    caravan_recv_segment_v2 segments[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
     std::string peer;
+  };
+
+  // One send: owns (or keeps alive) the memory its segments point at until
+  // the van is done with it, and hears how it ended. sent() runs once, on
+  // the polling thread; not at all when the van is destroyed first.
+  class Sending {
+   public:
+    virtual ~Sending() = default;
+    virtual void sent(caravan_status status) = 0;
+  };
+
+  // Where poll() hands the messages that arrived.
+  class Inbox {
+   public:
+    virtual ~Inbox() = default;
+    virtual void received(std::unique_ptr<Received> message) = 0;
   };
 
   virtual ~Van() = default;
   virtual const std::string& name() const = 0;
-  virtual const caravan_van_properties_v1& properties() const = 0;
+  virtual const caravan_van_properties_v2& properties() const = 0;
   // Binds and returns the address peers connect to. Throws on failure.
   virtual std::string listen(const std::string& host, int port) = 0;
   virtual void connect(uint64_t peer, const std::string& address) = 0;
   virtual void disconnect(uint64_t peer) = 0;
-  // Throws on a synchronous failure (then `done` is not called). `slot`:
-  // nonzero for messages that recur (van_v1.h, send_slot), else 0.
-  virtual void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segments, size_t num_segments,
-                    SendDone done) = 0;
-  // The next message, or nullptr when none came within timeout_ms.
-  virtual std::unique_ptr<Received> recv(int timeout_ms) = 0;
+  // Throws on a synchronous failure (then `sending` hears nothing). `slot`:
+  // nonzero for messages that recur (van_v2.h, send), else 0.
+  virtual void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments,
+                    std::shared_ptr<Sending> sending) = 0;
+  // Waits up to timeout_ms for events, then tells each finished send and
+  // hands each arrived message to `inbox`, on the calling thread. False
+  // when nothing came (time out or interrupt()). One thread at a time;
+  // throws when the van failed.
+  virtual bool poll(int timeout_ms, Inbox& inbox) = 0;
+  // Makes a poll() in progress return now. Any thread.
+  virtual void interrupt() = 0;
 };
 
 // Loads the van the configuration names and creates an instance.

@@ -146,16 +146,9 @@ void PushPullClient::withdraw(Operation& op) {
 }
 
 void PushPullClient::pump() {
-  // A van may report a send done inside send() itself, which lands here
-  // again on the same thread: the loop already running picks up the freed
-  // credit, so recursing (once per partition) is never needed.
-  thread_local const PushPullClient* pumping = nullptr;
-  if (pumping == this) return;
-  struct Mark {
-    const PushPullClient* saved;
-    ~Mark() { pumping = saved; }
-  } mark{pumping};
-  pumping = this;
+  // Sends never report back from inside Van::send (van.h): the loop below
+  // is never re-entered, and two threads pumping at once each take their
+  // own partitions under send_mu_.
   for (;;) {
     std::optional<PendingSend> next;
     {

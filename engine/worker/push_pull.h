@@ -68,7 +68,7 @@ class Operation {
   size_t events_left = 0;
   std::vector<bool> answered;  // per partition
   // Per partition: the van is done reading it. The caller's buffer is the
-  // van's to read until then (van_v1.h), and a sum can come back first (the
+  // van's to read until then (van_v2.h), and a sum can come back first (the
   // server has every byte before the van reports done); it waits here and
   // the done handler stores it.
   std::vector<bool> sent;
@@ -95,7 +95,7 @@ class PushPullClient {
 
   // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
   // (0..num_workers-1, checked by the caller); throws caravan::Error for
-  // misuse found up front. `on_done` runs on a van thread when the
+  // misuse found up front. `on_done` runs on the receiving thread when the
   // operation ends.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
                                     int priority, int root, std::function<void()> on_done = {});

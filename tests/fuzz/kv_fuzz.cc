@@ -12,11 +12,11 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace caravan;
   fuzz::FuzzInput in(data, size);
-  size_t num_segments = in.byte() % (CARAVAN_VAN_MAX_SEGMENTS_V1 + 1);
+  size_t num_segments = in.byte() % (CARAVAN_VAN_MAX_SEGMENTS_V2 + 1);
   int my_id = static_cast<int8_t>(in.byte());
   int num_workers = 1 + in.byte() % 16;
   size_t lens[3] = {in.u16(), in.u16(), in.u16()};
-  caravan_recv_segment_v1 segs[CARAVAN_VAN_MAX_SEGMENTS_V1] = {};
+  caravan_recv_segment_v2 segs[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   size_t got = 0;
   segs[0].data = const_cast<uint8_t*>(in.take(wire::kHeaderBytes, &got));
   segs[0].len = got;

@@ -174,7 +174,7 @@ void forge_pushes(int van_port, const auth::JobToken* wrong) {
     std::memcpy(key.data(), &t.key, sizeof t.key);
     MessageSeal::Seal sealed{};
     if (seal) {
-      caravan_segment_v1 segs[4] = {
+      caravan_segment_v2 segs[4] = {
           {head.data(), head.size()}, {key.data(), key.size()}, {vals.data(), vals.size()}, {}};
       auto lock = seal->seal(server_id(0), segs, &sealed);
     }

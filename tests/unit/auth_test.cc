@@ -212,7 +212,7 @@ constexpr int32_t kServer = 8, kWorker0 = 9, kWorker1 = 11;
 struct Sent {
   Bytes header, keys, vals, lens;
   MessageSeal::Seal seal{};
-  caravan_recv_segment_v1 segs[5];
+  caravan_recv_segment_v2 segs[5];
   size_t count = 5;
 
   Sent(wire::Header h, Bytes k, Bytes v) : keys(std::move(k)), vals(std::move(v)) {
@@ -222,13 +222,13 @@ struct Sent {
     wire::encode(h, header.data());
   }
   void seal_with(MessageSeal& from, int32_t to) {
-    caravan_segment_v1 out[4] = {{header.data(), header.size()},
+    caravan_segment_v2 out[4] = {{header.data(), header.size()},
                                  {keys.data(), keys.size()},
                                  {vals.data(), vals.size()},
                                  {lens.data(), lens.size()}};
     auto lock = from.seal(to, out, &seal);
   }
-  const caravan_recv_segment_v1* received() {
+  const caravan_recv_segment_v2* received() {
     segs[0] = {header.data(), header.size()};
     segs[1] = {keys.data(), keys.size()};
     segs[2] = {vals.data(), vals.size()};

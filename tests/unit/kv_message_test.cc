@@ -19,7 +19,7 @@ namespace {
 // buffer from `offset` on, as a van that packs segments might.
 struct Received {
   std::vector<uint8_t> bytes;
-  caravan_recv_segment_v1 segs[4];
+  caravan_recv_segment_v2 segs[4];
 
   Received(wire::Header h, const std::vector<uint8_t>& keys, const std::vector<uint8_t>& vals,
            size_t offset = 0) {

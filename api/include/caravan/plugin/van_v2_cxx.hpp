@@ -1,0 +1,107 @@
+// Builds a van ABI 2 operations table from a C++ class (header-only, part
+// of the SDK), so the C boundary — NULL checks, exceptions turned into
+// status codes and set_error text — is written once for every van.
+// van_cxx.hpp does the same for ABI 1.
+//
+// The class V provides:
+//   explicit V(const caravan_host_v1* host);            // may throw plugin::Error
+//   const caravan::plugin::Host& host() const;
+//   void properties(caravan_van_properties_v2* out);
+//   void listen(const char* host, int port, char* addr_out, size_t addr_cap);
+//   void connect(uint64_t peer, const char* address);
+//   void disconnect(uint64_t peer);
+//   void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
+//             size_t num_segments, uint64_t send_id);
+//   caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+//                       size_t* num_events);
+//   void release(const caravan_van_message_v2* message);
+//   void interrupt();
+// Its destructor is finalize.
+#ifndef CARAVAN_PLUGIN_VAN_V2_CXX_HPP
+#define CARAVAN_PLUGIN_VAN_V2_CXX_HPP
+
+#include <cstdint>
+
+#include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/van_v2.h"
+
+namespace caravan::plugin {
+
+template <class V>
+struct VanOpsV2 {
+  template <class Body>
+  static caravan_status with(void* ctx, Body&& body) noexcept {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    V& van = *static_cast<V*>(ctx);
+    return guarded(van.host(), [&] { return body(van); });
+  }
+
+  static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
+    return guarded(Host(host), [&] {
+      if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
+      *out_ctx = new V(host);
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status finalize(void* ctx) {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    V* van = static_cast<V*>(ctx);
+    Host host = van->host();  // the host table outlives the van
+    return guarded(host, [&] {
+      delete van;
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status properties(void* ctx, caravan_van_properties_v2* out) {
+    return with(ctx, [&](V& v) {
+      if (!out || out->struct_size < sizeof(caravan_van_properties_v2))
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
+      return v.properties(out), CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status listen(void* ctx, const char* host, int port, char* addr_out,
+                               size_t addr_cap) {
+    return with(ctx, [&](V& v) { return v.listen(host, port, addr_out, addr_cap), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status connect(void* ctx, uint64_t peer, const char* address) {
+    return with(ctx, [&](V& v) { return v.connect(peer, address), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status disconnect(void* ctx, uint64_t peer) {
+    return with(ctx, [&](V& v) { return v.disconnect(peer), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status send(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
+                             size_t num_segments, uint64_t send_id) {
+    return with(ctx, [&](V& v) {
+      return v.send(peer, slot, segments, num_segments, send_id), CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status poll(void* ctx, int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                             size_t* num_events) {
+    return with(ctx, [&](V& v) {
+      if (!events || capacity == 0 || !num_events)
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "poll: no room for events");
+      *num_events = 0;
+      return v.poll(timeout_ms, events, capacity, num_events);
+    });
+  }
+  static caravan_status release(void* ctx, const caravan_van_message_v2* message) {
+    return with(ctx, [&](V& v) { return v.release(message), CARAVAN_STATUS_OK; });
+  }
+  static caravan_status interrupt(void* ctx) {
+    return with(ctx, [&](V& v) { return v.interrupt(), CARAVAN_STATUS_OK; });
+  }
+
+  static constexpr caravan_van_ops_v2 table = {
+      sizeof(caravan_van_ops_v2), init, finalize, properties, listen, connect, disconnect,
+      send, poll, release, interrupt};
+};
+
+// The ops table for V, to put in the plugin's descriptor.
+template <class V>
+const caravan_van_ops_v2* van_ops_v2() {
+  return &VanOpsV2<V>::table;
+}
+
+}  // namespace caravan::plugin
+
+#endif  // CARAVAN_PLUGIN_VAN_V2_CXX_HPP
