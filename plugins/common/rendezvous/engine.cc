@@ -110,7 +110,7 @@ void Engine::connect(uint64_t peer, uint64_t addr) {
 }
 
 void Engine::disconnect(uint64_t peer) {
-  Dones dones;
+  SendCompletions finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = streams_.find(peer);
@@ -128,7 +128,7 @@ void Engine::disconnect(uint64_t peer) {
         delete job->op;
       }
       if (job->xfer) settle(job->xfer, CARAVAN_STATUS_CLOSED);  // never announced
-      if (job->done) dones.push_back({job->done, job->cookie, CARAVAN_STATUS_CLOSED});
+      done_.finished({job->done, job->cookie}, CARAVAN_STATUS_CLOSED);
       delete job;
       j = out_.erase(j);
     }
@@ -141,11 +141,10 @@ void Engine::disconnect(uint64_t peer) {
       t->withdraw_at = withdraw_at;
       orphans_.push_back(xfer);
     }
-    dones.insert(dones.end(), settled_.begin(), settled_.end());
-    settled_.clear();
+    finished = done_.take();
   }
   t_.wake();
-  run_dones(dones);
+  finished.report();
 }
 
 bool Engine::post(Op* op) {
@@ -189,13 +188,13 @@ bool Engine::post(Op* op) {
 }
 
 void Engine::complete(void* ctx, bool ok, size_t len, const std::string& err) {
-  Dones dones;
+  SendCompletions finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     complete_locked(static_cast<Op*>(ctx), ok, len, err);
-    dones.swap(settled_);
+    finished = done_.take();
   }
-  run_dones(dones);
+  finished.report();
 }
 
 void Engine::complete_locked(Op* op, bool ok, size_t len, const std::string& err) {
@@ -236,7 +235,7 @@ void Engine::complete_locked(Op* op, bool ok, size_t len, const std::string& err
 }
 
 bool Engine::pump() {
-  Dones dones;
+  SendCompletions finished;
   bool did;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -254,15 +253,14 @@ bool Engine::pump() {
     withdraw_orphans();
     start_reads();
     while (!ctl_.empty() && post(ctl_.front())) ctl_.pop_front();
-    while (!out_.empty() && step_job(*out_.front(), dones)) {
+    while (!out_.empty() && step_job(*out_.front())) {
       delete out_.front();
       out_.pop_front();
     }
-    dones.insert(dones.end(), settled_.begin(), settled_.end());
-    settled_.clear();
-    did = posted_any_ || !dones.empty();
+    finished = done_.take();
+    did = posted_any_ || !finished.empty();
   }
-  run_dones(dones);
+  finished.report();
   return did;
 }
 
@@ -271,14 +269,8 @@ bool Engine::busy() {
   return in_flight_ > 0 || !ctl_.empty();
 }
 
-void Engine::run_dones(Dones& dones) {
-  for (auto& d : dones)
-    if (d.fn) d.fn(d.cookie, d.status);
-  dones.clear();
-}
-
 void Engine::close() {
-  Dones dones;
+  SendCompletions finished;
   {
     std::unique_lock<std::mutex> lock(mu_);
     closing_ = true;
@@ -286,15 +278,12 @@ void Engine::close() {
     ready_cv_.wait(lock, [&] { return in_recv_ == 0; });
     for (Job* job : out_) {
       if (job->xfer) settle(job->xfer, CARAVAN_STATUS_CLOSED);  // never announced
-      if (job->done) {
-        dones.push_back({job->done, job->cookie, CARAVAN_STATUS_CLOSED});
-        job->done = nullptr;
-      }
+      done_.finished({job->done, job->cookie}, CARAVAN_STATUS_CLOSED);
+      job->done = nullptr;
     }
-    dones.insert(dones.end(), settled_.begin(), settled_.end());
-    settled_.clear();
+    finished = done_.take();
   }
-  run_dones(dones);
+  finished.report();
 }
 
 void Engine::cancel_receives() {

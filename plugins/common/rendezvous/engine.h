@@ -60,6 +60,7 @@
 #include "caravan/plugin/van_v1.h"
 #include "rendezvous/frame.h"
 #include "rendezvous/pool.h"
+#include "rendezvous/send_completions.h"
 
 namespace caravan::rendezvous {
 
@@ -186,21 +187,15 @@ class Engine {
   const Config& config() const { return cfg_; }
 
  private:
-  struct Done {
-    caravan_send_done_fn fn;
-    void* cookie;
-    caravan_status status;
-  };
-  using Dones = std::vector<Done>;
   Op* frame_op(uint64_t to, Buffer* b, size_t len);
   void queue_hello(Stream& s);
   void complete_locked(Op* op, bool ok, size_t len, const std::string& err);
-  bool step_job(Job& job, Dones& dones);
+  bool step_job(Job& job);
   enum class Registered { kDone, kNoRoom, kFailed };
   bool prepare(const Job& job, bool may_wait, Prepared* p);  // false: no room yet
   Registered register_segments(const Job& job, bool may_wait, Prepared* p);
   void unprepare(Prepared& p);
-  void announce(Job& job, Prepared& p, Dones& dones);
+  void announce(Job& job, Prepared& p);
   void take_grant(Stream& s, Job& job);
   void start_put(Job& job, Prepared& p);
   void write_finished(Op* op, bool ok);
@@ -220,7 +215,6 @@ class Engine {
   void start_reads();
   void deliver(Source& src);
   void drop(const std::string& peer, const std::string& why);
-  void run_dones(Dones& dones);
 
   Transport& t_;
   Config cfg_;
@@ -251,7 +245,7 @@ class Engine {
   std::unordered_map<uint64_t, std::unique_ptr<Transfer>> transfers_;  // by id, awaiting kFin
   std::vector<uint64_t> orphans_;   // transfers of disconnected streams
   std::unordered_set<uint64_t> withdrawn_;  // their notices may still come
-  Dones settled_;              // done callbacks to run once mu_ is released
+  SendCompletions done_;       // sends finished under mu_, reported once it is released
   std::atomic<bool> warned_register_{false};
   std::deque<Op*> ctl_;        // receives, reads, notices: never wait on the pool
   std::deque<Job*> out_;       // stream traffic, in send order

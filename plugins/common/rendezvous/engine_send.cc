@@ -74,7 +74,7 @@ void Engine::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, 
     }
     prepared = prepare(*job, may_wait, &p);
   }
-  Dones dones;
+  SendCompletions finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = streams_.find(peer);
@@ -94,7 +94,7 @@ void Engine::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, 
       job->op = frame_op(s.addr, frame, hdr + job->total);
       // The caller's memory is free already: done runs below, once, and
       // neither disconnect() nor close() may run it again.
-      dones.push_back({job->done, job->cookie, CARAVAN_STATUS_OK});
+      done_.finished({job->done, job->cookie}, CARAVAN_STATUS_OK);
       job->done = nullptr;
     } else {
       job->type = cfg_.rma ? Job::kRts : Job::kChunked;
@@ -103,13 +103,14 @@ void Engine::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, 
         start_put(*job, p);
         job.reset();
       } else if (prepared) {
-        announce(*job, p, dones);
+        announce(*job, p);
       }
     }
     if (job) out_.push_back(job.release());
+    finished = done_.take();
   }
   t_.wake();
-  run_dones(dones);
+  finished.report();
 }
 
 // Small segments (headers, keys) travel inline, so that the receiver reads
@@ -179,7 +180,7 @@ Engine::Registered Engine::register_segments(const Job& job, bool may_wait, Prep
 void Engine::unprepare(Prepared& p) { release_prepared(p, nullptr, nullptr, CARAVAN_STATUS_OK); }
 
 // Under mu_: gives the prepared request to send its transfer id and frame.
-void Engine::announce(Job& job, Prepared& p, Dones& dones) {
+void Engine::announce(Job& job, Prepared& p) {
   Frame f = data_frame(Kind::kRts, job);
   f.xfer = next_xfer_++;
   f.inline_mask = p.inline_mask;
@@ -197,7 +198,7 @@ void Engine::announce(Job& job, Prepared& p, Dones& dones) {
   t->regs = std::move(p.regs);
   t->charged = p.charged;
   if (t->staged) {
-    dones.push_back({job.done, job.cookie, CARAVAN_STATUS_OK});
+    done_.finished({job.done, job.cookie}, CARAVAN_STATUS_OK);
   } else {
     t->done = job.done;
     t->cookie = job.cookie;
@@ -265,7 +266,7 @@ void Engine::write_finished(Op* op, bool ok) {
   if (--put->writes_left == 0) finish_put(put);
 }
 
-// Under mu_ when done is set (it is queued on settled_).
+// Under mu_ when done is set (it is reported through done_).
 void Engine::release_prepared(Prepared& p, caravan_send_done_fn done, void* cookie, caravan_status status) {
   for (const Registration& r : p.regs)
     if (r.handle) t_.deregister(r);
@@ -273,7 +274,7 @@ void Engine::release_prepared(Prepared& p, caravan_send_done_fn done, void* cook
   tx_pool_.put(p.staged);
   tx_pool_.put(p.frame);
   p = Prepared{};
-  if (done) settled_.push_back({done, cookie, status});
+  done_.finished({done, cookie}, status);
 }
 
 // Under mu_: the writes are over. The bytes are in the peer's buffer, so
@@ -305,7 +306,7 @@ void Engine::finish_put(Put* put) {
   auto retry = std::make_unique<Job>(job);
   retry->type = Job::kRts;
   retry->returned = job.grant.id;
-  announce(*retry, p, settled_);
+  announce(*retry, p);
   out_.push_front(retry.release());
 }
 
@@ -324,12 +325,12 @@ void Engine::settle(uint64_t xfer, caravan_status status) {
     if (r.handle) t_.deregister(r);
   tx_pool_.discharge(t.charged);
   tx_pool_.put(t.staged);
-  if (t.done) settled_.push_back({t.done, t.cookie, status});
+  done_.finished({t.done, t.cookie}, status);
   transfers_.erase(it);
 }
 
 void Engine::settle_transfers(caravan_status status) {
-  Dones dones;
+  SendCompletions finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (!transfers_.empty()) settle(transfers_.begin()->first, status);
@@ -339,9 +340,9 @@ void Engine::settle_transfers(caravan_status status) {
     }
     puts_.clear();
     orphans_.clear();
-    dones.swap(settled_);
+    finished = done_.take();
   }
-  run_dones(dones);
+  finished.report();
 }
 
 // Under mu_, on the progress thread: deregistering here cannot race the
@@ -371,7 +372,7 @@ void Engine::withdraw_orphans() {
                                " ms (orphan grace): their memory is withdrawn and their sends end CLOSED");
 }
 
-bool Engine::step_job(Job& job, Dones& dones) {
+bool Engine::step_job(Job& job) {
   bool may_wait = !transfers_.empty() || !puts_.empty();
   if (job.type == Job::kPut) {
     Prepared p;
@@ -382,7 +383,7 @@ bool Engine::step_job(Job& job, Dones& dones) {
   if (job.type == Job::kRts && !job.op) {
     Prepared p;
     if (!prepare(job, may_wait, &p)) return false;
-    announce(job, p, dones);
+    announce(job, p);
   }
   if (job.type != Job::kChunked) {
     if (!post(job.op)) return false;
@@ -395,7 +396,7 @@ bool Engine::step_job(Job& job, Dones& dones) {
       if (!post(job.op)) return false;
       job.op = nullptr;
       if (job.offset == job.total) {
-        dones.push_back({job.done, job.cookie, CARAVAN_STATUS_OK});
+        done_.finished({job.done, job.cookie}, CARAVAN_STATUS_OK);
         job.done = nullptr;
         return true;
       }
