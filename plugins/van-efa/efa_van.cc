@@ -73,10 +73,10 @@ void EfaVan::open(const char* node, const char* service) {
     throw Error(CARAVAN_STATUS_INTERNAL, "endpoint name of " + std::to_string(fabric->name().size()) +
                                              " bytes does not fit an address");
   auto log = [host = host_](caravan_log_level level, const std::string& text) { host.log(level, text); };
-  engine_ = std::make_unique<rendezvous::Engine>(*fabric, cfg, log, fabric->name());
+  protocol_ = std::make_unique<rendezvous::Protocol>(*fabric, cfg, log, fabric->name());
   fabric_ = std::move(fabric);
   progress_ = std::thread([this] { run(); });
-  live_ = engine_.get();
+  live_ = protocol_.get();
   cv_.notify_all();
   host_.log(CARAVAN_LOG_INFO, "endpoint " + address_ + " (eager up to " + std::to_string(cfg.eager_bytes) +
                                   " bytes, " + (cfg.rma ? "remote reads" : "chunked sends") + " above)");
@@ -103,13 +103,13 @@ void EfaVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   std::memcpy(addr_out, address_.c_str(), address_.size() + 1);
 }
 
-rendezvous::Engine* EfaVan::engine_or_open() {
-  rendezvous::Engine* e = live_.load();
-  if (e) return e;
+rendezvous::Protocol* EfaVan::protocol_or_open() {
+  rendezvous::Protocol* p = live_.load();
+  if (p) return p;
   std::lock_guard<std::mutex> lock(mu_);
   // Connecting before listening: an endpoint on any local address.
   if (!fabric_) open(nullptr, nullptr);
-  return engine_.get();
+  return protocol_.get();
 }
 
 void EfaVan::connect(uint64_t peer, const char* address) {
@@ -119,12 +119,12 @@ void EfaVan::connect(uint64_t peer, const char* address) {
   std::string provider, name, why;
   if (!decode_address(address, &provider, &name, &why))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address " + why);
-  rendezvous::Engine* engine = engine_or_open();
+  rendezvous::Protocol* protocol = protocol_or_open();
   if (provider != fabric_->provider())
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address is for provider " +
                                                      provider + ", this van uses " + fabric_->provider());
   try {
-    engine->connect(peer, fabric_->resolve(name));
+    protocol->connect(peer, fabric_->resolve(name));
   } catch (const Error& e) {
     throw Error(e.status(), who + " at " + address + ": " + e.what());
   }
@@ -132,10 +132,10 @@ void EfaVan::connect(uint64_t peer, const char* address) {
 
 void EfaVan::disconnect(uint64_t peer) {
   Call call(*this);
-  rendezvous::Engine* engine = live_.load();
-  if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "disconnect peer " + std::to_string(peer) + ": not connected");
+  rendezvous::Protocol* protocol = live_.load();
+  if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "disconnect peer " + std::to_string(peer) + ": not connected");
   try {
-    engine->disconnect(peer);
+    protocol->disconnect(peer);
   } catch (const Error& e) {
     throw Error(e.status(), "disconnect peer " + std::to_string(peer) + ": " + e.what());
   }
@@ -149,10 +149,10 @@ void EfaVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, carav
 void EfaVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
                        caravan_send_done_fn done, void* cookie) {
   Call call(*this);
-  rendezvous::Engine* engine = live_.load();
+  rendezvous::Protocol* protocol = live_.load();
   try {
-    if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "not connected");
-    engine->send(peer, slot, segs, n, done, cookie);
+    if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "not connected");
+    protocol->send(peer, slot, segs, n, done, cookie);
   } catch (const Error& e) {
     throw Error(e.status(), "send to peer " + std::to_string(peer) + ": " + e.what());
   }
@@ -160,47 +160,47 @@ void EfaVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* s
 
 caravan_status EfaVan::recv(int timeout_ms, caravan_van_message_v1* out) {
   Call call(*this);
-  rendezvous::Engine* engine = live_.load();
-  if (!engine) {
+  rendezvous::Protocol* protocol = live_.load();
+  if (!protocol) {
     // Nothing can arrive before listen(); wait for it like for a message.
     std::unique_lock<std::mutex> lock(mu_);
     auto up = [&] { return closing_ || live_.load(); };
     if (timeout_ms < 0) cv_.wait(lock, up);
     else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), up)) return CARAVAN_STATUS_TIMEOUT;
     if (closing_) return CARAVAN_STATUS_CLOSED;
-    engine = live_.load();
+    protocol = live_.load();
     lock.unlock();
-    return engine->recv(0, out);
+    return protocol->recv(0, out);
   }
-  return engine->recv(timeout_ms, out);
+  return protocol->recv(timeout_ms, out);
 }
 
 void EfaVan::release(caravan_van_message_v1* msg) {
   Call call(*this);
-  rendezvous::Engine* engine = live_.load();
-  if (!engine) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: nothing was received");
-  engine->release(msg);
+  rendezvous::Protocol* protocol = live_.load();
+  if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: nothing was received");
+  protocol->release(msg);
 }
 
 // Blocks in the completion queue while idle; while operations of ours are
 // in flight it keeps polling, since providers with manual progress (tcp)
 // only move data when asked.
 void EfaVan::run() noexcept {
-  rendezvous::Engine& engine = *engine_;
+  rendezvous::Protocol& protocol = *protocol_;
   try {
     while (!stop_.load(std::memory_order_acquire)) {
-      int n = fabric_->progress(engine, 0);
-      bool did = engine.pump();
+      int n = fabric_->progress(protocol, 0);
+      bool did = protocol.pump();
       if (n > 0 || did) continue;
-      if (engine.busy() && spin_) {
+      if (protocol.busy() && spin_) {
         std::this_thread::yield();
         continue;
       }
-      if (engine.busy()) {
-        fabric_->progress(engine, 1);
+      if (protocol.busy()) {
+        fabric_->progress(protocol, 1);
         continue;
       }
-      fabric_->progress(engine, 100);
+      fabric_->progress(protocol, 100);
     }
   } catch (const std::exception& e) {
     host_.log(CARAVAN_LOG_FATAL, std::string("progress thread stopped: ") + e.what());
@@ -212,15 +212,15 @@ void EfaVan::run() noexcept {
 // taken back first: receives are cancelled, sends and reads run to their
 // completion (or failure) here, on the only thread left driving progress.
 bool EfaVan::drain() noexcept {
-  engine_->cancel_receives();
+  protocol_->cancel_receives();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(close_timeout_ms_);
   try {
-    while (engine_->posted() > 0 && std::chrono::steady_clock::now() < deadline) fabric_->progress(*engine_, 10);
+    while (protocol_->posted() > 0 && std::chrono::steady_clock::now() < deadline) fabric_->progress(*protocol_, 10);
   } catch (const std::exception& e) {
     host_.log(CARAVAN_LOG_ERROR, std::string("finalize: draining the endpoint failed: ") + e.what());
     return false;
   }
-  return engine_->posted() == 0;
+  return protocol_->posted() == 0;
 }
 
 void EfaVan::shutdown() noexcept {
@@ -229,41 +229,41 @@ void EfaVan::shutdown() noexcept {
     closing_ = true;
     cv_.notify_all();
   }
-  if (engine_) {
+  if (protocol_) {
     stop_ = true;
     fabric_->wake();
     if (progress_.joinable()) progress_.join();
-    engine_->close();
+    protocol_->close();
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return calls_ == 0; });
   }
-  if (!engine_) return;
-  rendezvous::PoolStats s = engine_->stats();
+  if (!protocol_) return;
+  rendezvous::PoolStats s = protocol_->stats();
   host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
                                   std::to_string(s.registered_bytes) + " bytes in " +
                                   std::to_string(s.buffers) + " buffers at finalize, " +
                                   std::to_string(s.registrations) + " registrations of pool buffers, " +
                                   std::to_string(s.caller_registrations) + " of callers' memory, limit " +
                                   std::to_string(s.limit_bytes) + " bytes");
-  host_.log(CARAVAN_LOG_INFO, rendezvous::describe(engine_->counts()));
+  host_.log(CARAVAN_LOG_INFO, rendezvous::describe(protocol_->counts()));
   if (!drain()) {
     // Closing now could crash inside libfabric or let it write into freed
     // buffers; leaking the endpoint and its buffers is the lesser harm.
     host_.log(CARAVAN_LOG_WARNING,
               "finalize: after " + std::to_string(close_timeout_ms_) + " ms (CLOSE_TIMEOUT_MS) endpoint " +
-                  address_ + " still has " + engine_->describe_posted() +
+                  address_ + " still has " + protocol_->describe_posted() +
                   " posted; leaving it and its registered buffers open");
     // Deregistering callers' memory is safe even so: reads of it then fail.
-    engine_->settle_transfers(CARAVAN_STATUS_CLOSED);
-    (void)engine_.release();
+    protocol_->settle_transfers(CARAVAN_STATUS_CLOSED);
+    (void)protocol_.release();
     (void)fabric_.release();
     return;
   }
   fabric_->close_endpoint();
-  engine_->free();
-  engine_.reset();
+  protocol_->free();
+  protocol_.reset();
   fabric_.reset();
 }
 

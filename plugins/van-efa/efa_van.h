@@ -1,5 +1,5 @@
 // The libfabric van instance: a Fabric (opened by listen), the rendezvous
-// engine over it, and the progress thread that alone drives both.
+// protocol over it, and the progress thread that alone drives both.
 // Methods throw plugin::Error; plugin_entry.cc turns that into statuses.
 #ifndef CARAVAN_VAN_EFA_EFA_VAN_H
 #define CARAVAN_VAN_EFA_EFA_VAN_H
@@ -14,7 +14,7 @@
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v1.h"
 #include "fabric.h"
-#include "rendezvous/engine.h"
+#include "rendezvous/protocol.h"
 
 namespace caravan::van_efa {
 
@@ -48,7 +48,7 @@ class EfaVan {
 
  private:
   void open(const char* node, const char* service);
-  rendezvous::Engine* engine_or_open();
+  rendezvous::Protocol* protocol_or_open();
   void run() noexcept;
   bool drain() noexcept;
   void shutdown() noexcept;
@@ -66,8 +66,8 @@ class EfaVan {
   bool closing_ = false;
   std::string address_;
   std::unique_ptr<Fabric> fabric_;
-  std::unique_ptr<rendezvous::Engine> engine_;
-  std::atomic<rendezvous::Engine*> live_{nullptr};  // engine_, once running
+  std::unique_ptr<rendezvous::Protocol> protocol_;
+  std::atomic<rendezvous::Protocol*> live_{nullptr};  // protocol_, once running
   std::atomic<bool> stop_{false};
   std::thread progress_;
 };

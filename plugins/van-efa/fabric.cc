@@ -173,7 +173,7 @@ void Fabric::close_all() noexcept {
   info_ = nullptr;
 }
 
-int Fabric::progress(rendezvous::Engine& engine, int timeout_ms) {
+int Fabric::progress(rendezvous::Protocol& protocol, int timeout_ms) {
   fi_cq_msg_entry entries[16];
   ssize_t n;
   if (timeout_ms > 0 && cq_waits_) {
@@ -187,7 +187,7 @@ int Fabric::progress(rendezvous::Engine& engine, int timeout_ms) {
     n = fi_cq_read(cq_, entries, 16);
   }
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) engine.complete(entries[i].op_context, true, entries[i].len, "");
+    for (ssize_t i = 0; i < n; ++i) protocol.complete(entries[i].op_context, true, entries[i].len, "");
     return static_cast<int>(n);
   }
   if (n == -FI_EAVAIL) {
@@ -196,7 +196,7 @@ int Fabric::progress(rendezvous::Engine& engine, int timeout_ms) {
     std::string why = fi_error(err.err);
     const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0);
     if (detail && *detail) why += std::string(" (") + detail + ")";
-    engine.complete(err.op_context, false, 0, why);
+    protocol.complete(err.op_context, false, 0, why);
     return 1;
   }
   return 0;

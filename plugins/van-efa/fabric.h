@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "rendezvous/engine.h"
+#include "rendezvous/protocol.h"
 
 namespace caravan::van_efa {
 
@@ -42,10 +42,10 @@ class Fabric : public rendezvous::Transport {
   bool rma() const { return rma_; }
   size_t max_msg_size() const { return max_msg_size_; }
 
-  // Hands completions to the engine: without waiting when timeout_ms is 0,
+  // Hands completions to the protocol: without waiting when timeout_ms is 0,
   // otherwise blocking up to timeout_ms until one comes or wake() is called.
   // Returns how many it handled.
-  int progress(rendezvous::Engine& engine, int timeout_ms);
+  int progress(rendezvous::Protocol& protocol, int timeout_ms);
   // Closes the endpoint, so no operation touches registered memory after.
   void close_endpoint();
 

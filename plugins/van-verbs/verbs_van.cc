@@ -19,11 +19,11 @@ using rendezvous::Transport;
 
 namespace {
 
-// Addresses the engine holds: a connection id, or (this bit set) a peer
+// Addresses the rendezvous protocol holds: a connection id, or (this bit set) a peer
 // instance that any connection to it may serve.
 constexpr uint64_t kInstanceBit = uint64_t{1} << 63;
 
-// The first bytes of an engine operation's context are ours while it is
+// The first bytes of a rendezvous operation's context are ours while it is
 // posted: the connection it went on (0 for receives), to account for its
 // completion.
 void set_tag(void* ctx, uint64_t conn) { std::memcpy(ctx, &conn, sizeof conn); }
@@ -95,10 +95,10 @@ VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(CARAVAN_STATUS_IO, "eventfd: " + errno_text(errno));
     auto log = [h = host_](caravan_log_level level, const std::string& text) { h.log(level, text); };
-    engine_ = std::make_unique<rendezvous::Engine>(*this, cfg_, log, hex(instance_));
+    protocol_ = std::make_unique<rendezvous::Protocol>(*this, cfg_, log, hex(instance_));
     progress_ = std::thread([this] { run(); });
   } catch (...) {
-    engine_.reset();
+    protocol_.reset();
     if (wake_fd_ >= 0) close(wake_fd_);
     if (events_) rdma_destroy_event_channel(events_);
     throw;
@@ -247,7 +247,7 @@ void VerbsVan::connect(uint64_t peer, const char* address) {
     peers_[peer] = id_num;
   }
   try {
-    engine_->connect(peer, id_num);
+    protocol_->connect(peer, id_num);
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mu_);
     peers_.erase(peer);
@@ -268,7 +268,7 @@ void VerbsVan::connect(uint64_t peer, const char* address) {
 void VerbsVan::disconnect(uint64_t peer) {
   Call call(*this);
   try {
-    engine_->disconnect(peer);
+    protocol_->disconnect(peer);
   } catch (const Error& e) {
     throw Error(e.status(), "disconnect peer " + std::to_string(peer) + ": " + e.what());
   }
@@ -305,7 +305,7 @@ void VerbsVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1*
     }
   }
   try {
-    engine_->send(peer, slot, segs, n, done, cookie);
+    protocol_->send(peer, slot, segs, n, done, cookie);
   } catch (const Error& e) {
     throw Error(e.status(), where + ": " + e.what());
   }
@@ -313,12 +313,12 @@ void VerbsVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1*
 
 caravan_status VerbsVan::recv(int timeout_ms, caravan_van_message_v1* out) {
   Call call(*this);
-  return engine_->recv(timeout_ms, out);
+  return protocol_->recv(timeout_ms, out);
 }
 
 void VerbsVan::release(caravan_van_message_v1* msg) {
   Call call(*this);
-  engine_->release(msg);
+  protocol_->release(msg);
 }
 
 // ---- rendezvous::Transport ------------------------------------------------
@@ -660,7 +660,7 @@ void VerbsVan::poll_cq(Device& dev) {
       if (wc[i].status != IBV_WC_SUCCESS)
         err = std::string(ibv_wc_status_str(wc[i].status)) + " (vendor error " +
               std::to_string(wc[i].vendor_err) + ")" + (names[i].empty() ? "" : " on the connection to " + names[i]);
-      engine_->complete(reinterpret_cast<void*>(static_cast<uintptr_t>(wc[i].wr_id)),
+      protocol_->complete(reinterpret_cast<void*>(static_cast<uintptr_t>(wc[i].wr_id)),
                         wc[i].status == IBV_WC_SUCCESS, wc[i].byte_len, err);
     }
   }
@@ -702,7 +702,7 @@ void VerbsVan::run() noexcept {
   try {
     while (!stop_.load(std::memory_order_acquire)) {
       Device* dev = live_dev_.load();
-      bool did = dev ? engine_->pump() : false;
+      bool did = dev ? protocol_->pump() : false;
       pollfd fds[3] = {{events_->fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {dev ? dev->channel_fd() : -1, POLLIN, 0}};
       // The timeout only bounds how long a stop request can go unseen.
       int n = poll(fds, dev ? 3 : 2, did ? 0 : 100);
@@ -723,7 +723,7 @@ void VerbsVan::run() noexcept {
         poll_cq(*dev);
       }
       sweep(fails);
-      for (const Failed& f : fails) engine_->complete(f.ctx, false, 0, f.why);
+      for (const Failed& f : fails) protocol_->complete(f.ctx, false, 0, f.why);
     }
   } catch (const std::exception& e) {
     host_.log(CARAVAN_LOG_FATAL, std::string("progress thread stopped: ") + e.what());
@@ -742,7 +742,7 @@ void VerbsVan::shutdown() noexcept {
     progress_.join();
   }
   // Runs the done callbacks of unsent messages and wakes recv() callers.
-  if (engine_) engine_->close();
+  if (protocol_) protocol_->close();
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return calls_ == 0; });
@@ -757,16 +757,16 @@ void VerbsVan::shutdown() noexcept {
     if (listen_id_) rdma_destroy_id(listen_id_);
     listen_id_ = nullptr;
   }
-  if (engine_) {
-    rendezvous::PoolStats s = engine_->stats();
+  if (protocol_) {
+    rendezvous::PoolStats s = protocol_->stats();
     host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
                                     std::to_string(s.registered_bytes) + " bytes in " +
                                     std::to_string(s.buffers) + " buffers at finalize, " +
                                     std::to_string(s.registrations) + " registrations, limit " +
                                     std::to_string(s.limit_bytes) + " bytes");
-    host_.log(CARAVAN_LOG_INFO, rendezvous::describe(engine_->counts()));
-    engine_->free();  // deregisters every buffer while the PD still stands
-    engine_.reset();
+    host_.log(CARAVAN_LOG_INFO, rendezvous::describe(protocol_->counts()));
+    protocol_->free();  // deregisters every buffer while the PD still stands
+    protocol_.reset();
   }
   live_dev_ = nullptr;
   dev_.reset();

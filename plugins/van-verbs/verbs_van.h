@@ -1,10 +1,10 @@
 // The ibverbs van instance: rdma_cm connections, the device they share, the
-// rendezvous engine over them, and the one progress thread that alone posts
+// rendezvous protocol over them, and the one progress thread that alone posts
 // work requests and handles completions and connection events.
 // Methods throw plugin::Error; plugin_entry.cc turns that into statuses.
 //
 // The rendezvous Transport is connectionless; this van maps it onto RC
-// queue pairs: an engine stream's address is its outbound connection, and
+// queue pairs: a rendezvous stream's address is its outbound connection, and
 // the address a peer's hello resolves to names that peer's *instance*, so
 // remote reads and completion notices take whichever connection to it is
 // up (the outbound one first) and survive the other direction closing.
@@ -29,7 +29,7 @@
 #include "caravan/plugin/van_v1.h"
 #include "connection.h"
 #include "device.h"
-#include "rendezvous/engine.h"
+#include "rendezvous/protocol.h"
 
 namespace caravan::van_verbs {
 
@@ -80,7 +80,7 @@ class VerbsVan : public rendezvous::Transport {
   Post post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
                 void* ctx, std::string* err);
   // A work request that will never complete on its own: handed back to the
-  // engine as failed, outside mu_ (the engine calls back into us).
+  // protocol as failed, outside mu_ (the protocol calls back into us).
   struct Failed {
     void* ctx;
     std::string why;
@@ -111,7 +111,7 @@ class VerbsVan : public rendezvous::Transport {
   unsigned char greeting_[kGreetingBytes] = {};
   rdma_event_channel* events_ = nullptr;
   int wake_fd_ = -1;
-  std::unique_ptr<rendezvous::Engine> engine_;
+  std::unique_ptr<rendezvous::Protocol> protocol_;
 
   std::mutex mu_;
   std::condition_variable cv_;
