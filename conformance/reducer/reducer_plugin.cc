@@ -1,11 +1,11 @@
 #include "reducer_plugin.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <memory>
+#include <mutex>
 
+#include "conformance/host/plugin_file.h"
 #include "reducer_plugins.h"  // generated: CARAVAN_CONFORMANCE_PLUGIN_PATHS
 
 namespace caravan::conformance {
@@ -19,25 +19,12 @@ const LoadedPlugin& load_plugin(const std::string& path) {
   slot = std::make_unique<LoadedPlugin>();
   LoadedPlugin& p = *slot;
   p.path = path;
-  p.handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!p.handle) {
-    p.error = std::string("dlopen: ") + dlerror();
-    return p;
-  }
-  auto entry =
-      reinterpret_cast<caravan_plugin_entry_fn>(dlsym(p.handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-  if (!entry) {
-    p.error = "no " CARAVAN_PLUGIN_ENTRY_SYMBOL " symbol";
-    return p;
-  }
-  p.descriptor = entry();
-  const caravan_plugin_descriptor* d = p.descriptor;
-  if (!d || d->magic != CARAVAN_PLUGIN_MAGIC || d->kind != CARAVAN_PLUGIN_KIND_REDUCER ||
-      d->abi_major != CARAVAN_REDUCER_ABI_MAJOR_V1 || !d->ops) {
-    p.error = "the descriptor is not that of a v1 reducer";
-    return p;
-  }
-  p.ops = static_cast<const caravan_reducer_ops_v1*>(d->ops);
+  PluginFile file;
+  p.error = open_plugin_file(path, CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, &file);
+  if (!p.error.empty()) return p;
+  p.handle = file.handle;
+  p.descriptor = file.descriptor;
+  p.ops = static_cast<const caravan_reducer_ops_v1*>(file.ops);
   return p;
 }
 
@@ -59,35 +46,8 @@ std::vector<Variant> all_variants() {
   return out;
 }
 
-FakeHost::FakeHost(std::map<std::string, std::string> params) : params_(std::move(params)) {
-  table_.struct_size = sizeof table_;
-  table_.host_ctx = this;
-  table_.log = [](void*, caravan_log_level, const char*) {};
-  table_.get_param = [](void* c, const char* name) -> const char* {
-    auto& p = static_cast<FakeHost*>(c)->params_;
-    auto it = p.find(name);
-    return it == p.end() ? nullptr : it->second.c_str();
-  };
-  table_.get_env = [](void*, const char* name) -> const char* { return std::getenv(name); };
-  table_.set_error = [](void* c, const char* m) {
-    auto* h = static_cast<FakeHost*>(c);
-    std::lock_guard<std::mutex> lock(h->mutex_);
-    h->error_ = m ? m : "";
-  };
-}
-
-std::string FakeHost::error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
-
-void FakeHost::clear_error() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  error_.clear();
-}
-
 Instance::Instance(const caravan_reducer_ops_v1& o, std::map<std::string, std::string> params)
-    : ops(o), host(std::move(params)) {
+    : ops(o), host("reducer", std::move(params)) {
   status = ops.init(host.table(), &ctx);
   if (status != CARAVAN_STATUS_OK) ctx = nullptr;
 }
