@@ -1,7 +1,7 @@
 // What is particular to the CPU reducer: its parameters (kernel choice,
 // threads), its thread pool and its refusal of streams. The arithmetic of
 // every kernel family, the error codes and the descriptor rules every
-// reducer shares are checked by tests/reducer_conformance.
+// reducer shares are checked by conformance/reducer.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@ struct Counts {
 // The finalize log line: "large messages: R by request to send, W written
 // into buffers peers lent; L buffers lent to peers (B bytes)".
 Counts CountsOf(Van& v) {
-  std::string line = v.host.find_line("large messages:");
+  std::string line = v.host().find_line("large messages:");
   Counts c;
   std::smatch m;
   if (!std::regex_search(line, m, std::regex("(\\d+) by request to send, (\\d+) written.*; (\\d+) buffers "
@@ -38,49 +38,48 @@ Counts CountsOf(Van& v) {
 
 // A message as the engine sends it: a small header, the values, a small
 // trailer; the values' pattern changes every round so stale bytes show.
-struct Message {
+struct SentMessage {
   uint64_t head;
   std::vector<uint8_t> body;
   uint64_t tail;
-  Message(size_t bytes, unsigned round) : head(round), body(Pattern(bytes, round)), tail(~uint64_t{round}) {}
-  std::vector<caravan_segment_v1> segs() const { return {Seg(head), Seg(body), Seg(tail)}; }
-  void expect(const caravan_van_message_v1& m) const {
+  SentMessage(size_t bytes, unsigned round) : head(round), body(pattern(bytes, round)), tail(~uint64_t{round}) {}
+  std::vector<SendSegment> segs() const { return {seg(head), seg(body), seg(tail)}; }
+  void expect(const Message& m) const {
     ASSERT_EQ(m.num_segments, 3u);
-    EXPECT_EQ(ReadU64(m.segments[0]), head);
-    ExpectSame(m.segments[1], body);
-    EXPECT_EQ(ReadU64(m.segments[2]), tail);
+    EXPECT_EQ(read_u64(m.segments[0]), head);
+    expect_same(m.segments[1], body);
+    EXPECT_EQ(read_u64(m.segments[2]), tail);
   }
 };
 
-caravan_status SendSlot(Van& v, uint64_t peer, uint64_t slot, const Message& msg, DoneLog& log, size_t i) {
-  auto segs = msg.segs();
-  return Ops().send_slot(v.ctx, peer, slot, segs.data(), segs.size(), &DoneLog::Done, log.cookie(i));
+caravan_status SendSlot(Van& v, uint64_t peer, uint64_t slot, const SentMessage& msg, Ticket* ticket = nullptr) {
+  return v.send_slot(peer, slot, msg.segs(), ticket);
 }
 
 // a sends `sizes[i]` bytes for kSlot to b, b checks, releases and acks.
 void Rounds(Pair& p, const std::vector<size_t>& sizes) {
-  std::vector<Message> msgs;
+  std::vector<SentMessage> msgs;
   for (size_t i = 0; i < sizes.size(); ++i) msgs.emplace_back(sizes[i], static_cast<unsigned>(i + 1));
-  DoneLog log(sizes.size());
+  std::vector<Ticket> sent(sizes.size());
   uint64_t ack = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
-    ASSERT_EQ(SendSlot(p.a, 1, kSlot, msgs[i], log, i), CARAVAN_STATUS_OK) << p.a.host.error();
-    ASSERT_TRUE(p.b.RecvOne([&](const caravan_van_message_v1& m) { msgs[i].expect(m); })) << "round " << i;
+    ASSERT_EQ(SendSlot(p.a, 1, kSlot, msgs[i], &sent[i]), CARAVAN_STATUS_OK) << p.a.error();
+    ASSERT_TRUE(p.b.recv_one([&](const Message& m) { msgs[i].expect(m); })) << "round " << i;
     ack = i;
-    ASSERT_EQ(p.b.Send(2, {Seg(ack)}), CARAVAN_STATUS_OK);
-    ASSERT_TRUE(p.a.RecvOne([&](const caravan_van_message_v1& m) { EXPECT_EQ(ReadU64(m.segments[0]), i); }));
+    ASSERT_EQ(p.b.send(2, {seg(ack)}), CARAVAN_STATUS_OK);
+    ASSERT_TRUE(p.a.recv_one([&](const Message& m) { EXPECT_EQ(read_u64(m.segments[0]), i); }));
   }
-  ASSERT_TRUE(log.WaitAll());
-  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << i;
+  ASSERT_TRUE(p.a.wait_all_sent());
+  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(p.a.sent_status(sent[i]), CARAVAN_STATUS_OK) << i;
 }
 
-TEST(VanEfaCache, TableOffersSendSlot) { EXPECT_NE(Ops().send_slot, nullptr); }
+TEST(VanEfaCache, TableOffersSendSlot) { EXPECT_NE(Efa().ops->send_slot, nullptr); }
 
 TEST(VanEfaCache, SteadyStateRoundsAreWrittenIntoTheLentBuffer) {
   Pair p;
   Rounds(p, std::vector<size_t>(20, size_t{1} << 20));
-  p.a.Finalize();
-  p.b.Finalize();
+  p.a.finalize();
+  p.b.finalize();
   Counts a = CountsOf(p.a), b = CountsOf(p.b);
   EXPECT_EQ(a.by_request, 1) << "only the first round asks";
   EXPECT_EQ(a.by_write, 19);
@@ -91,8 +90,8 @@ TEST(VanEfaCache, SteadyStateRoundsAreWrittenIntoTheLentBuffer) {
 TEST(VanEfaCache, AGrantTooSmallIsHandedBackAndReplaced) {
   Pair p;
   Rounds(p, {256 << 10, 4 << 20, 4 << 20, 200 << 10});
-  p.a.Finalize();
-  p.b.Finalize();
+  p.a.finalize();
+  p.b.finalize();
   Counts a = CountsOf(p.a), b = CountsOf(p.b);
   EXPECT_EQ(a.by_request, 2) << "the first round, and the one too large for the 256 KiB grant";
   EXPECT_EQ(a.by_write, 2) << "the second 4 MiB round, and a smaller one into the 4 MiB buffer";
@@ -106,31 +105,25 @@ TEST(VanEfaCache, AMessageHeldByTheReceiverKeepsItsBufferFromTheNext) {
   Rounds(p, {1 << 20, 1 << 20});  // the second is written into the lent buffer
   // b holds the third and fourth without releasing them: the third was
   // written into the lent buffer, so the fourth must go by request.
-  Message third(1 << 20, 30), fourth(1 << 20, 40);
-  DoneLog log(2);
-  ASSERT_EQ(SendSlot(p.a, 1, kSlot, third, log, 0), CARAVAN_STATUS_OK);
-  std::vector<caravan_van_message_v1> held(2);
+  SentMessage third(1 << 20, 30), fourth(1 << 20, 40);
+  ASSERT_EQ(SendSlot(p.a, 1, kSlot, third), CARAVAN_STATUS_OK);
+  std::vector<Message> held(2);
   for (auto& m : held) {
-    m.struct_size = sizeof m;
-    auto deadline = Clock::now() + kPatience;
-    caravan_status s;
-    while ((s = Ops().recv(p.b.ctx, 200, &m)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
-    }
-    ASSERT_EQ(s, CARAVAN_STATUS_OK);
+    ASSERT_EQ(p.b.wait_recv(&m), CARAVAN_STATUS_OK);
     if (&m == &held[0]) {
-      ASSERT_EQ(SendSlot(p.a, 1, kSlot, fourth, log, 1), CARAVAN_STATUS_OK);
+      ASSERT_EQ(SendSlot(p.a, 1, kSlot, fourth), CARAVAN_STATUS_OK);
     }
   }
   third.expect(held[0]);
   fourth.expect(held[1]);
-  ASSERT_TRUE(log.WaitAll());
-  for (auto& m : held) ASSERT_EQ(Ops().release(p.b.ctx, &m), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(p.a.wait_all_sent());
+  for (auto& m : held) ASSERT_EQ(p.b.release(m), CARAVAN_STATUS_OK);
   uint64_t ack = 0;
-  ASSERT_EQ(p.b.Send(2, {Seg(ack)}), CARAVAN_STATUS_OK);
-  ASSERT_TRUE(p.a.RecvOne([](const caravan_van_message_v1&) {}));
+  ASSERT_EQ(p.b.send(2, {seg(ack)}), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(p.a.recv_one([](const Message&) {}));
   Rounds(p, {1 << 20});
-  p.a.Finalize();
-  p.b.Finalize();
+  p.a.finalize();
+  p.b.finalize();
   Counts a = CountsOf(p.a), b = CountsOf(p.b);
   EXPECT_EQ(a.by_request, 2) << "the first round and the fourth message";
   EXPECT_EQ(a.by_write, 3);
@@ -139,21 +132,20 @@ TEST(VanEfaCache, AMessageHeldByTheReceiverKeepsItsBufferFromTheNext) {
 
 TEST(VanEfaCache, LentBuffersStayWithinCacheBytes) {
   Pair p(Params{{"CACHE_BYTES", std::to_string(3 << 20)}});
-  std::vector<Message> msgs;
+  std::vector<SentMessage> msgs;
   for (unsigned key = 0; key < 8; ++key) msgs.emplace_back((1 << 20) - 4096, key + 1);
-  DoneLog log(8 * 3);
   for (size_t round = 0; round < 3; ++round) {
     for (unsigned key = 0; key < 8; ++key) {
-      ASSERT_EQ(SendSlot(p.a, 1, key + 1, msgs[key], log, round * 8 + key), CARAVAN_STATUS_OK);
-      ASSERT_TRUE(p.b.RecvOne([&](const caravan_van_message_v1& m) { msgs[key].expect(m); }));
+      ASSERT_EQ(SendSlot(p.a, 1, key + 1, msgs[key]), CARAVAN_STATUS_OK);
+      ASSERT_TRUE(p.b.recv_one([&](const Message& m) { msgs[key].expect(m); }));
     }
     uint64_t ack = round;
-    ASSERT_EQ(p.b.Send(2, {Seg(ack)}), CARAVAN_STATUS_OK);
-    ASSERT_TRUE(p.a.RecvOne([](const caravan_van_message_v1&) {}));
+    ASSERT_EQ(p.b.send(2, {seg(ack)}), CARAVAN_STATUS_OK);
+    ASSERT_TRUE(p.a.recv_one([](const Message&) {}));
   }
-  ASSERT_TRUE(log.WaitAll());
-  p.a.Finalize();
-  p.b.Finalize();
+  ASSERT_TRUE(p.a.wait_all_sent());
+  p.a.finalize();
+  p.b.finalize();
   Counts a = CountsOf(p.a), b = CountsOf(p.b);
   EXPECT_EQ(b.lent, 3) << "three 1 MiB buffers fit 3 MiB";
   EXPECT_LE(b.lent_bytes, 3 << 20);
@@ -164,8 +156,8 @@ TEST(VanEfaCache, LentBuffersStayWithinCacheBytes) {
 TEST(VanEfaCache, OffSendsEveryLargeMessageByRequest) {
   Pair p(Params{{"CACHE_BYTES", "0"}});
   Rounds(p, std::vector<size_t>(5, size_t{1} << 20));
-  p.a.Finalize();
-  p.b.Finalize();
+  p.a.finalize();
+  p.b.finalize();
   Counts a = CountsOf(p.a), b = CountsOf(p.b);
   EXPECT_EQ(a.by_request, 5);
   EXPECT_EQ(a.by_write, 0);
@@ -173,10 +165,9 @@ TEST(VanEfaCache, OffSendsEveryLargeMessageByRequest) {
 }
 
 TEST(VanEfaCache, CacheBytesAboveAQuarterOfTheLimitIsRefused) {
-  FakeHost host({{"CACHE_BYTES", std::to_string(size_t{200} << 20)}});
-  void* ctx = nullptr;
-  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(host.error().find("CACHE_BYTES"), std::string::npos) << host.error();
+  VanInstance v(Efa(), {{"CACHE_BYTES", std::to_string(size_t{200} << 20)}}, kTcpProvider);
+  EXPECT_EQ(v.init_status(), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("CACHE_BYTES"), std::string::npos) << v.error();
 }
 
 }  // namespace

@@ -2,50 +2,30 @@
 // does. Without an RDMA device (no NIC, no rxe) only the descriptor, the
 // refusal at init and the hardware-free helpers run; every messaging test
 // skips, saying so.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
 #include "connection.h"
+#include "conformance/van/kit/payload.h"
+#include "conformance/van/kit/van_instance.h"
 #include "device.h"
 
 namespace {
 
-using Params = std::map<std::string, std::string>;
-using Clock = std::chrono::steady_clock;
-constexpr auto kPatience = std::chrono::seconds(60);
+using namespace caravan::van_check;
+
 constexpr char kNoDevice[] = "no RDMA device on this machine";
 
-const caravan_plugin_descriptor* Descriptor() {
-  static const caravan_plugin_descriptor* desc = [] {
-    void* handle = dlopen(CARAVAN_VAN_VERBS_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      ADD_FAILURE() << "dlopen: " << dlerror();
-      return static_cast<const caravan_plugin_descriptor*>(nullptr);
-    }
-    auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-    return entry ? entry() : nullptr;
-  }();
-  return desc;
-}
-
-const caravan_van_ops_v1& Ops() { return *static_cast<const caravan_van_ops_v1*>(Descriptor()->ops); }
+const VanPlugin& Verbs() { return van_file(CARAVAN_VAN_VERBS_PLUGIN); }
 
 bool HaveDevice() {
   int n = 0;
@@ -54,61 +34,17 @@ bool HaveDevice() {
   return list && n > 0;
 }
 
-struct FakeHost {
-  caravan_host_v1 table{};
-  Params params;
-  std::mutex mu;
-  std::string last_error;
-  std::vector<std::string> lines;
-
-  explicit FakeHost(Params p) : params(std::move(p)) {
-    table.struct_size = sizeof table;
-    table.host_ctx = this;
-    table.log = [](void* ctx, caravan_log_level level, const char* message) {
-      if (level >= CARAVAN_LOG_WARNING) std::fprintf(stderr, "[van-verbs %d] %s\n", static_cast<int>(level), message);
-      auto* self = static_cast<FakeHost*>(ctx);
-      std::lock_guard<std::mutex> lock(self->mu);
-      self->lines.push_back(message);
-    };
-    table.get_param = [](void* ctx, const char* name) -> const char* {
-      auto* self = static_cast<FakeHost*>(ctx);
-      auto it = self->params.find(name);
-      return it == self->params.end() ? nullptr : it->second.c_str();
-    };
-    table.get_env = [](void*, const char* name) -> const char* { return std::getenv(name); };
-    table.set_error = [](void* ctx, const char* message) {
-      auto* self = static_cast<FakeHost*>(ctx);
-      std::lock_guard<std::mutex> lock(self->mu);
-      self->last_error = message;
-    };
-  }
-  std::string error() {
-    std::lock_guard<std::mutex> lock(mu);
-    return last_error;
-  }
-};
-
 // ---- What runs everywhere ---------------------------------------------------
 
+// Magic, kind, ABI major and a stable descriptor are the kit's Loading
+// checks, which VanConformance.verbs runs with or without a device.
 TEST(VerbsDescriptor, IsAVanNamedVerbs) {
-  const caravan_plugin_descriptor* d = Descriptor();
-  ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d->magic, CARAVAN_PLUGIN_MAGIC);
-  EXPECT_EQ(d->abi_major, static_cast<uint32_t>(CARAVAN_VAN_ABI_MAJOR_V1));
-  EXPECT_EQ(d->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_VAN));
-  EXPECT_EQ(d->struct_size, sizeof(caravan_plugin_descriptor));
-  EXPECT_STREQ(d->name, "verbs") << "DMLC_ENABLE_RDMA=1 and =ibverbs load the van named verbs";
-  ASSERT_NE(d->ops, nullptr);
-  EXPECT_EQ(Ops().struct_size, sizeof(caravan_van_ops_v1));
-  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(
-      dlsym(dlopen(CARAVAN_VAN_VERBS_PLUGIN, RTLD_NOW | RTLD_NOLOAD), CARAVAN_PLUGIN_ENTRY_SYMBOL));
-  ASSERT_NE(entry, nullptr);
-  EXPECT_EQ(entry(), d) << "the same descriptor every time";
+  EXPECT_STREQ(Verbs().descriptor->name, "verbs") << "DMLC_ENABLE_RDMA=1 and =ibverbs load the van named verbs";
+  EXPECT_EQ(Verbs().ops->struct_size, sizeof(caravan_van_ops_v1)) << "the whole of today's table";
 }
 
 TEST(VerbsDescriptor, DeclaresItsParameters) {
-  const caravan_plugin_descriptor* d = Descriptor();
-  ASSERT_NE(d, nullptr);
+  const caravan_plugin_descriptor* d = Verbs().descriptor;
   std::vector<std::string> names;
   for (size_t i = 0; i < d->num_params; ++i) {
     names.push_back(d->params[i].name);
@@ -120,30 +56,26 @@ TEST(VerbsDescriptor, DeclaresItsParameters) {
 
 TEST(VerbsInit, NoDeviceIsUnavailableAndSaysSo) {
   if (HaveDevice()) GTEST_SKIP() << "this machine has an RDMA device";
-  FakeHost host(Params{});
-  void* ctx = reinterpret_cast<void*>(0x1);
-  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_UNAVAILABLE);
-  EXPECT_NE(host.error().find("no RDMA device found"), std::string::npos) << host.error();
-  EXPECT_NE(host.error().find("ibv_get_device_list returned 0 devices"), std::string::npos) << host.error();
+  VanInstance v(Verbs());
+  EXPECT_EQ(v.init_status(), CARAVAN_STATUS_UNAVAILABLE);
+  EXPECT_NE(v.error().find("no RDMA device found"), std::string::npos) << v.error();
+  EXPECT_NE(v.error().find("ibv_get_device_list returned 0 devices"), std::string::npos) << v.error();
   // Again: a refused init leaves nothing behind that breaks the next one.
-  FakeHost again(Params{});
-  EXPECT_EQ(Ops().init(&again.table, &ctx), CARAVAN_STATUS_UNAVAILABLE);
+  VanInstance again(Verbs());
+  EXPECT_EQ(again.init_status(), CARAVAN_STATUS_UNAVAILABLE);
 }
 
 TEST(VerbsInit, MalformedParameterIsNamed) {
-  FakeHost host(Params{{"EAGER_BYTES", "lots"}});
-  void* ctx = nullptr;
-  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(host.error().find("EAGER_BYTES"), std::string::npos) << host.error();
-  EXPECT_EQ(ctx, nullptr);
+  VanInstance v(Verbs(), {{"EAGER_BYTES", "lots"}});
+  EXPECT_EQ(v.init_status(), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("EAGER_BYTES"), std::string::npos) << v.error();
+  EXPECT_EQ(v.context(), nullptr);
 }
 
 TEST(VerbsInit, NullArgumentsAreRefused) {
-  EXPECT_EQ(Ops().init(nullptr, nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(Ops().finalize(nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
-  caravan_van_properties_v1 p{};
-  p.struct_size = sizeof p;
-  EXPECT_EQ(Ops().properties(nullptr, &p), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(init_without_host(Verbs()), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(finalize_without_context(Verbs()), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(properties_without_context(Verbs()), CARAVAN_STATUS_INVALID_ARGUMENT);
 }
 
 namespace vv = caravan::van_verbs;
@@ -224,112 +156,32 @@ std::string LocalHost() {
   return h && *h ? h : "127.0.0.1";
 }
 
-struct Van {
-  FakeHost host;
-  void* ctx = nullptr;
-  std::string addr;
-  caravan_status init_status;
-
-  explicit Van(Params params = {}) : host(std::move(params)) { init_status = Ops().init(&host.table, &ctx); }
-  ~Van() {
-    if (ctx) Ops().finalize(ctx);
-  }
-  void Finalize() {
-    EXPECT_EQ(Ops().finalize(ctx), CARAVAN_STATUS_OK) << host.error();
-    ctx = nullptr;
-  }
-  caravan_status Listen() {
-    char buf[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
-    caravan_status s = Ops().listen(ctx, LocalHost().c_str(), 0, buf, sizeof buf);
-    if (s == CARAVAN_STATUS_OK) addr = buf;
-    return s;
-  }
-  caravan_status Send(uint64_t peer, const std::vector<caravan_segment_v1>& segs,
-                      caravan_send_done_fn done = nullptr, void* cookie = nullptr) {
-    return Ops().send(ctx, peer, segs.data(), segs.size(), done, cookie);
-  }
-  bool RecvOne(const std::function<void(const caravan_van_message_v1&)>& check) {
-    auto deadline = Clock::now() + kPatience;
-    while (Clock::now() < deadline) {
-      caravan_van_message_v1 msg{};
-      msg.struct_size = sizeof msg;
-      caravan_status s = Ops().recv(ctx, 200, &msg);
-      if (s == CARAVAN_STATUS_TIMEOUT) continue;
-      EXPECT_EQ(s, CARAVAN_STATUS_OK) << host.error();
-      if (s != CARAVAN_STATUS_OK) return false;
-      check(msg);
-      EXPECT_EQ(Ops().release(ctx, &msg), CARAVAN_STATUS_OK);
-      return true;
-    }
-    ADD_FAILURE() << "no message within the deadline";
-    return false;
-  }
+// An instance that listens where rdma_cm routes through a device.
+struct Van : VanInstance {
+  Van() : VanInstance(Verbs()) {}
+  caravan_status listen_local() { return listen(LocalHost().c_str(), 0); }
 };
-
-struct Dones {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int> calls;
-  std::vector<caravan_status> status;
-  size_t total = 0;
-  struct Slot {
-    Dones* d;
-    size_t i;
-  };
-  std::vector<Slot> slots;
-  explicit Dones(size_t n) : calls(n), status(n, 1) {
-    for (size_t i = 0; i < n; ++i) slots.push_back({this, i});
-  }
-  void* cookie(size_t i) { return &slots[i]; }
-  static void done(void* cookie, caravan_status s) {
-    auto* slot = static_cast<Slot*>(cookie);
-    std::lock_guard<std::mutex> lock(slot->d->mu);
-    ++slot->d->calls[slot->i];
-    slot->d->status[slot->i] = s;
-    ++slot->d->total;
-    slot->d->cv.notify_all();
-  }
-  bool wait_all() {
-    std::unique_lock<std::mutex> lock(mu);
-    return cv.wait_for(lock, kPatience, [&] { return total >= calls.size(); });
-  }
-};
-
-std::vector<uint8_t> Pattern(size_t n, unsigned seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131u + (i >> 9) + seed * 7u);
-  return v;
-}
-
-void ExpectSame(const caravan_recv_segment_v1& got, const std::vector<uint8_t>& want) {
-  ASSERT_EQ(got.len, want.size());
-  if (!want.empty()) {
-    EXPECT_EQ(std::memcmp(got.data, want.data(), want.size()), 0) << "content differs";
-  }
-}
 
 class VerbsPair : public ::testing::Test {
  protected:
   static constexpr uint64_t kA = 1, kB = 2;
   void SetUp() override {
     a_ = std::make_unique<Van>();
-    if (a_->init_status == CARAVAN_STATUS_UNAVAILABLE) GTEST_SKIP() << kNoDevice << ": " << a_->host.error();
+    if (a_->init_status() == CARAVAN_STATUS_UNAVAILABLE) GTEST_SKIP() << kNoDevice << ": " << a_->error();
     b_ = std::make_unique<Van>();
-    ASSERT_EQ(a_->init_status, CARAVAN_STATUS_OK) << a_->host.error();
-    ASSERT_EQ(b_->init_status, CARAVAN_STATUS_OK) << b_->host.error();
-    ASSERT_EQ(a_->Listen(), CARAVAN_STATUS_OK) << a_->host.error();
-    ASSERT_EQ(b_->Listen(), CARAVAN_STATUS_OK) << b_->host.error();
-    ASSERT_EQ(Ops().connect(a_->ctx, kB, b_->addr.c_str()), CARAVAN_STATUS_OK) << a_->host.error();
-    ASSERT_EQ(Ops().connect(b_->ctx, kA, a_->addr.c_str()), CARAVAN_STATUS_OK) << b_->host.error();
+    ASSERT_TRUE(a_->started());
+    ASSERT_TRUE(b_->started());
+    ASSERT_EQ(a_->listen_local(), CARAVAN_STATUS_OK) << a_->error();
+    ASSERT_EQ(b_->listen_local(), CARAVAN_STATUS_OK) << b_->error();
+    ASSERT_EQ(a_->connect(kB, b_->addr()), CARAVAN_STATUS_OK) << a_->error();
+    ASSERT_EQ(b_->connect(kA, a_->addr()), CARAVAN_STATUS_OK) << b_->error();
   }
   std::unique_ptr<Van> a_, b_;
 };
 
 TEST_F(VerbsPair, AddressAndProperties) {
-  EXPECT_EQ(a_->addr.rfind("verbs://", 0), 0u) << a_->addr;
-  caravan_van_properties_v1 p{};
-  p.struct_size = sizeof p;
-  ASSERT_EQ(Ops().properties(a_->ctx, &p), CARAVAN_STATUS_OK);
+  EXPECT_EQ(a_->addr().rfind("verbs://", 0), 0u) << a_->addr();
+  caravan_van_properties_v1 p = a_->properties();
   EXPECT_TRUE(p.caps & CARAVAN_VAN_CAP_RDMA);
   EXPECT_EQ(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V1));
 }
@@ -340,38 +192,38 @@ TEST_F(VerbsPair, SizesAndSegmentsArriveIntact) {
   unsigned seed = 1;
   for (const auto& shape : shapes) {
     std::vector<std::vector<uint8_t>> data;
-    std::vector<caravan_segment_v1> segs;
-    for (size_t len : shape) data.push_back(Pattern(len, seed++));
-    for (auto& d : data) segs.push_back({d.data(), d.size()});
-    ASSERT_EQ(a_->Send(kB, segs), CARAVAN_STATUS_OK) << a_->host.error();
-    ASSERT_TRUE(b_->RecvOne([&](const caravan_van_message_v1& m) {
+    std::vector<SendSegment> segs;
+    for (size_t len : shape) data.push_back(pattern(len, seed++));
+    for (auto& d : data) segs.push_back(seg(d));
+    ASSERT_EQ(a_->send(kB, segs), CARAVAN_STATUS_OK) << a_->error();
+    ASSERT_TRUE(b_->recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, data.size());
-      for (size_t i = 0; i < data.size(); ++i) ExpectSame(m.segments[i], data[i]);
+      for (size_t i = 0; i < data.size(); ++i) expect_same(m.segments[i], data[i]);
     }));
   }
 }
 
 TEST_F(VerbsPair, ThousandMessagesInOrderEachDoneOnce) {
   constexpr size_t kN = 1000;
-  Dones dones(kN);
+  std::vector<Ticket> sent(kN);
   std::vector<uint64_t> ids(kN);
-  auto big = Pattern(300000, 3);  // every tenth goes by remote read
+  auto big = pattern(300000, 3);  // every tenth goes by remote read
   for (size_t i = 0; i < kN; ++i) {
     ids[i] = i;
-    std::vector<caravan_segment_v1> segs = {{&ids[i], sizeof ids[i]}};
-    if (i % 10 == 0) segs.push_back({big.data(), big.size()});
-    ASSERT_EQ(a_->Send(kB, segs, Dones::done, dones.cookie(i)), CARAVAN_STATUS_OK) << a_->host.error();
+    std::vector<SendSegment> segs = {seg(ids[i])};
+    if (i % 10 == 0) segs.push_back(seg(big));
+    ASSERT_EQ(a_->send(kB, segs, &sent[i]), CARAVAN_STATUS_OK) << a_->error();
   }
   for (size_t i = 0; i < kN; ++i)
-    ASSERT_TRUE(b_->RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_->recv_one([&](const Message& m) {
       uint64_t got;
       ASSERT_EQ(m.segments[0].len, sizeof got);
       std::memcpy(&got, m.segments[0].data, sizeof got);
       EXPECT_EQ(got, i);
-      if (i % 10 == 0) ExpectSame(m.segments[1], big);
+      if (i % 10 == 0) expect_same(m.segments[1], big);
     }));
-  ASSERT_TRUE(dones.wait_all());
-  for (size_t i = 0; i < kN; ++i) EXPECT_EQ(dones.calls[i], 1) << i;
+  ASSERT_TRUE(a_->wait_all_sent());
+  for (size_t i = 0; i < kN; ++i) EXPECT_EQ(a_->completions(sent[i]), 1) << i;
 }
 
 TEST_F(VerbsPair, BothWaysAndFromFourThreads) {
@@ -381,57 +233,51 @@ TEST_F(VerbsPair, BothWaysAndFromFourThreads) {
     threads.emplace_back([&, t] {
       for (size_t i = 0; i < kPerThread; ++i) {
         uint64_t v = (uint64_t(t) << 32) | i;
-        EXPECT_EQ(a_->Send(kB, {{&v, sizeof v}}), CARAVAN_STATUS_OK);
+        EXPECT_EQ(a_->send(kB, {seg(v)}), CARAVAN_STATUS_OK);
       }
     });
   for (auto& t : threads) t.join();
   uint64_t next[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < 4 * kPerThread; ++i)
-    ASSERT_TRUE(b_->RecvOne([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_->recv_one([&](const Message& m) {
       uint64_t v;
       std::memcpy(&v, m.segments[0].data, sizeof v);
       EXPECT_EQ(v & 0xffffffff, next[v >> 32]++) << "per-thread order";
     }));
-  auto back = Pattern(2 << 20, 4);
-  ASSERT_EQ(Ops().send(b_->ctx, kA, std::vector<caravan_segment_v1>{{back.data(), back.size()}}.data(), 1,
-                       nullptr, nullptr),
-            CARAVAN_STATUS_OK);
-  ASSERT_TRUE(a_->RecvOne([&](const caravan_van_message_v1& m) { ExpectSame(m.segments[0], back); }));
+  auto back = pattern(2 << 20, 4);
+  ASSERT_EQ(b_->send_unwatched(kA, {seg(back)}), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(a_->recv_one([&](const Message& m) { expect_same(m.segments[0], back); }));
 }
 
 TEST_F(VerbsPair, RefusedCallsAndRecvTimeout) {
-  auto d = Pattern(10, 5);
-  Dones dones(1);
-  EXPECT_EQ(Ops().connect(a_->ctx, kB, b_->addr.c_str()), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(Ops().disconnect(a_->ctx, 42), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(a_->Send(42, {{d.data(), d.size()}}, Dones::done, dones.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(a_->Send(kB, {}, Dones::done, dones.cookie(0)), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(Ops().connect(a_->ctx, 7, "verbs://nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(dones.total, 0u);
-  caravan_van_message_v1 msg{};
-  msg.struct_size = sizeof msg;
+  auto d = pattern(10, 5);
+  EXPECT_EQ(a_->connect(kB, b_->addr()), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a_->disconnect(42), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a_->send(42, {seg(d)}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a_->send(kB, {}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a_->connect(7, "verbs://nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(a_->completed_sends(), 0u);
+  Message msg;
   auto t0 = Clock::now();
-  EXPECT_EQ(Ops().recv(a_->ctx, 100, &msg), CARAVAN_STATUS_TIMEOUT);
+  EXPECT_EQ(a_->recv(100, &msg), CARAVAN_STATUS_TIMEOUT);
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(90));
 }
 
 TEST_F(VerbsPair, DisconnectAndFinalizeWithMessagesInFlight) {
-  auto mib = Pattern(1 << 20, 6);
+  auto mib = pattern(1 << 20, 6);
   constexpr size_t kN = 50;
-  Dones first(kN);
-  for (size_t i = 0; i < kN; ++i)
-    ASSERT_EQ(a_->Send(kB, {{mib.data(), mib.size()}}, Dones::done, first.cookie(i)), CARAVAN_STATUS_OK);
-  ASSERT_EQ(Ops().disconnect(a_->ctx, kB), CARAVAN_STATUS_OK) << a_->host.error();
-  ASSERT_TRUE(first.wait_all());
-  for (size_t i = 0; i < kN; ++i) EXPECT_EQ(first.calls[i], 1);
-  ASSERT_EQ(Ops().connect(a_->ctx, kB, b_->addr.c_str()), CARAVAN_STATUS_OK) << a_->host.error();
-  Dones second(200);
-  for (size_t i = 0; i < 200; ++i)
-    ASSERT_EQ(a_->Send(kB, {{mib.data(), mib.size()}}, Dones::done, second.cookie(i)), CARAVAN_STATUS_OK);
-  a_->Finalize();
-  EXPECT_EQ(second.total, 200u) << "every accepted send is settled before finalize returns";
-  for (size_t i = 0; i < 200; ++i) EXPECT_EQ(second.calls[i], 1);
-  b_->Finalize();
+  std::vector<Ticket> first(kN);
+  for (size_t i = 0; i < kN; ++i) ASSERT_EQ(a_->send(kB, {seg(mib)}, &first[i]), CARAVAN_STATUS_OK);
+  ASSERT_EQ(a_->disconnect(kB), CARAVAN_STATUS_OK) << a_->error();
+  ASSERT_TRUE(a_->wait_all_sent());
+  for (size_t i = 0; i < kN; ++i) EXPECT_EQ(a_->completions(first[i]), 1);
+  ASSERT_EQ(a_->connect(kB, b_->addr()), CARAVAN_STATUS_OK) << a_->error();
+  std::vector<Ticket> second(200);
+  for (size_t i = 0; i < 200; ++i) ASSERT_EQ(a_->send(kB, {seg(mib)}, &second[i]), CARAVAN_STATUS_OK);
+  a_->finalize();
+  EXPECT_EQ(a_->completed_sends(), kN + 200) << "every accepted send is settled before finalize returns";
+  for (size_t i = 0; i < 200; ++i) EXPECT_EQ(a_->completions(second[i]), 1);
+  b_->finalize();
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 // error texts, a raw zmq peer, and connect() returning before the peer is
 // up. Everything every van must do is caravan-van-check's
 // (VanConformance.zmq); nothing is tested twice.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,179 +9,30 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "conformance/van/kit/payload.h"
+#include "conformance/van/kit/van_instance.h"
 
 namespace {
 
-using Params = std::map<std::string, std::string>;
-using Clock = std::chrono::steady_clock;
-constexpr auto kPatience = std::chrono::seconds(60);
+using namespace caravan::van_check;
 
-const caravan_plugin_descriptor* Descriptor() {
-  static const caravan_plugin_descriptor* desc = [] {
-    void* handle = dlopen(CARAVAN_VAN_ZMQ_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      ADD_FAILURE() << "dlopen: " << dlerror();
-      return static_cast<const caravan_plugin_descriptor*>(nullptr);
-    }
-    auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(handle, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-    return entry ? entry() : nullptr;
-  }();
-  return desc;
-}
+const VanPlugin& Zmq() { return van_file(CARAVAN_VAN_ZMQ_PLUGIN); }
 
-const caravan_van_ops_v1& Ops() {
-  return *static_cast<const caravan_van_ops_v1*>(Descriptor()->ops);
-}
-
-struct FakeHost {
-  caravan_host_v1 table{};
-  std::map<std::string, std::string> params;
-  std::mutex mu;
-  std::string last_error;
-  std::vector<std::string> warnings;
-
-  explicit FakeHost(Params p) : params(std::move(p)) {
-    table.struct_size = sizeof table;
-    table.host_ctx = this;
-    table.log = [](void* ctx, caravan_log_level level, const char* message) {
-      std::fprintf(stderr, "[van-zmq %d] %s\n", static_cast<int>(level), message);
-      auto* self = static_cast<FakeHost*>(ctx);
-      std::lock_guard<std::mutex> lock(self->mu);
-      if (level >= CARAVAN_LOG_WARNING) self->warnings.push_back(message);
-    };
-    table.get_param = [](void* ctx, const char* name) -> const char* {
-      auto* self = static_cast<FakeHost*>(ctx);
-      auto it = self->params.find(name);
-      return it == self->params.end() ? nullptr : it->second.c_str();
-    };
-    table.get_env = [](void*, const char*) -> const char* { return nullptr; };
-    table.set_error = [](void* ctx, const char* message) {
-      auto* self = static_cast<FakeHost*>(ctx);
-      std::lock_guard<std::mutex> lock(self->mu);
-      self->last_error = message;
-    };
-  }
-  std::string error() {
-    std::lock_guard<std::mutex> lock(mu);
-    return last_error;
+// An instance of the ZeroMQ van, shown an empty environment so that these
+// tests do not depend on what the machine's holds.
+struct Van : VanInstance {
+  explicit Van(Params params = {}) : VanInstance(Zmq(), std::move(params), Params{}) {
+    EXPECT_TRUE(started());
   }
 };
-
-struct Van {
-  FakeHost host;
-  void* ctx = nullptr;
-  std::string addr;
-
-  explicit Van(Params params = {}) : host(std::move(params)) {
-    EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_OK) << host.error();
-  }
-  ~Van() {
-    if (ctx) Ops().finalize(ctx);
-  }
-  void Finalize() {
-    EXPECT_EQ(Ops().finalize(ctx), CARAVAN_STATUS_OK);
-    ctx = nullptr;
-  }
-  caravan_status Listen(const char* h = "127.0.0.1", int port = 0) {
-    char buf[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
-    caravan_status s = Ops().listen(ctx, h, port, buf, sizeof buf);
-    if (s == CARAVAN_STATUS_OK) addr = buf;
-    return s;
-  }
-  caravan_status Send(uint64_t peer, const std::vector<caravan_segment_v1>& segs,
-                      caravan_send_done_fn done = nullptr, void* cookie = nullptr) {
-    return Ops().send(ctx, peer, segs.data(), segs.size(), done, cookie);
-  }
-  // Waits for one message (looping over short recv calls up to a deadline),
-  // hands it to `check` and releases it.
-  bool RecvOne(const std::function<void(const caravan_van_message_v1&)>& check) {
-    auto deadline = Clock::now() + kPatience;
-    while (Clock::now() < deadline) {
-      caravan_van_message_v1 msg{};
-      msg.struct_size = sizeof msg;
-      caravan_status s = Ops().recv(ctx, 200, &msg);
-      if (s == CARAVAN_STATUS_TIMEOUT) continue;
-      EXPECT_EQ(s, CARAVAN_STATUS_OK) << host.error();
-      if (s != CARAVAN_STATUS_OK) return false;
-      EXPECT_NE(msg.peer, nullptr);
-      check(msg);
-      EXPECT_EQ(Ops().release(ctx, &msg), CARAVAN_STATUS_OK);
-      return true;
-    }
-    ADD_FAILURE() << "no message within the deadline";
-    return false;
-  }
-};
-
-// Counts done calls per send; cookies point at the slots.
-class DoneLog {
- public:
-  explicit DoneLog(size_t n) : slots_(n) {
-    for (size_t i = 0; i < n; ++i) slots_[i].log = this;
-  }
-  void* cookie(size_t i) { return &slots_[i]; }
-  static void Done(void* cookie, caravan_status status) {
-    auto* slot = static_cast<Slot*>(cookie);
-    slot->status.store(status);
-    slot->calls.fetch_add(1);
-    std::lock_guard<std::mutex> lock(slot->log->mu_);
-    ++slot->log->total_;
-    slot->log->cv_.notify_all();
-  }
-  bool WaitAll() {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_until(lock, Clock::now() + kPatience, [&] { return total_ >= slots_.size(); });
-  }
-  size_t total() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return total_;
-  }
-  int calls(size_t i) const { return slots_[i].calls.load(); }
-  caravan_status status(size_t i) const { return slots_[i].status.load(); }
-
- private:
-  struct Slot {
-    DoneLog* log = nullptr;
-    std::atomic<int> calls{0};
-    std::atomic<caravan_status> status{1};
-  };
-  std::vector<Slot> slots_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  size_t total_ = 0;
-};
-
-std::vector<uint8_t> Pattern(size_t n, unsigned seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 131u + (i >> 9) + seed * 7u);
-  return v;
-}
-
-caravan_segment_v1 Seg(const std::vector<uint8_t>& v) { return {v.data(), v.size()}; }
-
-void ExpectSame(const caravan_recv_segment_v1& got, const std::vector<uint8_t>& want) {
-  ASSERT_EQ(got.len, want.size());
-  if (!want.empty()) {
-    EXPECT_EQ(std::memcmp(got.data, want.data(), want.size()), 0);
-  }
-}
 
 TEST(VanZmqDescriptor, NameAndParams) {
-  const caravan_plugin_descriptor* d = Descriptor();
-  ASSERT_NE(d, nullptr);
+  const caravan_plugin_descriptor* d = Zmq().descriptor;
   EXPECT_STREQ(d->name, "zmq");
   EXPECT_EQ(d->abi_minor, static_cast<uint32_t>(CARAVAN_VAN_ABI_MINOR_V1));
   ASSERT_EQ(d->num_params, 5u);
@@ -194,120 +44,106 @@ TEST(VanZmqDescriptor, NameAndParams) {
 
 TEST(VanZmq, Properties) {
   Van v;
-  caravan_van_properties_v1 p{};
-  p.struct_size = sizeof p;
-  ASSERT_EQ(Ops().properties(v.ctx, &p), CARAVAN_STATUS_OK);
+  caravan_van_properties_v1 p = v.properties();
   EXPECT_TRUE(p.caps & CARAVAN_VAN_CAP_ZERO_COPY_SEND);
   EXPECT_EQ(p.max_segments, 8u);
   EXPECT_EQ(p.max_message_bytes, SIZE_MAX);
   EXPECT_STREQ(p.transport, "tcp");
   p.struct_size = 4;
-  EXPECT_EQ(Ops().properties(v.ctx, &p), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(v.properties(&p), CARAVAN_STATUS_INVALID_ARGUMENT);
 }
 
 TEST(VanZmq, BadParamFailsInit) {
-  FakeHost host(Params{{"IO_THREADS", "lots"}});
-  void* ctx = nullptr;
-  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(host.error().find("IO_THREADS"), std::string::npos) << host.error();
+  VanInstance v(Zmq(), {{"IO_THREADS", "lots"}}, Params{});
+  EXPECT_EQ(v.init_status(), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("IO_THREADS"), std::string::npos) << v.error();
 }
 
 TEST(VanZmq, LingerZeroIsRefused) {
-  FakeHost host(Params{{"LINGER_MS", "0"}});
-  void* ctx = nullptr;
-  EXPECT_EQ(Ops().init(&host.table, &ctx), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(host.error().find("LINGER_MS"), std::string::npos) << host.error();
+  VanInstance v(Zmq(), {{"LINGER_MS", "0"}}, Params{});
+  EXPECT_EQ(v.init_status(), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("LINGER_MS"), std::string::npos) << v.error();
 }
 
 TEST(VanZmq, MaxMessageBytesParam) {
   Van a(Params{{"MAX_MESSAGE_BYTES", "1000"}});
-  caravan_van_properties_v1 p{};
-  p.struct_size = sizeof p;
-  ASSERT_EQ(Ops().properties(a.ctx, &p), CARAVAN_STATUS_OK);
-  EXPECT_EQ(p.max_message_bytes, 1000u);
-  ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK);
-  ASSERT_EQ(Ops().connect(a.ctx, 1, a.addr.c_str()), CARAVAN_STATUS_OK);
-  auto big = Pattern(1001, 1);
-  EXPECT_EQ(a.Send(1, {Seg(big)}), CARAVAN_STATUS_INVALID_ARGUMENT);
-  auto fits = Pattern(1000, 2);
-  ASSERT_EQ(a.Send(1, {Seg(fits)}), CARAVAN_STATUS_OK);
-  a.RecvOne([&](const caravan_van_message_v1& m) { ExpectSame(m.segments[0], fits); });
+  EXPECT_EQ(a.properties().max_message_bytes, 1000u);
+  ASSERT_EQ(a.listen(), CARAVAN_STATUS_OK);
+  ASSERT_EQ(a.connect(1, a.addr()), CARAVAN_STATUS_OK);
+  auto big = pattern(1001, 1);
+  EXPECT_EQ(a.send(1, {seg(big)}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  auto fits = pattern(1000, 2);
+  ASSERT_EQ(a.send(1, {seg(fits)}), CARAVAN_STATUS_OK);
+  a.recv_one([&](const Message& m) { expect_same(m.segments[0], fits); });
 }
 
 TEST(VanZmq, RecvBeforeListenTimesOut) {
   Van v;
-  caravan_van_message_v1 msg{};
-  msg.struct_size = sizeof msg;
+  Message msg;
   auto t0 = Clock::now();
-  EXPECT_EQ(Ops().recv(v.ctx, 50, &msg), CARAVAN_STATUS_TIMEOUT);
+  EXPECT_EQ(v.recv(50, &msg), CARAVAN_STATUS_TIMEOUT);
   EXPECT_GE(Clock::now() - t0, std::chrono::milliseconds(45));
 }
 
 TEST(VanZmq, BadHostIsInvalidArgument) {
   Van v;
-  EXPECT_EQ(v.Listen("256.1.1.1", 0), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(v.host.error().find("256.1.1.1"), std::string::npos) << v.host.error();
-  EXPECT_EQ(v.Listen("127.0.0.1", 70000), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(v.host.error().find("70000"), std::string::npos) << v.host.error();
-  EXPECT_EQ(v.Listen("127.0.0.1", 0), CARAVAN_STATUS_OK);  // failures left no trace
+  EXPECT_EQ(v.listen("256.1.1.1", 0), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("256.1.1.1"), std::string::npos) << v.error();
+  EXPECT_EQ(v.listen("127.0.0.1", 70000), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(v.error().find("70000"), std::string::npos) << v.error();
+  EXPECT_EQ(v.listen("127.0.0.1", 0), CARAVAN_STATUS_OK);  // failures left no trace
 }
 
 TEST(VanZmq, BusyPortIsInvalidArgument) {
   Van a, b;
-  ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK);
-  std::string port = a.addr.substr(a.addr.rfind(':') + 1);
-  EXPECT_EQ(b.Listen("127.0.0.1", std::stoi(port)), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(b.host.error().find("port " + port), std::string::npos) << b.host.error();
-  EXPECT_NE(b.host.error().find("127.0.0.1"), std::string::npos) << b.host.error();
-  EXPECT_EQ(a.Listen(), CARAVAN_STATUS_INVALID_ARGUMENT);  // once per instance
+  ASSERT_EQ(a.listen(), CARAVAN_STATUS_OK);
+  std::string port = a.addr().substr(a.addr().rfind(':') + 1);
+  EXPECT_EQ(b.listen("127.0.0.1", std::stoi(port)), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(b.error().find("port " + port), std::string::npos) << b.error();
+  EXPECT_NE(b.error().find("127.0.0.1"), std::string::npos) << b.error();
+  EXPECT_EQ(a.listen(), CARAVAN_STATUS_INVALID_ARGUMENT);  // once per instance
 }
 
 TEST(VanZmq, HostNameIsResolvedAndAdvertised) {
   Van a;
-  ASSERT_EQ(a.Listen("localhost", 0), CARAVAN_STATUS_OK) << a.host.error();
-  EXPECT_EQ(a.addr.rfind("tcp://localhost:", 0), 0u) << a.addr;
+  ASSERT_EQ(a.listen("localhost", 0), CARAVAN_STATUS_OK) << a.error();
+  EXPECT_EQ(a.addr().rfind("tcp://localhost:", 0), 0u) << a.addr();
 }
 
 class VanZmqPair : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(a.Listen(), CARAVAN_STATUS_OK) << a.host.error();
-    ASSERT_EQ(b.Listen(), CARAVAN_STATUS_OK) << b.host.error();
-    EXPECT_EQ(a.addr.rfind("tcp://127.0.0.1:", 0), 0u) << a.addr;
-    ASSERT_EQ(Ops().connect(a.ctx, kB, b.addr.c_str()), CARAVAN_STATUS_OK) << a.host.error();
-    ASSERT_EQ(Ops().connect(b.ctx, kA, a.addr.c_str()), CARAVAN_STATUS_OK) << b.host.error();
+    ASSERT_EQ(a.listen(), CARAVAN_STATUS_OK) << a.error();
+    ASSERT_EQ(b.listen(), CARAVAN_STATUS_OK) << b.error();
+    EXPECT_EQ(a.addr().rfind("tcp://127.0.0.1:", 0), 0u) << a.addr();
+    ASSERT_EQ(a.connect(kB, b.addr()), CARAVAN_STATUS_OK) << a.error();
+    ASSERT_EQ(b.connect(kA, a.addr()), CARAVAN_STATUS_OK) << b.error();
   }
   static constexpr uint64_t kA = 1, kB = 2;
   Van a, b;
 };
 
 TEST_F(VanZmqPair, PeerTextIsTheSendersHost) {
-  auto ping = Pattern(100, 1);
-  ASSERT_EQ(a.Send(kB, {Seg(ping)}), CARAVAN_STATUS_OK);
-  b.RecvOne([&](const caravan_van_message_v1& m) { EXPECT_STREQ(m.peer, "tcp://127.0.0.1"); });
+  auto ping = pattern(100, 1);
+  ASSERT_EQ(a.send(kB, {seg(ping)}), CARAVAN_STATUS_OK);
+  b.recv_one([&](const Message& m) { EXPECT_STREQ(m.peer, "tcp://127.0.0.1"); });
 }
 
 TEST_F(VanZmqPair, ErrorTextsNameTheCulprit) {
-  auto data = Pattern(10, 5);
-  EXPECT_EQ(Ops().connect(a.ctx, kB, b.addr.c_str()), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(a.host.error().find("peer 2"), std::string::npos) << a.host.error();
-  EXPECT_EQ(Ops().connect(a.ctx, 7, "nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(a.host.error().find("nonsense"), std::string::npos) << a.host.error();
-  EXPECT_EQ(a.Send(42, {Seg(data)}), CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(a.host.error().find("peer 42"), std::string::npos) << a.host.error();
+  auto data = pattern(10, 5);
+  EXPECT_EQ(a.connect(kB, b.addr()), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.error().find("peer 2"), std::string::npos) << a.error();
+  EXPECT_EQ(a.connect(7, "nonsense"), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.error().find("nonsense"), std::string::npos) << a.error();
+  EXPECT_EQ(a.send(42, {seg(data)}), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(a.error().find("peer 42"), std::string::npos) << a.error();
 
-  caravan_van_message_v1 msg{};
-  msg.struct_size = sizeof msg;
-  EXPECT_EQ(Ops().release(a.ctx, &msg), CARAVAN_STATUS_INVALID_ARGUMENT);
-  ASSERT_EQ(a.Send(kB, {Seg(data)}), CARAVAN_STATUS_OK);
-  caravan_status s;
-  auto deadline = Clock::now() + kPatience;
-  while ((s = Ops().recv(b.ctx, 200, &msg)) == CARAVAN_STATUS_TIMEOUT && Clock::now() < deadline) {
-  }
-  ASSERT_EQ(s, CARAVAN_STATUS_OK);
-  caravan_van_message_v1 copy = msg;
-  EXPECT_EQ(Ops().release(b.ctx, &msg), CARAVAN_STATUS_OK);
-  EXPECT_EQ(Ops().release(b.ctx, &copy), CARAVAN_STATUS_INVALID_ARGUMENT);  // twice
+  EXPECT_EQ(a.release(Message{}), CARAVAN_STATUS_INVALID_ARGUMENT) << "never received";
+  ASSERT_EQ(a.send(kB, {seg(data)}), CARAVAN_STATUS_OK);
+  Message msg;
+  ASSERT_EQ(b.wait_recv(&msg), CARAVAN_STATUS_OK);
+  EXPECT_EQ(b.release(msg), CARAVAN_STATUS_OK);
+  EXPECT_EQ(b.release(msg), CARAVAN_STATUS_INVALID_ARGUMENT) << "released twice";
 }
 
 TEST_F(VanZmqPair, TooManySegmentsAreDroppedWithWarning) {
@@ -316,35 +152,34 @@ TEST_F(VanZmqPair, TooManySegmentsAreDroppedWithWarning) {
   void* dealer = zmq_socket(zctx, ZMQ_DEALER);
   int zero = 0;
   zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
-  ASSERT_EQ(zmq_connect(dealer, b.addr.c_str()), 0);
+  ASSERT_EQ(zmq_connect(dealer, b.addr().c_str()), 0);
   for (int i = 0; i < 9; ++i) zmq_send(dealer, "x", 1, i < 8 ? ZMQ_SNDMORE : 0);
   zmq_send(dealer, "ok", 2, 0);
-  b.RecvOne([&](const caravan_van_message_v1& m) {
+  b.recv_one([&](const Message& m) {
     ASSERT_EQ(m.num_segments, 1u);
     EXPECT_EQ(std::string(static_cast<char*>(m.segments[0].data), m.segments[0].len), "ok");
   });
   zmq_close(dealer);
   zmq_ctx_term(zctx);
-  std::lock_guard<std::mutex> lock(b.host.mu);
-  ASSERT_EQ(b.host.warnings.size(), 1u);
-  EXPECT_NE(b.host.warnings[0].find("tcp://127.0.0.1"), std::string::npos) << b.host.warnings[0];
+  std::vector<std::string> warnings = b.host().lines(CARAVAN_LOG_WARNING);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("tcp://127.0.0.1"), std::string::npos) << warnings[0];
 }
 
 TEST_F(VanZmqPair, QueuedForPeerNeverUpSettleWithClosed) {
   // connect() returns before the peer is up and sends queue meanwhile;
   // disconnect and finalize settle them.
-  auto mib = Pattern(1 << 20, 6);
-  ASSERT_EQ(Ops().connect(a.ctx, 9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
-  ASSERT_EQ(Ops().connect(a.ctx, 10, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
-  DoneLog log(20);
-  for (size_t i = 0; i < 20; ++i)
-    ASSERT_EQ(a.Send(i < 10 ? 9 : 10, {Seg(mib)}, DoneLog::Done, log.cookie(i)), CARAVAN_STATUS_OK);
-  ASSERT_EQ(Ops().disconnect(a.ctx, 9), CARAVAN_STATUS_OK);
-  a.Finalize();
-  EXPECT_EQ(log.total(), 20u);
+  auto mib = pattern(1 << 20, 6);
+  ASSERT_EQ(a.connect(9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
+  ASSERT_EQ(a.connect(10, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
+  std::vector<Ticket> sent(20);
+  for (size_t i = 0; i < 20; ++i) ASSERT_EQ(a.send(i < 10 ? 9 : 10, {seg(mib)}, &sent[i]), CARAVAN_STATUS_OK);
+  ASSERT_EQ(a.disconnect(9), CARAVAN_STATUS_OK);
+  a.finalize();
+  EXPECT_EQ(a.completed_sends(), 20u);
   for (size_t i = 0; i < 20; ++i) {
-    EXPECT_EQ(log.calls(i), 1) << i;
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_CLOSED) << i;
+    EXPECT_EQ(a.completions(sent[i]), 1) << i;
+    EXPECT_EQ(a.sent_status(sent[i]), CARAVAN_STATUS_CLOSED) << i;
   }
 }
 
@@ -396,19 +231,16 @@ bool ReadWithin(int fd, char* buf, size_t n, int deadline_ms) {
   if (peer == 0) RunStalledPeer(fds[1]);
   char endpoint[256];
   if (!ReadWithin(fds[0], endpoint, sizeof endpoint, 30000)) _exit(11);
-  FakeHost host(Params{{"LINGER_MS", "200"}});
-  void* ctx = nullptr;
-  if (Ops().init(&host.table, &ctx) != CARAVAN_STATUS_OK) _exit(12);
-  if (Ops().connect(ctx, 1, endpoint) != CARAVAN_STATUS_OK) _exit(13);
   static std::vector<uint8_t> block(8u << 20, 7);
-  caravan_segment_v1 segs[3] = {{block.data(), block.size()}, {block.data(), block.size()},
-                                {block.data(), block.size()}};
+  VanInstance van(Zmq(), {{"LINGER_MS", "200"}}, Params{});
+  if (!van.ok()) _exit(12);
+  if (van.connect(1, endpoint) != CARAVAN_STATUS_OK) _exit(13);
   for (int i = 0; i < 4; ++i)
-    if (Ops().send(ctx, 1, segs, 3, nullptr, nullptr) != CARAVAN_STATUS_OK) _exit(14);
+    if (van.send_unwatched(1, {seg(block), seg(block), seg(block)}) != CARAVAN_STATUS_OK) _exit(14);
   char ack;
   if (!ReadWithin(fds[0], &ack, 1, 30000)) _exit(15);
   kill(peer, SIGKILL);
-  if (Ops().finalize(ctx) != CARAVAN_STATUS_OK) _exit(16);
+  if (van.finalize() != CARAVAN_STATUS_OK) _exit(16);
   waitpid(peer, nullptr, 0);
   _exit(0);
 }

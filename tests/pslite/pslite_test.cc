@@ -21,12 +21,12 @@ struct Program {
 };
 
 const Program kPrograms[] = {
-    {"DefaultHandle", PSLITE_KV_DEFAULT_HANDLE, "push, pull and push_pull sums exact", false, 1},
-    {"CustomHandle", PSLITE_KV_CUSTOM_HANDLE, "lens, zero-copy calls, command and callbacks correct",
+    {"DefaultHandle", PSLITE_KV_DEFAULT_HANDLE_BIN, "push, pull and push_pull sums exact", false, 1},
+    {"CustomHandle", PSLITE_KV_CUSTOM_HANDLE_BIN, "lens, zero-copy calls, command and callbacks correct",
      false, 1},
-    {"SimpleAppGroups", PSLITE_SIMPLE_APP_GROUPS,
+    {"SimpleAppGroups", PSLITE_SIMPLE_APP_GROUPS_BIN,
      "SimpleApp requests to every group answered exactly once", true, 1},
-    {"TwoCustomers", PSLITE_TWO_CUSTOMERS, "sums came back to the right customer", false, 2},
+    {"TwoCustomers", PSLITE_TWO_CUSTOMERS_BIN, "sums came back to the right customer", false, 2},
 };
 
 using Param = std::tuple<int, int, int>;  // program, workers, servers

@@ -1,6 +1,8 @@
 // A whole job over the van under test: caravan-launch starts a scheduler,
 // two servers and two workers that push_pull and check every sum.
-#include "harness.h"
+#include <gtest/gtest.h>
+
+#include "van_under_test.h"
 #include "tests/support/process.h"
 
 namespace caravan::van_check {

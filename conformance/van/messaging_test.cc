@@ -1,29 +1,30 @@
-// Messaging: content, sizes, segments, order, done callbacks, threads and
+// Messaging: content, sizes, segments, order, completions, threads and
 // timeouts between two instances in one process.
 #include <cstring>
 #include <thread>
 
-#include "harness.h"
+#include "van_pair.h"
 
 namespace caravan::van_check {
 namespace {
 
 TEST_F(VanPair, ExchangeBothWays) {
   auto ping = pattern(100, 1), pong = pattern(200, 2);
-  DoneLog log(2);
-  ASSERT_EQ(a_.send(kB, {seg(ping)}, DoneLog::done, log.cookie(0)), CARAVAN_STATUS_OK) << a_.error();
-  ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+  Ticket sent_ping = 0, sent_pong = 0;
+  ASSERT_EQ(a_.send(kB, {seg(ping)}, &sent_ping), CARAVAN_STATUS_OK) << a_.error();
+  ASSERT_TRUE(b_.recv_one([&](const Message& m) {
     ASSERT_EQ(m.num_segments, 1u);
     expect_same(m.segments[0], ping);
   }));
-  ASSERT_EQ(b_.send(kA, {seg(pong)}, DoneLog::done, log.cookie(1)), CARAVAN_STATUS_OK) << b_.error();
-  ASSERT_TRUE(a_.recv_one([&](const caravan_van_message_v1& m) {
+  ASSERT_EQ(b_.send(kA, {seg(pong)}, &sent_pong), CARAVAN_STATUS_OK) << b_.error();
+  ASSERT_TRUE(a_.recv_one([&](const Message& m) {
     ASSERT_EQ(m.num_segments, 1u);
     expect_same(m.segments[0], pong);
   }));
-  ASSERT_TRUE(log.wait_all());
-  EXPECT_EQ(log.status(0), CARAVAN_STATUS_OK);
-  EXPECT_EQ(log.status(1), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(a_.wait_sent(sent_ping));
+  ASSERT_TRUE(b_.wait_sent(sent_pong));
+  EXPECT_EQ(a_.sent_status(sent_ping), CARAVAN_STATUS_OK);
+  EXPECT_EQ(b_.sent_status(sent_pong), CARAVAN_STATUS_OK);
 }
 
 TEST_F(VanPair, MessageSizes) {
@@ -36,19 +37,19 @@ TEST_F(VanPair, MessageSizes) {
     }
     bufs.push_back(pattern(size, static_cast<unsigned>(bufs.size())));
   }
-  DoneLog log(bufs.size());
+  std::vector<Ticket> sent(bufs.size());
   for (size_t i = 0; i < bufs.size(); ++i)
-    ASSERT_EQ(a_.send(kB, {seg(bufs[i])}, DoneLog::done, log.cookie(i)), CARAVAN_STATUS_OK)
+    ASSERT_EQ(a_.send(kB, {seg(bufs[i])}, &sent[i]), CARAVAN_STATUS_OK)
         << bufs[i].size() << " bytes: " << a_.error();
   for (size_t i = 0; i < bufs.size(); ++i)
-    ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_.recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, 1u);
       expect_same(m.segments[0], bufs[i]);
     })) << bufs[i].size() << " bytes";
-  ASSERT_TRUE(log.wait_all());
+  ASSERT_TRUE(a_.wait_all_sent());
   for (size_t i = 0; i < bufs.size(); ++i) {
-    EXPECT_EQ(log.calls(i), 1) << bufs[i].size() << " bytes";
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << bufs[i].size() << " bytes";
+    EXPECT_EQ(a_.completions(sent[i]), 1) << bufs[i].size() << " bytes";
+    EXPECT_EQ(a_.sent_status(sent[i]), CARAVAN_STATUS_OK) << bufs[i].size() << " bytes";
   }
 }
 
@@ -59,43 +60,42 @@ TEST_F(VanPair, MultiSegmentMessages) {
   std::vector<std::vector<uint8_t>> bufs;
   for (size_t i = 0; i < 8; ++i) bufs.push_back(pattern(sizes[i], static_cast<unsigned>(i + 10)));
   const size_t most = props_.max_segments;
-  DoneLog log(most);
+  std::vector<Ticket> sent(most);
   for (size_t n = 1; n <= most; ++n) {
-    std::vector<caravan_segment_v1> segs;
+    std::vector<SendSegment> segs;
     for (size_t i = 0; i < n; ++i) segs.push_back(seg(bufs[(i + n) % 8]));
-    ASSERT_EQ(a_.send(kB, segs, DoneLog::done, log.cookie(n - 1)), CARAVAN_STATUS_OK)
+    ASSERT_EQ(a_.send(kB, segs, &sent[n - 1]), CARAVAN_STATUS_OK)
         << n << " segments: " << a_.error();
   }
   for (size_t n = 1; n <= most; ++n)
-    ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_.recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, n);
       for (size_t i = 0; i < n; ++i) expect_same(m.segments[i], bufs[(i + n) % 8]);
     }));
-  ASSERT_TRUE(log.wait_all());
-  for (size_t i = 0; i < most; ++i) EXPECT_EQ(log.calls(i), 1);
+  ASSERT_TRUE(a_.wait_all_sent());
+  for (size_t i = 0; i < most; ++i) EXPECT_EQ(a_.completions(sent[i]), 1);
 }
 
 TEST_F(VanPair, ThousandOutstandingArriveInOrder) {
   constexpr size_t kN = 1000;
   std::vector<uint64_t> seq(kN);
   auto payload = pattern(1000, 3);
-  DoneLog log(kN);
+  std::vector<Ticket> sent(kN);
   for (size_t i = 0; i < kN; ++i) {
     seq[i] = i;
-    ASSERT_EQ(a_.send(kB, {seg(seq[i]), seg(payload)}, DoneLog::done, log.cookie(i)),
-              CARAVAN_STATUS_OK)
+    ASSERT_EQ(a_.send(kB, {seg(seq[i]), seg(payload)}, &sent[i]), CARAVAN_STATUS_OK)
         << i << ": " << a_.error();
   }
   for (size_t i = 0; i < kN; ++i)
-    ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_.recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, 2u);
       EXPECT_EQ(read_u64(m.segments[0]), i);
       expect_same(m.segments[1], payload);
     }));
-  ASSERT_TRUE(log.wait_all());
+  ASSERT_TRUE(a_.wait_all_sent());
   for (size_t i = 0; i < kN; ++i) {
-    EXPECT_EQ(log.calls(i), 1) << i;
-    EXPECT_EQ(log.status(i), CARAVAN_STATUS_OK) << i;
+    EXPECT_EQ(a_.completions(sent[i]), 1) << i;
+    EXPECT_EQ(a_.sent_status(sent[i]), CARAVAN_STATUS_OK) << i;
   }
 }
 
@@ -103,20 +103,19 @@ TEST_F(VanPair, SendFromFourThreads) {
   constexpr size_t kThreads = 4, kPer = 500;
   std::vector<uint64_t> tags(kThreads * kPer);
   auto payload = pattern(300, 4);
-  DoneLog log(kThreads * kPer);
+  std::vector<Ticket> sent(kThreads * kPer);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       for (size_t i = 0; i < kPer; ++i) {
         size_t k = t * kPer + i;
         tags[k] = (uint64_t{t} << 32) | i;
-        EXPECT_EQ(a_.send(kB, {seg(tags[k]), seg(payload)}, DoneLog::done, log.cookie(k)),
-                  CARAVAN_STATUS_OK);
+        EXPECT_EQ(a_.send(kB, {seg(tags[k]), seg(payload)}, &sent[k]), CARAVAN_STATUS_OK);
       }
     });
   std::vector<uint64_t> next(kThreads, 0);
   for (size_t k = 0; k < kThreads * kPer; ++k)
-    ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+    ASSERT_TRUE(b_.recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, 2u);
       uint64_t tag = read_u64(m.segments[0]);
       size_t t = tag >> 32;
@@ -125,26 +124,26 @@ TEST_F(VanPair, SendFromFourThreads) {
       expect_same(m.segments[1], payload);
     }));
   for (auto& th : threads) th.join();
-  ASSERT_TRUE(log.wait_all());
-  for (size_t k = 0; k < kThreads * kPer; ++k) EXPECT_EQ(log.calls(k), 1);
+  ASSERT_TRUE(a_.wait_all_sent());
+  for (size_t k = 0; k < kThreads * kPer; ++k) EXPECT_EQ(a_.completions(sent[k]), 1);
 }
 
 TEST_F(VanPair, BufferReusableOnceDone) {
-  // After done the van no longer reads the memory: overwriting it must not
+  // Once the send completed the van no longer reads the memory: overwriting it must not
   // change what the receiver gets.
   auto sent = pattern(1 << 20, 8);
   auto buffer = sent;
-  DoneLog log(1);
-  ASSERT_EQ(a_.send(kB, {seg(buffer)}, DoneLog::done, log.cookie(0)), CARAVAN_STATUS_OK);
-  ASSERT_TRUE(log.wait_all());
+  Ticket ticket = 0;
+  ASSERT_EQ(a_.send(kB, {seg(buffer)}, &ticket), CARAVAN_STATUS_OK);
+  ASSERT_TRUE(a_.wait_sent(ticket));
   std::memset(buffer.data(), 0xee, buffer.size());
-  ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) { expect_same(m.segments[0], sent); }));
+  ASSERT_TRUE(b_.recv_one([&](const Message& m) { expect_same(m.segments[0], sent); }));
 }
 
 TEST_F(VanPair, ReceivedMemoryIsWritableUntilRelease) {
   auto data = pattern(4096, 9);
-  ASSERT_EQ(a_.send(kB, {seg(data)}), CARAVAN_STATUS_OK) << "a NULL done is allowed";
-  ASSERT_TRUE(b_.recv_one([&](const caravan_van_message_v1& m) {
+  ASSERT_EQ(a_.send_unwatched(kB, {seg(data)}), CARAVAN_STATUS_OK) << "a send nobody watches is allowed";
+  ASSERT_TRUE(b_.recv_one([&](const Message& m) {
     ASSERT_EQ(m.segments[0].len, data.size());
     std::memset(m.segments[0].data, 0, m.segments[0].len);  // the engine sums in place
   }));
@@ -164,15 +163,15 @@ TEST_F(VanPair, DeviceMemorySegments) {
 }
 
 TEST(Timeouts, RecvTimeoutHonoured) {
-  Instance v;
+  VanInstance v(van());
+  ASSERT_TRUE(v.started());
   ASSERT_EQ(v.listen(), CARAVAN_STATUS_OK) << v.error();
-  caravan_van_message_v1 msg{};
-  msg.struct_size = sizeof msg;
+  Message msg;
   using std::chrono::milliseconds;
   auto t0 = Clock::now();
-  EXPECT_EQ(ops().recv(v.ctx(), 100, &msg), CARAVAN_STATUS_TIMEOUT);
+  EXPECT_EQ(v.recv(100, &msg), CARAVAN_STATUS_TIMEOUT);
   auto t1 = Clock::now();
-  EXPECT_EQ(ops().recv(v.ctx(), 0, &msg), CARAVAN_STATUS_TIMEOUT);
+  EXPECT_EQ(v.recv(0, &msg), CARAVAN_STATUS_TIMEOUT);
   auto t2 = Clock::now();
   EXPECT_GE(t1 - t0, milliseconds(95)) << "recv returned before its timeout";
   EXPECT_LT(t1 - t0, milliseconds(1000)) << "recv overslept its 100 ms timeout";

@@ -1,17 +1,17 @@
 // Loads reducer plugins the way the engine does (dlopen, the entry symbol,
-// the descriptor checks) and runs instances against a fake host whose
-// parameters come from a map.
+// the descriptor checks) and runs instances against the kits' fake host,
+// whose parameters come from a map.
 #ifndef CARAVAN_TESTS_REDUCER_CONFORMANCE_REDUCER_PLUGIN_H
 #define CARAVAN_TESTS_REDUCER_CONFORMANCE_REDUCER_PLUGIN_H
 
 #include <map>
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "caravan/plugin/plugin.h"
 #include "caravan/plugin/reducer_v1.h"
+#include "conformance/host/fake_host.h"
 
 namespace caravan::conformance {
 
@@ -40,22 +40,6 @@ inline void PrintTo(const Variant& v, std::ostream* os) { *os << v.label; }
 
 // Every reducer plugin this build made, as CMake listed them.
 std::vector<Variant> all_variants();
-
-class FakeHost {
- public:
-  explicit FakeHost(std::map<std::string, std::string> params);
-  FakeHost(const FakeHost&) = delete;  // the table points at this object
-  FakeHost& operator=(const FakeHost&) = delete;
-  const caravan_host_v1* table() const { return &table_; }
-  std::string error() const;
-  void clear_error();
-
- private:
-  std::map<std::string, std::string> params_;
-  mutable std::mutex mutex_;
-  std::string error_;
-  caravan_host_v1 table_{};
-};
 
 // An instance of a reducer; `status` is what init returned.
 struct Instance {

@@ -3,7 +3,8 @@
 #include <cctype>
 #include <cstring>
 
-#include "harness.h"
+#include "kit/van_instance.h"
+#include "van_under_test.h"
 
 namespace caravan::van_check {
 namespace {
@@ -65,8 +66,8 @@ TEST(Loading, EntryReturnsSamePointer) {
 }
 
 TEST(Loading, Properties) {
-  Instance v;
-  ASSERT_TRUE(v.ok());
+  VanInstance v(van());
+  ASSERT_TRUE(v.started());
   caravan_van_properties_v1 p = v.properties();
   EXPECT_GE(p.max_segments, 1u);
   EXPECT_LE(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V1));
@@ -83,21 +84,24 @@ TEST(Loading, Properties) {
 
 TEST(Loading, RepeatedInitFinalize) {
   for (int i = 0; i < 20; ++i) {
-    Instance v;
-    ASSERT_TRUE(v.ok()) << "round " << i;
+    VanInstance v(van());
+    ASSERT_TRUE(v.started()) << "round " << i;
     ASSERT_EQ(v.finalize(), CARAVAN_STATUS_OK) << "round " << i;
   }
   for (int i = 0; i < 5; ++i) {
-    Instance v;
+    VanInstance v(van());
+    ASSERT_TRUE(v.started()) << "round " << i;
     ASSERT_EQ(v.listen(), CARAVAN_STATUS_OK) << "round " << i << ": " << v.error();
   }
 }
 
 TEST(Loading, SeveralInstancesAtOnce) {
-  Instance a, b, c;
-  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  EXPECT_NE(a.ctx(), b.ctx());
-  EXPECT_NE(b.ctx(), c.ctx());
+  VanInstance a(van()), b(van()), c(van());
+  ASSERT_TRUE(a.started());
+  ASSERT_TRUE(b.started());
+  ASSERT_TRUE(c.started());
+  EXPECT_NE(a.context(), b.context());
+  EXPECT_NE(b.context(), c.context());
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // The van under test: found by name or path the way the engine finds it,
-// opened with dlopen, and its descriptor checked before any test runs.
+// opened, and its descriptor checked before any test drives it.
 #pragma once
 
 #include <string>
@@ -11,9 +11,9 @@ namespace caravan::van_check {
 
 struct VanPlugin {
   std::string path;
-  void* handle = nullptr;
   caravan_plugin_entry_fn entry = nullptr;
   const caravan_plugin_descriptor* descriptor = nullptr;
+  // Read by the checks of the table itself; only VanInstance calls it.
   const caravan_van_ops_v1* ops = nullptr;
 };
 
@@ -21,20 +21,13 @@ struct VanPlugin {
 // folder of the install or build tree this program lives in.
 std::vector<std::string> plugin_search_dirs();
 
-// Opens `choice` (a name such as "zmq", or an absolute path). Returns false
-// with `why` naming every path tried and the reason each was refused.
+// Opens `choice` (a name such as "zmq", or a path). Returns false with
+// `why` naming every path tried and the reason each was refused.
 bool open_van(const std::string& choice, VanPlugin* out, std::string* why);
 
-// The plugin every test runs against; set once by main().
-const VanPlugin& van();
-void set_van(VanPlugin plugin);
-
-// Programs for the whole-job test; empty when not given.
-struct JobPrograms {
-  std::string launcher;
-  std::string worker;
-};
-const JobPrograms& job_programs();
-void set_job_programs(JobPrograms programs);
+// For a van's own tests: the van built at `path`, opened on first use and
+// kept. A van that cannot be opened ends the program with the reason, since
+// no test of it could run.
+const VanPlugin& van_file(const std::string& path);
 
 }  // namespace caravan::van_check

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
-#include "van_plugin.h"
+#include "kit/van_plugin.h"
+#include "van_under_test.h"
 
 namespace {
 

@@ -1,0 +1,63 @@
+#include "plugin_file.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <sstream>
+
+namespace caravan::conformance {
+
+namespace {
+
+const char* kind_name(uint32_t kind) {
+  switch (kind) {
+    case CARAVAN_PLUGIN_KIND_VAN: return "van";
+    case CARAVAN_PLUGIN_KIND_REDUCER: return "reducer";
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t abi_major,
+                             PluginFile* out) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "not found";
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    return std::string("dlopen failed: ") + (e ? e : "unknown error");
+  }
+  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(h, CARAVAN_PLUGIN_ENTRY_SYMBOL));
+  const caravan_plugin_descriptor* d = entry ? entry() : nullptr;
+  std::ostringstream why;
+  if (!entry) {
+    why << "no symbol " << CARAVAN_PLUGIN_ENTRY_SYMBOL << " (not a Caravan plugin)";
+  } else if (!d) {
+    why << CARAVAN_PLUGIN_ENTRY_SYMBOL << "() returned NULL";
+  } else if (d->magic != CARAVAN_PLUGIN_MAGIC) {
+    why << "descriptor has bad magic 0x" << std::hex << d->magic << " (want 0x" << CARAVAN_PLUGIN_MAGIC
+        << ")";
+  } else if (d->kind != static_cast<uint32_t>(kind)) {
+    why << "is a plugin of kind " << d->kind << " (" << kind_name(d->kind) << "), not a "
+        << kind_name(kind) << " (kind " << kind << ")";
+  } else if (d->abi_major != abi_major) {
+    why << "speaks " << kind_name(kind) << " ABI " << d->abi_major << "." << d->abi_minor
+        << "; this kit knows only major " << abi_major
+        << " (use the kit of a Caravan that speaks it)";
+  } else if (!d->ops) {
+    why << "descriptor has no ops table";
+  }
+  if (!why.str().empty()) {
+    dlclose(h);
+    return why.str();
+  }
+  out->path = path;
+  out->handle = h;
+  out->entry = entry;
+  out->descriptor = d;
+  out->ops = d->ops;
+  return "";
+}
+
+}  // namespace caravan::conformance
