@@ -1,4 +1,7 @@
 // Adapts a reducer plugin's C table (ABI major 1) to the engine's Reducer.
+#include <cstddef>
+#include <string>
+
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
@@ -10,25 +13,28 @@ namespace caravan {
 
 namespace {
 
+// The engine calls init, finalize, properties, sum and sum_many, so a table
+// that reaches sum_many is enough: a plugin built against any 1.x header
+// loads (plugin.h's append-only rule), whatever was appended since.
+constexpr size_t kUsedTableSize =
+    offsetof(caravan_reducer_ops_v1, sum_many) + sizeof(caravan_reducer_ops_v1::sum_many);
+
 class PluginReducer final : public Reducer {
  public:
   explicit PluginReducer(std::unique_ptr<PluginLibrary> lib)
       : lib_(std::move(lib)),
         ops_(static_cast<const caravan_reducer_ops_v1*>(lib_->descriptor->ops)),
-        host_(CARAVAN_PLUGIN_KIND_REDUCER, lib_->descriptor->name) {
-    std::string name = lib_->descriptor->name;
-    if (ops_->struct_size < sizeof(caravan_reducer_ops_v1))
-      throw Error(CARAVAN_ERR_PLUGIN, "reducer plugin '" + name + "' (" + lib_->path +
-                                          ") has a truncated ops table");
+        name_(lib_->descriptor->name),
+        host_(CARAVAN_PLUGIN_KIND_REDUCER, name_) {
+    check_table();
     caravan_status s = ops_->init(host_.table(), &ctx_);
-    if (s != CARAVAN_STATUS_OK)
-      throw Error(CARAVAN_ERR_PLUGIN, "reducer plugin '" + name + "' (" + lib_->path +
-                                          ") failed to start: " + describe_plugin_failure(s));
-    caravan_reducer_properties_v1 p{};
-    p.struct_size = sizeof p;
-    description_ = name;
-    if (ops_->properties(ctx_, &p) == CARAVAN_STATUS_OK && p.kernel)
-      description_ += std::string(" (") + p.kernel + ")";
+    if (s != CARAVAN_STATUS_OK) refuse("failed to start: " + describe_plugin_failure(s));
+    try {
+      check_properties();
+    } catch (...) {
+      ops_->finalize(ctx_);  // no destructor runs for a constructor that throws
+      throw;
+    }
   }
   ~PluginReducer() override {
     if (ctx_) ops_->finalize(ctx_);
@@ -43,6 +49,32 @@ class PluginReducer final : public Reducer {
   }
 
  private:
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw Error(CARAVAN_ERR_PLUGIN, "reducer plugin '" + name_ + "' (" + lib_->path + ") " + why);
+  }
+
+  void check_table() const {
+    if (ops_->struct_size < kUsedTableSize)
+      refuse("has an ops table of " + std::to_string(ops_->struct_size) + " bytes, too short for " +
+             "the entries the engine calls (init to sum_many, " + std::to_string(kUsedTableSize) +
+             " bytes; a 1.0 table has " + std::to_string(CARAVAN_REDUCER_OPS_V1_0_SIZE) + ")");
+    const char* missing = !ops_->init         ? "init"
+                          : !ops_->finalize   ? "finalize"
+                          : !ops_->properties ? "properties"
+                          : !ops_->sum        ? "sum"
+                          : !ops_->sum_many   ? "sum_many"
+                                              : nullptr;
+    if (missing) refuse("has no " + std::string(missing) + " entry: it is NULL in its ops table");
+  }
+
+  void check_properties() {
+    caravan_reducer_properties_v1 p{};
+    p.struct_size = sizeof p;
+    description_ = name_;
+    if (ops_->properties(ctx_, &p) == CARAVAN_STATUS_OK && p.kernel)
+      description_ += std::string(" (") + p.kernel + ")";
+  }
+
   void check(caravan_status s, size_t count, caravan_dtype dtype) const {
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_INTERNAL, "reducer '" + description_ + "' failed to sum " +
@@ -52,6 +84,7 @@ class PluginReducer final : public Reducer {
 
   std::unique_ptr<PluginLibrary> lib_;
   const caravan_reducer_ops_v1* ops_;
+  std::string name_;
   HostServices host_;
   void* ctx_ = nullptr;
   std::string description_;

@@ -114,6 +114,15 @@ typedef struct caravan_reducer_ops_v1 {
                                     caravan_dtype dtype, int root, void* stream);
 } caravan_reducer_ops_v1;
 
+/* The size of a 1.0 table, what a plugin built against this header reports.
+ * The engine accepts any 1.x table that reaches the last entry it calls
+ * (see docs/plugin-abi.md), so a 1.0 table keeps loading when entries are
+ * appended; it calls an optional entry only when the entry lies inside
+ * struct_size and is not NULL. */
+#define CARAVAN_REDUCER_OPS_V1_0_SIZE \
+  (offsetof(caravan_reducer_ops_v1, local_broadcast) + \
+   sizeof(((caravan_reducer_ops_v1*)0)->local_broadcast))
+
 #ifdef __cplusplus
 }
 #endif

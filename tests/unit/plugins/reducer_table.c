@@ -1,0 +1,45 @@
+/* reducer-cpu behind an ops table of another size, for reducer_loader_test.
+ * Built once per variant:
+ *   TABLE_NAME         the descriptor's name (and the file's, libcaravan-reducer-<name>.so);
+ *   TABLE_ENDS_BEFORE  the entry the table stops at (default: a whole 1.0 table);
+ *                      the bytes past struct_size hold a pattern, so an entry
+ *                      called from there crashes;
+ *   NO_SUM_MANY        sum_many is NULL. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "caravan/plugin/reducer_v1.h"
+
+#ifdef TABLE_ENDS_BEFORE
+#define TABLE_SIZE offsetof(caravan_reducer_ops_v1, TABLE_ENDS_BEFORE)
+#else
+#define TABLE_SIZE CARAVAN_REDUCER_OPS_V1_0_SIZE
+#endif
+
+static caravan_reducer_ops_v1 ops;
+static caravan_plugin_descriptor descriptor;
+
+CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
+  if (descriptor.ops) return &descriptor;
+  void* cpu = dlopen(CARAVAN_REDUCER_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+  if (!cpu) {
+    fprintf(stderr, "reducer %s: %s\n", TABLE_NAME, dlerror());
+    return NULL;
+  }
+  caravan_plugin_entry_fn entry = (caravan_plugin_entry_fn)dlsym(cpu, CARAVAN_PLUGIN_ENTRY_SYMBOL);
+  const caravan_plugin_descriptor* d = entry ? entry() : NULL;
+  if (!d) return NULL;
+  memset(&ops, 0xa5, sizeof ops);
+  memcpy(&ops, d->ops, TABLE_SIZE);
+  ops.struct_size = TABLE_SIZE;
+#ifdef NO_SUM_MANY
+  ops.sum_many = NULL;
+#endif
+  descriptor = *d;
+  descriptor.abi_minor = 0;
+  descriptor.name = TABLE_NAME;
+  descriptor.description = "reducer-cpu behind a test table";
+  descriptor.ops = &ops;
+  return &descriptor;
+}
