@@ -1,6 +1,7 @@
 // Adapts a reducer plugin's C table (ABI major 1) to the engine's Reducer.
 #include <cstddef>
 #include <string>
+#include <utility>
 
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
@@ -18,6 +19,18 @@ namespace {
 // loads (plugin.h's append-only rule), whatever was appended since.
 constexpr size_t kUsedTableSize =
     offsetof(caravan_reducer_ops_v1, sum_many) + sizeof(caravan_reducer_ops_v1::sum_many);
+
+std::string capability_names(uint64_t caps) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {CARAVAN_REDUCER_CAP_HOST_MEMORY, "host memory"},
+      {CARAVAN_REDUCER_CAP_DEVICE_MEMORY, "device memory"},
+      {CARAVAN_REDUCER_CAP_ASYNC_STREAM, "async stream"},
+      {CARAVAN_REDUCER_CAP_LOCAL_GROUP, "local group"}};
+  std::string text;
+  for (const auto& [bit, name] : kNames)
+    if (caps & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+  return text.empty() ? "none" : text;
+}
 
 class PluginReducer final : public Reducer {
  public:
@@ -40,6 +53,8 @@ class PluginReducer final : public Reducer {
     if (ctx_) ops_->finalize(ctx_);
   }
   const std::string& description() const override { return description_; }
+  // No stream: the engine hands host memory only, which check_properties
+  // made sure the reducer can sum.
   void sum(void* dst, const void* src, size_t count, caravan_dtype dtype) override {
     check(ops_->sum(ctx_, dst, src, count, dtype, nullptr), count, dtype);
   }
@@ -70,9 +85,15 @@ class PluginReducer final : public Reducer {
   void check_properties() {
     caravan_reducer_properties_v1 p{};
     p.struct_size = sizeof p;
-    description_ = name_;
-    if (ops_->properties(ctx_, &p) == CARAVAN_STATUS_OK && p.kernel)
-      description_ += std::string(" (") + p.kernel + ")";
+    caravan_status s = ops_->properties(ctx_, &p);
+    if (s != CARAVAN_STATUS_OK)
+      refuse("failed to report its properties: " + describe_plugin_failure(s));
+    // A device-memory reducer would be handed host pointers and no stream.
+    if (!(p.caps & CARAVAN_REDUCER_CAP_HOST_MEMORY))
+      refuse("cannot sum host memory (its capabilities: " + capability_names(p.caps) +
+             "), and the engine hands reducers host memory only: choose a host reducer such "
+             "as CARAVAN_REDUCER=cpu");
+    description_ = name_ + (p.kernel ? std::string(" (") + p.kernel + ")" : "");
   }
 
   void check(caravan_status s, size_t count, caravan_dtype dtype) const {

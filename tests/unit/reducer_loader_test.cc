@@ -1,5 +1,5 @@
-// The reducer loader: which 1.x tables it accepts and what it says when it
-// refuses one. Real plugins: reducer-cpu behind the tables of
+// The reducer loader: which 1.x tables and capabilities it accepts and what
+// it says when it refuses a reducer. Real plugins: reducer-cpu behind the tables of
 // plugins/reducer_table.c, loaded with dlopen by the engine's own loader.
 #include <gtest/gtest.h>
 
@@ -59,7 +59,8 @@ TEST(ReducerAbi, TableThatEndsAtTheLastEntryUsedLoadsAndSums) {
 
 TEST(ReducerAbi, TooShortTableIsRefusedWithItsSizes) {
   std::string what = refusal("truncated");
-  EXPECT_NE(what.find("reducer plugin 'truncated' (" + file_of("truncated") + ")"), std::string::npos)
+  EXPECT_NE(what.find("reducer plugin 'truncated' (" + file_of("truncated") + ")"),
+            std::string::npos)
       << what;
   const size_t has = offsetof(caravan_reducer_ops_v1, sum_many);
   const size_t needs = offsetof(caravan_reducer_ops_v1, scale);
@@ -73,9 +74,22 @@ TEST(ReducerAbi, TooShortTableIsRefusedWithItsSizes) {
 
 TEST(ReducerAbi, NullEntryTheEngineCallsIsRefused) {
   std::string what = refusal("nosummany");
-  EXPECT_NE(what.find("reducer plugin 'nosummany' (" + file_of("nosummany") + ")"), std::string::npos)
+  EXPECT_NE(what.find("reducer plugin 'nosummany' (" + file_of("nosummany") + ")"),
+            std::string::npos)
       << what;
   EXPECT_NE(what.find("has no sum_many entry"), std::string::npos) << what;
+}
+
+TEST(ReducerAbi, ReducerThatCannotSumHostMemoryIsRefused) {
+  // The engine hands reducers host memory only: a device reducer would be
+  // given host pointers.
+  std::string what = refusal("deviceonly");
+  EXPECT_NE(what.find("reducer plugin 'deviceonly' (" + file_of("deviceonly") + ")"),
+            std::string::npos)
+      << what;
+  EXPECT_NE(what.find("cannot sum host memory (its capabilities: device memory, async stream)"),
+            std::string::npos)
+      << what;
 }
 
 }  // namespace

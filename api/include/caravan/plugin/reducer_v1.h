@@ -114,6 +114,22 @@ typedef struct caravan_reducer_ops_v1 {
                                     caravan_dtype dtype, int root, void* stream);
 } caravan_reducer_ops_v1;
 
+/* What the engine calls today: init, finalize, properties, sum and
+ * sum_many, on host memory with a NULL stream; a reducer whose properties
+ * lack CARAVAN_REDUCER_CAP_HOST_MEMORY is refused at load. It does not call
+ * yet, though every reducer offers them and the conformance kit checks them:
+ *  - sum2: a server's first push becomes the round's accumulator without a
+ *    copy, so every later push is a sum() into it; dst = a + b has no place
+ *    on that path;
+ *  - scale: the engine sums and never averages; the framework layer divides
+ *    (caravan.torch, by the number of workers) on its own tensor;
+ *  - local_id, local_join, local_leave, local_reduce, local_broadcast: the
+ *    engine's local group sums the machine's contributions in shared host
+ *    memory with sum_many; these entries work on device memory (NCCL), which
+ *    the engine does not hand to reducers yet. When it does, it will call
+ *    them only for a reducer with CAP_DEVICE_MEMORY and CAP_LOCAL_GROUP whose
+ *    table holds them (inside struct_size and not NULL). */
+
 /* The size of a 1.0 table, what a plugin built against this header reports.
  * The engine accepts any 1.x table that reaches the last entry it calls
  * (see docs/plugin-abi.md), so a 1.0 table keeps loading when entries are
