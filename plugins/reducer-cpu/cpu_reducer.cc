@@ -1,5 +1,6 @@
-// The reducer ABI table: argument checks, kernel choice at init, and the
-// split of large sums into cache-sized blocks and across the thread pool.
+// The CPU reducer: kernel choice at init, and the split of large sums into
+// cache-sized blocks and across the thread pool. The C boundary and the
+// argument checks every reducer shares come from the SDK's reducer_cxx.hpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -8,8 +9,7 @@
 #include <string>
 
 #include "caravan/plugin/plugin.h"
-#include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/reducer_v1.h"
+#include "caravan/plugin/reducer_cxx.hpp"
 #include "kernels.h"
 #include "thread_pool.h"
 
@@ -30,12 +30,25 @@ constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
 constexpr size_t kBlock = 2048;
 constexpr long long kMaxThreads = 256;
 
-struct Reducer {
-  explicit Reducer(const caravan_host_v1* h) : host(h) {}
-  Host host;
-  const KernelSet* kernels = nullptr;
-  size_t min_bytes_per_thread = 1 << 20;
-  std::unique_ptr<ThreadPool> pool;  // absent when THREADS is 1
+class CpuReducer {
+ public:
+  static constexpr const char* kName = "cpu reducer";
+  explicit CpuReducer(const caravan_host_v1* host);
+  const Host& host() const { return host_; }
+  caravan_reducer_properties_v1 properties() const;
+  void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
+  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype, void* stream);
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, caravan_dtype dtype,
+                void* stream);
+  void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
+
+ private:
+  void split(size_t count, size_t elem, const std::function<void(size_t, size_t)>& body);
+
+  Host host_;
+  const KernelSet* kernels_ = nullptr;
+  size_t min_bytes_per_thread_ = 1 << 20;
+  std::unique_ptr<ThreadPool> pool_;  // absent when THREADS is 1
 };
 
 // ---- Kernel choice -------------------------------------------------------
@@ -76,33 +89,6 @@ const KernelSet* choose_kernels(const std::string& wanted) {
 
 // ---- Checks --------------------------------------------------------------
 
-Reducer& instance(void* ctx) {
-  if (!ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cpu reducer: NULL instance");
-  return *static_cast<Reducer*>(ctx);
-}
-
-const Host& host_of(void* ctx) {
-  static const Host none(nullptr);
-  return ctx ? static_cast<Reducer*>(ctx)->host : none;
-}
-
-// The dtype's index into the kernel tables. C callers may pass any int, but
-// in C++ reading a caravan_dtype that holds no enumerator is undefined (the
-// enum's range is only 0..7), so the bytes are copied, never the enum read.
-unsigned dtype_index(const caravan_dtype* dtype) {
-  static_assert(sizeof(caravan_dtype) == sizeof(int32_t), "caravan_dtype is passed as a 32-bit int");
-  int32_t raw;
-  std::memcpy(&raw, dtype, sizeof raw);
-  if (raw < 0 || raw >= CARAVAN_DTYPE_COUNT)
-    throw Error(CARAVAN_STATUS_UNSUPPORTED, "cpu reducer: unsupported dtype " + std::to_string(raw));
-  return static_cast<unsigned>(raw);
-}
-
-void check_pointer(const void* p, size_t count, const char* what) {
-  if (!p && count > 0)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string("cpu reducer: NULL ") + what);
-}
-
 void check_stream(void* stream) {
   if (stream)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
@@ -114,9 +100,9 @@ void check_stream(void* stream) {
 // Calls body(begin, end) over [0, count), on several threads when the data is
 // large enough to pay for the hand-off. Every op is element-wise, so the
 // split never changes a result.
-void split(Reducer& r, size_t count, size_t elem, const std::function<void(size_t, size_t)>& body) {
+void CpuReducer::split(size_t count, size_t elem, const std::function<void(size_t, size_t)>& body) {
   size_t tasks = 1;
-  if (r.pool) tasks = std::min(r.pool->size(), count * elem / r.min_bytes_per_thread);
+  if (pool_) tasks = std::min(pool_->size(), count * elem / min_bytes_per_thread_);
   if (tasks <= 1) {
     body(0, count);
     return;
@@ -124,7 +110,7 @@ void split(Reducer& r, size_t count, size_t elem, const std::function<void(size_
   // Whole cache lines per task, so no two threads write the same line.
   size_t chunk = ((count + tasks - 1) / tasks + 63) & ~size_t{63};
   tasks = (count + chunk - 1) / chunk;
-  r.pool->run(tasks, [&](size_t t) { body(t * chunk, std::min(count, (t + 1) * chunk)); });
+  pool_->run(tasks, [&](size_t t) { body(t * chunk, std::min(count, (t + 1) * chunk)); });
 }
 
 const Byte* at(const void* p, size_t i, size_t z) { return static_cast<const Byte*>(p) + i * z; }
@@ -155,122 +141,61 @@ void sum_many_range(const KernelSet& k, unsigned dt, size_t z, void* dst, const 
   }
 }
 
-// ---- The table -------------------------------------------------------------
+// ---- The reducer -----------------------------------------------------------
 
-caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-  Host h(host);
-  return plugin::guarded(h, [&]() -> caravan_status {
-    if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cpu reducer: init needs a v1 host table and out_ctx");
-    *out_ctx = nullptr;
-    auto r = std::make_unique<Reducer>(host);
-    r->kernels = choose_kernels(h.param("KERNEL").value_or("auto"));
-    long long threads = h.param_int("THREADS", 1);
-    if (threads < 1 || threads > kMaxThreads)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "cpu reducer: THREADS=" + std::to_string(threads) + " is outside 1.." + std::to_string(kMaxThreads));
-    r->min_bytes_per_thread = std::max<size_t>(1, static_cast<size_t>(h.param_int("MIN_BYTES_PER_THREAD", 1 << 20)));
-    if (threads > 1) r->pool = std::make_unique<ThreadPool>(static_cast<size_t>(threads - 1));
-    h.log(CARAVAN_LOG_INFO, std::string("cpu reducer: kernel ") + r->kernels->name + ", " +
-                                std::to_string(threads) + " thread(s)");
-    *out_ctx = r.release();
-    return CARAVAN_STATUS_OK;
-  });
+CpuReducer::CpuReducer(const caravan_host_v1* host) : host_(host) {
+  kernels_ = choose_kernels(host_.param("KERNEL").value_or("auto"));
+  long long threads = host_.param_int("THREADS", 1);
+  if (threads < 1 || threads > kMaxThreads)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "cpu reducer: THREADS=" + std::to_string(threads) + " is outside 1.." + std::to_string(kMaxThreads));
+  min_bytes_per_thread_ = std::max<size_t>(1, static_cast<size_t>(host_.param_int("MIN_BYTES_PER_THREAD", 1 << 20)));
+  if (threads > 1) pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(threads - 1));
+  host_.log(CARAVAN_LOG_INFO, std::string("cpu reducer: kernel ") + kernels_->name + ", " +
+                                  std::to_string(threads) + " thread(s)");
 }
 
-caravan_status finalize(void* ctx) {
-  Host h(ctx ? static_cast<Reducer*>(ctx)->host.raw() : nullptr);  // outlives the instance
-  return plugin::guarded(h, [&]() -> caravan_status {
-    delete &instance(ctx);  // joins the pool's workers
-    return CARAVAN_STATUS_OK;
-  });
+caravan_reducer_properties_v1 CpuReducer::properties() const {
+  caravan_reducer_properties_v1 p{};
+  p.caps = CARAVAN_REDUCER_CAP_HOST_MEMORY;
+  p.dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
+  p.kernel = kernels_->name;
+  return p;
 }
 
-caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    check_pointer(out, 1, "properties output");
-    // Fill only what the caller's (possibly older, smaller) struct has room for.
-    auto fits = [&](size_t offset, size_t size) { return out->struct_size >= offset + size; };
-    if (fits(offsetof(caravan_reducer_properties_v1, caps), sizeof out->caps))
-      out->caps = CARAVAN_REDUCER_CAP_HOST_MEMORY;
-    if (fits(offsetof(caravan_reducer_properties_v1, dtypes), sizeof out->dtypes))
-      out->dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
-    if (fits(offsetof(caravan_reducer_properties_v1, kernel), sizeof out->kernel)) out->kernel = r.kernels->name;
-    return CARAVAN_STATUS_OK;
-  });
+void CpuReducer::sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
+  check_stream(stream);
+  size_t z = kElemSize[dtype];
+  Add2Fn add2 = kernels_->add2[dtype];
+  split(count, z, [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
 }
 
-caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    size_t z = kElemSize[dt];
-    check_pointer(dst, count, "dst");
-    check_pointer(src, count, "src");
-    check_stream(stream);
-    Add2Fn add2 = r.kernels->add2[dt];
-    split(r, count, z, [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
-    return CARAVAN_STATUS_OK;
-  });
+void CpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype, void* stream) {
+  check_stream(stream);
+  size_t z = kElemSize[dtype];
+  Add2Fn add2 = kernels_->add2[dtype];
+  split(count, z, [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
 }
 
-caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
-                    void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    size_t z = kElemSize[dt];
-    check_pointer(dst, count, "dst");
-    check_pointer(a, count, "a");
-    check_pointer(b, count, "b");
-    check_stream(stream);
-    Add2Fn add2 = r.kernels->add2[dt];
-    split(r, count, z, [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
-    return CARAVAN_STATUS_OK;
-  });
+void CpuReducer::sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, caravan_dtype dtype,
+                          void* stream) {
+  check_stream(stream);
+  size_t z = kElemSize[dtype];
+  const KernelSet& k = *kernels_;
+  split(count, z, [&](size_t b, size_t e) { sum_many_range(k, dtype, z, dst, srcs, num_srcs, b, e); });
 }
 
-caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t num_srcs, size_t count,
-                        caravan_dtype dtype, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    size_t z = kElemSize[dt];
-    if (num_srcs == 0) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cpu reducer: sum_many needs num_srcs >= 1");
-    check_pointer(srcs, num_srcs, "srcs");
-    check_pointer(dst, count, "dst");
-    for (size_t s = 0; s < num_srcs; ++s)
-      check_pointer(srcs[s], count, ("srcs[" + std::to_string(s) + "]").c_str());
-    check_stream(stream);
-    const KernelSet& k = *r.kernels;
-    split(r, count, z, [&](size_t b, size_t e) { sum_many_range(k, dt, z, dst, srcs, num_srcs, b, e); });
-    return CARAVAN_STATUS_OK;
-  });
+void CpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {
+  ScaleFn fn = kernels_->scale[dtype];
+  if (!fn)
+    throw Error(CARAVAN_STATUS_UNSUPPORTED,
+                "cpu reducer: scale is for floating types, not dtype " + std::to_string(dtype));
+  check_stream(stream);
+  size_t z = kElemSize[dtype];
+  split(count, z, [&](size_t b, size_t e) { fn(at(data, b, z), e - b, factor); });
 }
 
-caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    size_t z = kElemSize[dt];
-    ScaleFn fn = r.kernels->scale[dt];
-    if (!fn)
-      throw Error(CARAVAN_STATUS_UNSUPPORTED,
-                  "cpu reducer: scale is for floating types, not dtype " + std::to_string(dt));
-    check_pointer(data, count, "data");
-    check_stream(stream);
-    split(r, count, z, [&](size_t b, size_t e) { fn(at(data, b, z), e - b, factor); });
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-const caravan_reducer_ops_v1 kOps = {
-    sizeof(caravan_reducer_ops_v1), init, finalize, properties, sum, sum2, sum_many, scale,
-    // Host memory of one process: the local group goes through the engine's
-    // shared memory, not the reducer.
-    nullptr, nullptr, nullptr, nullptr, nullptr,
-};
+// ---- The C face -------------------------------------------------------------
 
 const caravan_param_info kParams[] = {
     {"KERNEL", "auto", "kernel family: auto, avx512, avx2 or portable"},
@@ -289,7 +214,7 @@ const caravan_plugin_descriptor kDescriptor = {
     "sums host memory on the CPU (portable, AVX2 or AVX-512 kernels)",
     kParams,
     sizeof kParams / sizeof kParams[0],
-    &kOps,
+    plugin::reducer_ops_v1<CpuReducer>(),
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The reducer ABI table for device memory: device choice and checks at init,
-// argument checks, and the hand-off to the kernels on the caller's stream.
+// The GPU reducer's element-wise ops: device choice and checks at init, and
+// the hand-off to the kernels on the caller's stream.
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -7,8 +7,7 @@
 #include <string>
 
 #include "caravan/plugin/plugin.h"
-#include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/reducer_v1.h"
+#include "caravan/plugin/reducer_cxx.hpp"
 #include "kernels.h"
 #include "reducer.h"
 #if CARAVAN_REDUCER_GPU_NCCL
@@ -55,181 +54,103 @@ int choose_device(const Host& h, int devices) {
   return current;
 }
 
-caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-  Host h(host);
-  return plugin::guarded(h, [&]() -> caravan_status {
-    if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "gpu reducer: init needs a v1 host table and out_ctx");
-    *out_ctx = nullptr;
-    int devices = 0;
-    cudaError_t err = cudaGetDeviceCount(&devices);
-    if (err != cudaSuccess || devices == 0) {
-      std::string why = err != cudaSuccess ? cudaGetErrorString(err) : "0 devices";
-      cudaGetLastError();  // not sticky: a later init may still find a device
-      throw Error(CARAVAN_STATUS_UNAVAILABLE,
-                  "gpu reducer: no CUDA device found (cudaGetDeviceCount: " + why + ")");
-    }
-    auto r = std::make_unique<Reducer>(host);
-    r->device = choose_device(h, devices);
-    long long threads = h.param_int("BLOCK_THREADS", 256);
-    if (threads < 32 || threads > 1024 || threads % 32 != 0)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "gpu reducer: BLOCK_THREADS=" + std::to_string(threads) +
-                      " is not a multiple of 32 in 32..1024");
-    long long timeout_s = h.param_int("LOCAL_TIMEOUT_S", 300);
-    if (timeout_s < 1 || timeout_s > kMaxTimeoutS)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "gpu reducer: LOCAL_TIMEOUT_S=" + std::to_string(timeout_s) + " is outside 1.." +
-                      std::to_string(kMaxTimeoutS));
-    r->local_timeout_ms = timeout_s * 1000;
-
-    DeviceScope scope(r->device);
-    int major = device_attribute(cudaDevAttrComputeCapabilityMajor, r->device);
-    int minor = device_attribute(cudaDevAttrComputeCapabilityMinor, r->device);
-    std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
-    err = check_kernel_image();
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw Error(CARAVAN_STATUS_UNAVAILABLE,
-                  "gpu reducer: device " + std::to_string(r->device) + " (" + arch +
-                      ") cannot run this build's kernels (sm_90 and compute_90 PTX): " +
-                      cudaGetErrorString(err));
-    }
-    // Native code on sm_90 itself; the driver compiles the PTX for later GPUs.
-    r->kernel = major == 9 && minor == 0 ? "cuda-sm90" : "cuda-sm90-ptx";
-    int sms = device_attribute(cudaDevAttrMultiProcessorCount, r->device);
-    int per_sm = device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, r->device);
-    r->grid = {static_cast<int>(threads),
-               std::max(1, sms * std::max(1, per_sm / static_cast<int>(threads)))};
-    std::string local = "no local group (built without NCCL)";
-#if CARAVAN_REDUCER_GPU_NCCL
-    local = "local group over NCCL " + nccl_version();
-#endif
-    h.log(CARAVAN_LOG_INFO, "gpu reducer: device " + std::to_string(r->device) + " (" + arch +
-                                ", " + std::to_string(sms) + " SMs), kernel " + r->kernel + ", " +
-                                std::to_string(threads) + " threads per block, " + local);
-    *out_ctx = r.release();
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status finalize(void* ctx) {
-  Host h(ctx ? static_cast<Reducer*>(ctx)->host.raw() : nullptr);  // outlives the instance
-  return plugin::guarded(h, [&]() -> caravan_status {
-    // Work in flight holds no reference to the instance (kernels take their
-    // arguments by value), so there is nothing to wait for before freeing it.
-    delete &instance(ctx);
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    check_pointer(out, 1, "properties output");
-    // Fill only what the caller's (possibly older, smaller) struct has room for.
-    auto fits = [&](size_t offset, size_t size) { return out->struct_size >= offset + size; };
-    if (fits(offsetof(caravan_reducer_properties_v1, caps), sizeof out->caps))
-      out->caps = CARAVAN_REDUCER_CAP_DEVICE_MEMORY | CARAVAN_REDUCER_CAP_ASYNC_STREAM |
-                  (kHasNccl ? CARAVAN_REDUCER_CAP_LOCAL_GROUP : 0);
-    if (fits(offsetof(caravan_reducer_properties_v1, dtypes), sizeof out->dtypes))
-      out->dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
-    if (fits(offsetof(caravan_reducer_properties_v1, kernel), sizeof out->kernel))
-      out->kernel = r.kernel;
-    return CARAVAN_STATUS_OK;
-  });
-}
-
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
-caravan_status sum(void* ctx, void* dst, const void* src, size_t count, caravan_dtype dtype,
-                   void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    check_pointer(dst, count, "dst");
-    check_pointer(src, count, "src");
-    if (count == 0) return CARAVAN_STATUS_OK;
-    DeviceScope scope(r.device);
-    cuda_check(launch_add2(dt, dst, dst, src, count, r.grid, as_stream(stream)), "sum kernel");
-    return CARAVAN_STATUS_OK;
-  });
-}
+}  // namespace
 
-caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t count,
-                    caravan_dtype dtype, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    check_pointer(dst, count, "dst");
-    check_pointer(a, count, "a");
-    check_pointer(b, count, "b");
-    if (count == 0) return CARAVAN_STATUS_OK;
-    DeviceScope scope(r.device);
-    cuda_check(launch_add2(dt, dst, a, b, count, r.grid, as_stream(stream)), "sum2 kernel");
-    return CARAVAN_STATUS_OK;
-  });
-}
+GpuReducer::GpuReducer(const caravan_host_v1* host) : host_(host) {
+  int devices = 0;
+  cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess || devices == 0) {
+    std::string why = err != cudaSuccess ? cudaGetErrorString(err) : "0 devices";
+    cudaGetLastError();  // not sticky: a later init may still find a device
+    throw Error(CARAVAN_STATUS_UNAVAILABLE,
+                "gpu reducer: no CUDA device found (cudaGetDeviceCount: " + why + ")");
+  }
+  device_ = choose_device(host_, devices);
+  long long threads = host_.param_int("BLOCK_THREADS", 256);
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "gpu reducer: BLOCK_THREADS=" + std::to_string(threads) +
+                    " is not a multiple of 32 in 32..1024");
+  long long timeout_s = host_.param_int("LOCAL_TIMEOUT_S", 300);
+  if (timeout_s < 1 || timeout_s > kMaxTimeoutS)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "gpu reducer: LOCAL_TIMEOUT_S=" + std::to_string(timeout_s) + " is outside 1.." +
+                    std::to_string(kMaxTimeoutS));
+  local_timeout_ms_ = timeout_s * 1000;
 
-caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
-                        size_t count, caravan_dtype dtype, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    if (num_srcs == 0)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: sum_many needs num_srcs >= 1");
-    check_pointer(srcs, num_srcs, "srcs");
-    check_pointer(dst, count, "dst");
-    for (size_t s = 0; s < num_srcs; ++s)
-      check_pointer(srcs[s], count, ("srcs[" + std::to_string(s) + "]").c_str());
-    if (count == 0) return CARAVAN_STATUS_OK;
-    DeviceScope scope(r.device);
-    cuda_check(launch_sum_many(dt, dst, srcs, num_srcs, count, r.grid, as_stream(stream)),
-               "sum_many kernel");
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype, double factor,
-                     void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    unsigned dt = dtype_index(&dtype);
-    if (!scales(dt))
-      throw Error(CARAVAN_STATUS_UNSUPPORTED,
-                  "gpu reducer: scale is for floating types, not dtype " + std::to_string(dt));
-    check_pointer(data, count, "data");
-    if (count == 0) return CARAVAN_STATUS_OK;
-    DeviceScope scope(r.device);
-    cuda_check(launch_scale(dt, data, count, factor, r.grid, as_stream(stream)), "scale kernel");
-    return CARAVAN_STATUS_OK;
-  });
-}
-
-const caravan_reducer_ops_v1 kOps = {
-    sizeof(caravan_reducer_ops_v1),
-    init,
-    finalize,
-    properties,
-    sum,
-    sum2,
-    sum_many,
-    scale,
+  DeviceScope scope(device_);
+  int major = device_attribute(cudaDevAttrComputeCapabilityMajor, device_);
+  int minor = device_attribute(cudaDevAttrComputeCapabilityMinor, device_);
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  err = check_kernel_image();
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(CARAVAN_STATUS_UNAVAILABLE,
+                "gpu reducer: device " + std::to_string(device_) + " (" + arch +
+                    ") cannot run this build's kernels (sm_90 and compute_90 PTX): " +
+                    cudaGetErrorString(err));
+  }
+  // Native code on sm_90 itself; the driver compiles the PTX for later GPUs.
+  kernel_ = major == 9 && minor == 0 ? "cuda-sm90" : "cuda-sm90-ptx";
+  int sms = device_attribute(cudaDevAttrMultiProcessorCount, device_);
+  int per_sm = device_attribute(cudaDevAttrMaxThreadsPerMultiProcessor, device_);
+  grid_ = {static_cast<int>(threads),
+           std::max(1, sms * std::max(1, per_sm / static_cast<int>(threads)))};
+  std::string local = "no local group (built without NCCL)";
 #if CARAVAN_REDUCER_GPU_NCCL
-    local_id,
-    local_join,
-    local_leave,
-    local_reduce,
-    local_broadcast,
-#else
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
-    nullptr,
+  local = "local group over NCCL " + nccl_version();
 #endif
-};
+  host_.log(CARAVAN_LOG_INFO, "gpu reducer: device " + std::to_string(device_) + " (" + arch +
+                                  ", " + std::to_string(sms) + " SMs), kernel " + kernel_ + ", " +
+                                  std::to_string(threads) + " threads per block, " + local);
+}
+
+// No destructor of its own: work in flight holds no reference to the
+// instance (kernels take their arguments by value), so there is nothing to
+// wait for before freeing it.
+
+caravan_reducer_properties_v1 GpuReducer::properties() const {
+  caravan_reducer_properties_v1 p{};
+  p.caps = CARAVAN_REDUCER_CAP_DEVICE_MEMORY | CARAVAN_REDUCER_CAP_ASYNC_STREAM |
+           (kHasNccl ? CARAVAN_REDUCER_CAP_LOCAL_GROUP : 0);
+  p.dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
+  p.kernel = kernel_;
+  return p;
+}
+
+void GpuReducer::sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
+  if (count == 0) return;
+  DeviceScope scope(device_);
+  cuda_check(launch_add2(dtype, dst, dst, src, count, grid_, as_stream(stream)), "sum kernel");
+}
+
+void GpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
+                      void* stream) {
+  if (count == 0) return;
+  DeviceScope scope(device_);
+  cuda_check(launch_add2(dtype, dst, a, b, count, grid_, as_stream(stream)), "sum2 kernel");
+}
+
+void GpuReducer::sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                          caravan_dtype dtype, void* stream) {
+  if (count == 0) return;
+  DeviceScope scope(device_);
+  cuda_check(launch_sum_many(dtype, dst, srcs, num_srcs, count, grid_, as_stream(stream)),
+             "sum_many kernel");
+}
+
+void GpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {
+  if (!scales(dtype))
+    throw Error(CARAVAN_STATUS_UNSUPPORTED,
+                "gpu reducer: scale is for floating types, not dtype " + std::to_string(dtype));
+  if (count == 0) return;
+  DeviceScope scope(device_);
+  cuda_check(launch_scale(dtype, data, count, factor, grid_, as_stream(stream)), "scale kernel");
+}
+
+namespace {
 
 const caravan_param_info kParams[] = {
     {"DEVICE", nullptr,
@@ -251,7 +172,7 @@ const caravan_plugin_descriptor kDescriptor = {
              : "sums CUDA device memory on the caller's stream (built without NCCL)",
     kParams,
     sizeof kParams / sizeof kParams[0],
-    &kOps,
+    plugin::reducer_ops_v1<GpuReducer>(),
 };
 
 }  // namespace

@@ -63,14 +63,12 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t res, Clock::time_point deadlin
   return res;
 }
 
-Clock::time_point deadline_of(const Reducer& r) {
-  return Clock::now() + std::chrono::milliseconds(r.local_timeout_ms);
+Clock::time_point deadline_after(long long timeout_ms) {
+  return Clock::now() + std::chrono::milliseconds(timeout_ms);
 }
 
-Group& group_of(void* group) {
-  if (!group) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: NULL local group");
-  return *static_cast<Group*>(group);
-}
+// reducer_cxx.hpp made sure it is not NULL.
+Group& group_of(void* group) { return *static_cast<Group*>(group); }
 
 void check_root(const Group& g, int root) {
   if (root < 0 || root >= g.size)
@@ -81,12 +79,12 @@ void check_root(const Group& g, int root) {
 
 // Collectives only enqueue, so the deadline here covers NCCL's host-side
 // work (the first call may connect the peers), not the transfer itself.
-void enqueued(Reducer& r, Group& g, ncclResult_t res, const char* what) {
-  res = settle(g.comm, res, deadline_of(r));
+void enqueued(long long timeout_ms, Group& g, ncclResult_t res, const char* what) {
+  res = settle(g.comm, res, deadline_after(timeout_ms));
   if (res == ncclInProgress)
     throw Error(CARAVAN_STATUS_TIMEOUT, std::string("gpu reducer: ") + what +
                                             " was not enqueued within " +
-                                            std::to_string(r.local_timeout_ms / 1000) +
+                                            std::to_string(timeout_ms / 1000) +
                                             " s; the local group is unusable and should be left");
   if (res != ncclSuccess) nccl_fail(res, last_error(g.comm), what);
 }
@@ -102,124 +100,95 @@ std::string nccl_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
 }
 
-caravan_status local_id(void* ctx, void* id_out, size_t* id_len) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    check_pointer(id_out, 1, "id_out");
-    check_pointer(id_len, 1, "id_len");
-    if (*id_len < sizeof(ncclUniqueId))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: local_id needs " +
-                                                       std::to_string(sizeof(ncclUniqueId)) +
-                                                       " bytes, got " + std::to_string(*id_len));
-    DeviceScope scope(r.device);
-    ncclUniqueId id;
-    ncclResult_t res = ncclGetUniqueId(&id);
-    if (res != ncclSuccess) nccl_fail(res, last_error(nullptr), "ncclGetUniqueId");
-    std::memcpy(id_out, &id, sizeof id);
-    *id_len = sizeof id;
-    return CARAVAN_STATUS_OK;
-  });
+void GpuReducer::local_id(void* id_out, size_t* id_len) {
+  if (*id_len < sizeof(ncclUniqueId))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: local_id needs " +
+                                                     std::to_string(sizeof(ncclUniqueId)) +
+                                                     " bytes, got " + std::to_string(*id_len));
+  DeviceScope scope(device_);
+  ncclUniqueId id;
+  ncclResult_t res = ncclGetUniqueId(&id);
+  if (res != ncclSuccess) nccl_fail(res, last_error(nullptr), "ncclGetUniqueId");
+  std::memcpy(id_out, &id, sizeof id);
+  *id_len = sizeof id;
 }
 
-caravan_status local_join(void* ctx, const void* id, size_t id_len, int local_rank, int local_size,
-                          void** group_out) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    check_pointer(id, 1, "id");
-    check_pointer(group_out, 1, "group_out");
-    if (id_len != sizeof(ncclUniqueId))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: a local id is " +
-                                                       std::to_string(sizeof(ncclUniqueId)) +
-                                                       " bytes, got " + std::to_string(id_len));
-    if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "gpu reducer: local rank " + std::to_string(local_rank) + " of " +
-                      std::to_string(local_size) + " is not a rank");
-    *group_out = nullptr;
-    auto g = std::make_unique<Group>();
-    g->rank = local_rank;
-    g->size = local_size;
-    ncclUniqueId unique;
-    std::memcpy(&unique, id, sizeof unique);
-    DeviceScope scope(r.device);
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    auto deadline = deadline_of(r);
-    ncclResult_t res = ncclCommInitRankConfig(&g->comm, local_size, unique, local_rank, &config);
-    if (g->comm) res = settle(g->comm, res, deadline);
-    if (res != ncclSuccess) {
-      std::string detail = last_error(g->comm);
-      if (g->comm) ncclCommAbort(g->comm);
-      if (res == ncclInProgress)
-        // NCCL does not say who is missing; the ranks come from BYTEPS_LOCAL_*.
-        throw Error(CARAVAN_STATUS_TIMEOUT,
-                    "gpu reducer: the local group of " + std::to_string(local_size) +
-                        " did not form within " + std::to_string(r.local_timeout_ms / 1000) +
-                        " s (this is local rank " + std::to_string(local_rank) +
-                        "; NCCL cannot tell which ranks are missing)");
-      nccl_fail(res, detail, "ncclCommInitRankConfig");
-    }
-    *group_out = g.release();
-    return CARAVAN_STATUS_OK;
-  });
+void* GpuReducer::local_join(const void* id, size_t id_len, int local_rank, int local_size) {
+  if (id_len != sizeof(ncclUniqueId))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: a local id is " +
+                                                     std::to_string(sizeof(ncclUniqueId)) +
+                                                     " bytes, got " + std::to_string(id_len));
+  if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: local rank " +
+                                                     std::to_string(local_rank) + " of " +
+                                                     std::to_string(local_size) + " is not a rank");
+  auto g = std::make_unique<Group>();
+  g->rank = local_rank;
+  g->size = local_size;
+  ncclUniqueId unique;
+  std::memcpy(&unique, id, sizeof unique);
+  DeviceScope scope(device_);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  auto deadline = deadline_after(local_timeout_ms_);
+  ncclResult_t res = ncclCommInitRankConfig(&g->comm, local_size, unique, local_rank, &config);
+  if (g->comm) res = settle(g->comm, res, deadline);
+  if (res != ncclSuccess) {
+    std::string detail = last_error(g->comm);
+    if (g->comm) ncclCommAbort(g->comm);
+    if (res == ncclInProgress)
+      // NCCL does not say who is missing; the ranks come from BYTEPS_LOCAL_*.
+      throw Error(CARAVAN_STATUS_TIMEOUT,
+                  "gpu reducer: the local group of " + std::to_string(local_size) +
+                      " did not form within " + std::to_string(local_timeout_ms_ / 1000) +
+                      " s (this is local rank " + std::to_string(local_rank) +
+                      "; NCCL cannot tell which ranks are missing)");
+    nccl_fail(res, detail, "ncclCommInitRankConfig");
+  }
+  return g.release();
 }
 
-caravan_status local_leave(void* ctx, void* group) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    std::unique_ptr<Group> g(&group_of(group));  // freed whatever happens below
-    DeviceScope scope(r.device);
-    ncclResult_t res = settle(g->comm, ncclCommFinalize(g->comm), deadline_of(r));
-    if (res != ncclSuccess) {
-      std::string detail = last_error(g->comm);
-      ncclCommAbort(g->comm);
-      if (res == ncclInProgress)
-        throw Error(CARAVAN_STATUS_TIMEOUT,
-                    "gpu reducer: the local group's work did not finish within " +
-                        std::to_string(r.local_timeout_ms / 1000) + " s; aborted it");
-      nccl_fail(res, detail, "ncclCommFinalize");
-    }
-    res = ncclCommDestroy(g->comm);
-    if (res != ncclSuccess) nccl_fail(res, "", "ncclCommDestroy");
-    return CARAVAN_STATUS_OK;
-  });
+void GpuReducer::local_leave(void* group) {
+  std::unique_ptr<Group> g(&group_of(group));  // freed whatever happens below
+  DeviceScope scope(device_);
+  ncclResult_t res = settle(g->comm, ncclCommFinalize(g->comm), deadline_after(local_timeout_ms_));
+  if (res != ncclSuccess) {
+    std::string detail = last_error(g->comm);
+    ncclCommAbort(g->comm);
+    if (res == ncclInProgress)
+      throw Error(CARAVAN_STATUS_TIMEOUT,
+                  "gpu reducer: the local group's work did not finish within " +
+                      std::to_string(local_timeout_ms_ / 1000) + " s; aborted it");
+    nccl_fail(res, detail, "ncclCommFinalize");
+  }
+  res = ncclCommDestroy(g->comm);
+  if (res != ncclSuccess) nccl_fail(res, "", "ncclCommDestroy");
 }
 
-caravan_status local_reduce(void* ctx, void* group, void* dst, const void* src, size_t count,
-                            caravan_dtype dtype, int root, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    Group& g = group_of(group);
-    unsigned dt = dtype_index(&dtype);
-    check_root(g, root);
-    check_pointer(src, count, "src");
-    if (g.rank == root) check_pointer(dst, count, "dst");
-    if (count == 0) return CARAVAN_STATUS_OK;
-    // dst is unused off the root, where the caller may pass NULL.
-    void* recv = dst ? dst : const_cast<void*>(src);
-    DeviceScope scope(r.device);
-    ncclResult_t res = ncclReduce(src, recv, count, nccl_type(dt), ncclSum, root, g.comm,
-                                  static_cast<cudaStream_t>(stream));
-    enqueued(r, g, res, "ncclReduce");
-    return CARAVAN_STATUS_OK;
-  });
+void GpuReducer::local_reduce(void* group, void* dst, const void* src, size_t count,
+                              caravan_dtype dtype, int root, void* stream) {
+  Group& g = group_of(group);
+  check_root(g, root);
+  if (g.rank == root && !dst && count > 0)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: NULL dst on the root");
+  if (count == 0) return;
+  // dst is unused off the root, where the caller may pass NULL.
+  void* recv = dst ? dst : const_cast<void*>(src);
+  DeviceScope scope(device_);
+  ncclResult_t res = ncclReduce(src, recv, count, nccl_type(dtype), ncclSum, root, g.comm,
+                                static_cast<cudaStream_t>(stream));
+  enqueued(local_timeout_ms_, g, res, "ncclReduce");
 }
 
-caravan_status local_broadcast(void* ctx, void* group, void* data, size_t count,
-                               caravan_dtype dtype, int root, void* stream) {
-  return plugin::guarded(host_of(ctx), [&]() -> caravan_status {
-    Reducer& r = instance(ctx);
-    Group& g = group_of(group);
-    unsigned dt = dtype_index(&dtype);
-    check_root(g, root);
-    check_pointer(data, count, "data");
-    if (count == 0) return CARAVAN_STATUS_OK;
-    DeviceScope scope(r.device);
-    ncclResult_t res = ncclBroadcast(data, data, count, nccl_type(dt), root, g.comm,
-                                     static_cast<cudaStream_t>(stream));
-    enqueued(r, g, res, "ncclBroadcast");
-    return CARAVAN_STATUS_OK;
-  });
+void GpuReducer::local_broadcast(void* group, void* data, size_t count, caravan_dtype dtype,
+                                 int root, void* stream) {
+  Group& g = group_of(group);
+  check_root(g, root);
+  if (count == 0) return;
+  DeviceScope scope(device_);
+  ncclResult_t res = ncclBroadcast(data, data, count, nccl_type(dtype), root, g.comm,
+                                   static_cast<cudaStream_t>(stream));
+  enqueued(local_timeout_ms_, g, res, "ncclBroadcast");
 }
 
 }  // namespace caravan::reducer_gpu

@@ -1,12 +1,11 @@
-// One GPU reducer instance and the checks every entry of the table shares
-// (the element-wise ops in gpu_reducer.cc, the local group in nccl_group.cc).
+// One GPU reducer instance: the element-wise ops in gpu_reducer.cc, the
+// local group in nccl_group.cc. The C boundary and the argument checks every
+// reducer shares come from the SDK's reducer_cxx.hpp.
 #ifndef CARAVAN_REDUCER_GPU_REDUCER_H
 #define CARAVAN_REDUCER_GPU_REDUCER_H
 
 #include <cuda_runtime_api.h>
 
-#include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "caravan/plugin/plugin_cxx.hpp"
@@ -18,42 +17,35 @@ namespace caravan::reducer_gpu {
 using plugin::Error;
 using plugin::Host;
 
-struct Reducer {
-  explicit Reducer(const caravan_host_v1* h) : host(h) {}
-  Host host;
-  int device = 0;
-  Grid grid{256, 1};
-  const char* kernel = "cuda-sm90";
-  long long local_timeout_ms = 0;
+class GpuReducer {
+ public:
+  static constexpr const char* kName = "gpu reducer";
+  explicit GpuReducer(const caravan_host_v1* host);
+  const Host& host() const { return host_; }
+  caravan_reducer_properties_v1 properties() const;
+  void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
+  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
+            void* stream);
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                caravan_dtype dtype, void* stream);
+  void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
+#if CARAVAN_REDUCER_GPU_NCCL
+  void local_id(void* id_out, size_t* id_len);
+  void* local_join(const void* id, size_t id_len, int local_rank, int local_size);
+  void local_leave(void* group);
+  void local_reduce(void* group, void* dst, const void* src, size_t count, caravan_dtype dtype,
+                    int root, void* stream);
+  void local_broadcast(void* group, void* data, size_t count, caravan_dtype dtype, int root,
+                       void* stream);
+#endif
+
+ private:
+  Host host_;
+  int device_ = 0;
+  Grid grid_{256, 1};
+  const char* kernel_ = "cuda-sm90";
+  long long local_timeout_ms_ = 0;
 };
-
-inline Reducer& instance(void* ctx) {
-  if (!ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: NULL instance");
-  return *static_cast<Reducer*>(ctx);
-}
-
-inline const Host& host_of(void* ctx) {
-  static const Host none(nullptr);
-  return ctx ? static_cast<Reducer*>(ctx)->host : none;
-}
-
-// In C++ reading a caravan_dtype that holds no enumerator is undefined, and C
-// callers may pass any int, so the bytes are copied rather than the enum read.
-inline unsigned dtype_index(const caravan_dtype* dtype) {
-  static_assert(sizeof(caravan_dtype) == sizeof(int32_t),
-                "caravan_dtype is passed as a 32-bit int");
-  int32_t raw;
-  std::memcpy(&raw, dtype, sizeof raw);
-  if (raw < 0 || raw >= CARAVAN_DTYPE_COUNT)
-    throw Error(CARAVAN_STATUS_UNSUPPORTED,
-                "gpu reducer: unsupported dtype " + std::to_string(raw));
-  return static_cast<unsigned>(raw);
-}
-
-inline void check_pointer(const void* p, size_t count, const char* what) {
-  if (!p && count > 0)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string("gpu reducer: NULL ") + what);
-}
 
 inline void cuda_check(cudaError_t err, const char* what) {
   if (err == cudaSuccess) return;

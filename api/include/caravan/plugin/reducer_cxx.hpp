@@ -1,0 +1,233 @@
+// Builds a reducer ABI v1 operations table from a C++ class (header-only,
+// part of the SDK), so the C boundary is written once for every reducer: a
+// NULL instance, the argument checks reducer_v1.h asks of every reducer,
+// the properties copied into the caller's (possibly smaller) struct, and
+// exceptions turned into status codes and set_error text.
+//
+// The class R provides:
+//   static constexpr const char* kName;        // "cpu reducer": starts the checks' error text
+//   explicit R(const caravan_host_v1* host);    // may throw plugin::Error
+//   const caravan::plugin::Host& host() const;
+//   caravan_reducer_properties_v1 properties() const;   // struct_size is ignored
+//   void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
+//   void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
+//             void* stream);
+//   void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+//                 caravan_dtype dtype, void* stream);
+//   void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
+// and, optionally, the local group: all five or none (the entries are NULL
+// without them, and properties() must not claim CAP_LOCAL_GROUP):
+//   void local_id(void* id_out, size_t* id_len);
+//   void* local_join(const void* id, size_t id_len, int local_rank, int local_size);
+//   void local_leave(void* group);
+//   void local_reduce(void* group, void* dst, const void* src, size_t count,
+//                     caravan_dtype dtype, int root, void* stream);
+//   void local_broadcast(void* group, void* data, size_t count, caravan_dtype dtype, int root,
+//                        void* stream);
+// Its destructor is finalize. Before a member runs, the table has checked
+// (INVALID_ARGUMENT, or UNSUPPORTED for a dtype): dtype is one of
+// caravan_dtype's values; an array pointer is not NULL when count > 0 (dst
+// of local_reduce excepted: only the root needs it); sum_many has
+// num_srcs >= 1 and non-NULL srcs; out, id_out, id_len, id, group_out and
+// group are not NULL.
+#ifndef CARAVAN_PLUGIN_REDUCER_CXX_HPP
+#define CARAVAN_PLUGIN_REDUCER_CXX_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/reducer_v1.h"
+
+namespace caravan::plugin {
+
+template <class R, class = void>
+struct HasLocalGroup : std::false_type {};
+template <class R>
+struct HasLocalGroup<R, std::void_t<decltype(std::declval<R&>().local_join(
+                            static_cast<const void*>(nullptr), size_t{}, int{}, int{}))>>
+    : std::true_type {};
+
+template <class R>
+struct ReducerOpsV1 {
+  template <class Body>
+  static caravan_status with(void* ctx, Body&& body) noexcept {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    R& reducer = *static_cast<R*>(ctx);
+    return guarded(reducer.host(), [&] { return body(reducer), CARAVAN_STATUS_OK; });
+  }
+
+  static void need(const void* p, size_t count, const char* what) {
+    if (!p && count > 0)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string(R::kName) + ": NULL " + what);
+  }
+
+  // C callers may pass any int; in C++ reading a caravan_dtype that holds
+  // no enumerator is undefined, so its bytes are copied, never the enum read.
+  static caravan_dtype checked(const caravan_dtype* dtype) {
+    static_assert(sizeof(caravan_dtype) == sizeof(int32_t),
+                  "caravan_dtype is passed as a 32-bit int");
+    int32_t raw;
+    std::memcpy(&raw, dtype, sizeof raw);
+    if (raw < 0 || raw >= CARAVAN_DTYPE_COUNT)
+      throw Error(CARAVAN_STATUS_UNSUPPORTED,
+                  std::string(R::kName) + ": unsupported dtype " + std::to_string(raw));
+    return static_cast<caravan_dtype>(raw);
+  }
+
+  static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
+    return guarded(Host(host), [&] {
+      if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                    std::string(R::kName) + ": init needs a v1 host table and out_ctx");
+      *out_ctx = nullptr;  // stays so when the constructor throws
+      *out_ctx = new R(host);
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status finalize(void* ctx) {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    R* reducer = static_cast<R*>(ctx);
+    Host host = reducer->host();  // the host table outlives the reducer
+    return guarded(host, [&] {
+      delete reducer;
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
+    return with(ctx, [&](R& r) {
+      need(out, 1, "properties output");
+      caravan_reducer_properties_v1 p = r.properties();
+      // Only what the caller's (possibly older, smaller) struct has room for.
+      auto fits = [&](size_t offset, size_t size) { return out->struct_size >= offset + size; };
+      if (fits(offsetof(caravan_reducer_properties_v1, caps), sizeof p.caps)) out->caps = p.caps;
+      if (fits(offsetof(caravan_reducer_properties_v1, dtypes), sizeof p.dtypes))
+        out->dtypes = p.dtypes;
+      if (fits(offsetof(caravan_reducer_properties_v1, kernel), sizeof p.kernel))
+        out->kernel = p.kernel;
+    });
+  }
+  static caravan_status sum(void* ctx, void* dst, const void* src, size_t count,
+                            caravan_dtype dtype, void* stream) {
+    return with(ctx, [&](R& r) {
+      caravan_dtype dt = checked(&dtype);
+      need(dst, count, "dst");
+      need(src, count, "src");
+      r.sum(dst, src, count, dt, stream);
+    });
+  }
+  static caravan_status sum2(void* ctx, void* dst, const void* a, const void* b, size_t count,
+                             caravan_dtype dtype, void* stream) {
+    return with(ctx, [&](R& r) {
+      caravan_dtype dt = checked(&dtype);
+      need(dst, count, "dst");
+      need(a, count, "a");
+      need(b, count, "b");
+      r.sum2(dst, a, b, count, dt, stream);
+    });
+  }
+  static caravan_status sum_many(void* ctx, void* dst, const void* const* srcs, size_t num_srcs,
+                                 size_t count, caravan_dtype dtype, void* stream) {
+    return with(ctx, [&](R& r) {
+      caravan_dtype dt = checked(&dtype);
+      if (num_srcs == 0)
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                    std::string(R::kName) + ": sum_many needs num_srcs >= 1");
+      need(srcs, num_srcs, "srcs");
+      need(dst, count, "dst");
+      for (size_t s = 0; s < num_srcs; ++s)
+        need(srcs[s], count, ("srcs[" + std::to_string(s) + "]").c_str());
+      r.sum_many(dst, srcs, num_srcs, count, dt, stream);
+    });
+  }
+  static caravan_status scale(void* ctx, void* data, size_t count, caravan_dtype dtype,
+                              double factor, void* stream) {
+    return with(ctx, [&](R& r) {
+      caravan_dtype dt = checked(&dtype);
+      need(data, count, "data");
+      r.scale(data, count, dt, factor, stream);
+    });
+  }
+
+  static caravan_status local_id(void* ctx, void* id_out, size_t* id_len) {
+    return with(ctx, [&](R& r) {
+      need(id_out, 1, "id_out");
+      need(id_len, 1, "id_len");
+      r.local_id(id_out, id_len);
+    });
+  }
+  static caravan_status local_join(void* ctx, const void* id, size_t id_len, int local_rank,
+                                   int local_size, void** group_out) {
+    return with(ctx, [&](R& r) {
+      need(id, 1, "id");
+      need(group_out, 1, "group_out");
+      *group_out = nullptr;  // stays so when joining fails
+      *group_out = r.local_join(id, id_len, local_rank, local_size);
+    });
+  }
+  static caravan_status local_leave(void* ctx, void* group) {
+    return with(ctx, [&](R& r) {
+      need(group, 1, "local group");
+      r.local_leave(group);
+    });
+  }
+  static caravan_status local_reduce(void* ctx, void* group, void* dst, const void* src,
+                                     size_t count, caravan_dtype dtype, int root, void* stream) {
+    return with(ctx, [&](R& r) {
+      need(group, 1, "local group");
+      caravan_dtype dt = checked(&dtype);
+      need(src, count, "src");
+      r.local_reduce(group, dst, src, count, dt, root, stream);
+    });
+  }
+  static caravan_status local_broadcast(void* ctx, void* group, void* data, size_t count,
+                                        caravan_dtype dtype, int root, void* stream) {
+    return with(ctx, [&](R& r) {
+      need(group, 1, "local group");
+      caravan_dtype dt = checked(&dtype);
+      need(data, count, "data");
+      r.local_broadcast(group, data, count, dt, root, stream);
+    });
+  }
+
+  // The local group's entries are named only when R has them: their
+  // bodies would not compile otherwise.
+  static constexpr caravan_reducer_ops_v1 make_table() {
+    caravan_reducer_ops_v1 t = {sizeof(caravan_reducer_ops_v1),
+                                init,
+                                finalize,
+                                properties,
+                                sum,
+                                sum2,
+                                sum_many,
+                                scale,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                nullptr,
+                                nullptr};
+    if constexpr (HasLocalGroup<R>::value) {
+      t.local_id = local_id;
+      t.local_join = local_join;
+      t.local_leave = local_leave;
+      t.local_reduce = local_reduce;
+      t.local_broadcast = local_broadcast;
+    }
+    return t;
+  }
+  static constexpr caravan_reducer_ops_v1 table = make_table();
+};
+
+// The ops table for R, to put in the plugin's descriptor.
+template <class R>
+const caravan_reducer_ops_v1* reducer_ops_v1() {
+  return &ReducerOpsV1<R>::table;
+}
+
+}  // namespace caravan::plugin
+
+#endif  // CARAVAN_PLUGIN_REDUCER_CXX_HPP
