@@ -30,6 +30,12 @@ constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
 constexpr size_t kBlock = 2048;
 constexpr long long kMaxThreads = 256;
 
+// The reducer's parameters, listed by the descriptor and read by the constructor.
+constexpr plugin::Param kKernel{"KERNEL", "auto", "kernel family: auto, avx512, avx2 or portable"};
+constexpr plugin::Param kThreads{"THREADS", "1", "threads that share one large sum"};
+constexpr plugin::Param kMinBytesPerThread{"MIN_BYTES_PER_THREAD", "1048576",
+                                           "bytes of output each thread must get before a sum is split"};
+
 class CpuReducer {
  public:
   static constexpr const char* kName = "cpu reducer";
@@ -144,12 +150,12 @@ void sum_many_range(const KernelSet& k, unsigned dt, size_t z, void* dst, const 
 // ---- The reducer -----------------------------------------------------------
 
 CpuReducer::CpuReducer(const caravan_host_v1* host) : host_(host) {
-  kernels_ = choose_kernels(host_.param("KERNEL").value_or("auto"));
-  long long threads = host_.param_int("THREADS", 1);
+  kernels_ = choose_kernels(kKernel.text(host_));
+  long long threads = kThreads.integer(host_);
   if (threads < 1 || threads > kMaxThreads)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "cpu reducer: THREADS=" + std::to_string(threads) + " is outside 1.." + std::to_string(kMaxThreads));
-  min_bytes_per_thread_ = std::max<size_t>(1, static_cast<size_t>(host_.param_int("MIN_BYTES_PER_THREAD", 1 << 20)));
+  min_bytes_per_thread_ = std::max<size_t>(1, static_cast<size_t>(kMinBytesPerThread.integer(host_)));
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(threads - 1));
   host_.log(CARAVAN_LOG_INFO, std::string("cpu reducer: kernel ") + kernels_->name + ", " +
                                   std::to_string(threads) + " thread(s)");
@@ -197,11 +203,7 @@ void CpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double fac
 
 // ---- The C face -------------------------------------------------------------
 
-const caravan_param_info kParams[] = {
-    {"KERNEL", "auto", "kernel family: auto, avx512, avx2 or portable"},
-    {"THREADS", "1", "threads that share one large sum"},
-    {"MIN_BYTES_PER_THREAD", "1048576", "bytes of output each thread must get before a sum is split"},
-};
+const caravan_param_info kParams[] = {kKernel.info, kThreads.info, kMinBytesPerThread.info};
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,

@@ -24,6 +24,16 @@ namespace {
 constexpr bool kHasNccl = CARAVAN_REDUCER_GPU_NCCL;
 constexpr long long kMaxTimeoutS = 7 * 24 * 3600;
 
+// The reducer's parameters, listed by the descriptor and read by the constructor.
+constexpr plugin::Param kDevice{
+    "DEVICE", nullptr,
+    "CUDA device to use; default BYTEPS_LOCAL_RANK modulo the device count, else the current one"};
+constexpr plugin::Param kBlockThreads{
+    "BLOCK_THREADS", "256", "threads per block of every kernel (a multiple of 32 in 32..1024)"};
+constexpr plugin::Param kLocalTimeoutS{
+    "LOCAL_TIMEOUT_S", "300",
+    "seconds to wait for the local group to form, or to flush when it is left"};
+
 int device_attribute(cudaDeviceAttr attr, int device) {
   int v = 0;
   cuda_check(cudaDeviceGetAttribute(&v, attr, device), "cudaDeviceGetAttribute");
@@ -31,8 +41,8 @@ int device_attribute(cudaDeviceAttr attr, int device) {
 }
 
 int choose_device(const Host& h, int devices) {
-  if (h.param("DEVICE")) {
-    long long d = h.param_int("DEVICE", 0);
+  if (auto given = kDevice.given_integer(h)) {
+    long long d = *given;
     if (d >= devices)
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "gpu reducer: DEVICE=" + std::to_string(d) +
                                                        " but only " + std::to_string(devices) +
@@ -68,12 +78,12 @@ GpuReducer::GpuReducer(const caravan_host_v1* host) : host_(host) {
                 "gpu reducer: no CUDA device found (cudaGetDeviceCount: " + why + ")");
   }
   device_ = choose_device(host_, devices);
-  long long threads = host_.param_int("BLOCK_THREADS", 256);
+  long long threads = kBlockThreads.integer(host_);
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "gpu reducer: BLOCK_THREADS=" + std::to_string(threads) +
                     " is not a multiple of 32 in 32..1024");
-  long long timeout_s = host_.param_int("LOCAL_TIMEOUT_S", 300);
+  long long timeout_s = kLocalTimeoutS.integer(host_);
   if (timeout_s < 1 || timeout_s > kMaxTimeoutS)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "gpu reducer: LOCAL_TIMEOUT_S=" + std::to_string(timeout_s) + " is outside 1.." +
@@ -152,13 +162,7 @@ void GpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double fac
 
 namespace {
 
-const caravan_param_info kParams[] = {
-    {"DEVICE", nullptr,
-     "CUDA device to use; default BYTEPS_LOCAL_RANK modulo the device count, else the current one"},
-    {"BLOCK_THREADS", "256", "threads per block of every kernel (a multiple of 32 in 32..1024)"},
-    {"LOCAL_TIMEOUT_S", "300",
-     "seconds to wait for the local group to form, or to flush when it is left"},
-};
+const caravan_param_info kParams[] = {kDevice.info, kBlockThreads.info, kLocalTimeoutS.info};
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "address.h"
+#include "params.h"
 
 namespace caravan::van_efa {
 
@@ -24,16 +25,15 @@ EfaVan::Call::~Call() {
 EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   // libfabric reads FI_PROVIDER itself too; the host's view wins so the
   // job's configuration, not just this process's, decides.
-  auto param = host_.param("PROVIDER");
+  auto param = params::kProvider.given(host_);
   auto env = host_.env("FI_PROVIDER");
   asked_ = param && !param->empty() ? *param : env && !env->empty() ? *env : "efa";
-  cfg_.eager_bytes = static_cast<size_t>(host_.param_int("EAGER_BYTES", 64 * 1024));
-  cfg_.max_registered_bytes =
-      static_cast<size_t>(host_.param_int("MAX_REGISTERED_BYTES", int64_t{512} << 20));
-  cfg_.rx_depth = static_cast<size_t>(host_.param_int("RX_DEPTH", 64));
-  bool want_rma = host_.param_int("RMA", 1) != 0;
-  spin_ = host_.param_int("SPIN", 1) != 0;
-  int64_t close_ms = host_.param_int("CLOSE_TIMEOUT_MS", 5000);
+  cfg_.eager_bytes = static_cast<size_t>(params::kEagerBytes.integer(host_));
+  cfg_.max_registered_bytes = static_cast<size_t>(params::kMaxRegisteredBytes.integer(host_));
+  cfg_.rx_depth = static_cast<size_t>(params::kRxDepth.integer(host_));
+  bool want_rma = params::kRma.integer(host_) != 0;
+  spin_ = params::kSpin.integer(host_) != 0;
+  int64_t close_ms = params::kCloseTimeoutMs.integer(host_);
   if (close_ms < 0 || close_ms > 3600 * 1000)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter CLOSE_TIMEOUT_MS must be 0 to 3600000");
   close_timeout_ms_ = static_cast<int>(close_ms);
@@ -42,9 +42,10 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   offer_ = probe(asked_, want_rma);
   cfg_.rma = offer_.rma;
-  cfg_.zero_copy = cfg_.rma && host_.param_int("ZERO_COPY", 1) != 0;
+  cfg_.zero_copy = cfg_.rma && params::kZeroCopy.integer(host_) != 0;
   cfg_.cache_bytes = rendezvous::cache_bytes_param(
-      host_.param_int("CACHE_BYTES", static_cast<int64_t>(cfg_.max_registered_bytes / 4)), cfg_.max_registered_bytes);
+      rendezvous::kCacheBytes.given_integer(host_).value_or(static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
+      cfg_.max_registered_bytes);
   if (!cfg_.rma) cfg_.cache_bytes = 0;
   if (want_rma && !offer_.rma)
     host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +

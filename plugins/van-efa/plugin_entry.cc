@@ -2,23 +2,14 @@
 // exported symbol. The operations table comes from the SDK's van_ops_v1,
 // which keeps exceptions from crossing the boundary.
 #include "caravan/plugin/van_cxx.hpp"
+#include "params.h"
 #include "efa_van.h"
 
 namespace {
 
 using caravan::van_efa::EfaVan;
 
-const caravan_param_info kParams[] = {
-    {"PROVIDER", nullptr, "libfabric provider (default: FI_PROVIDER, else efa)"},
-    {"EAGER_BYTES", "65536", "largest frame sent eagerly, header included; larger messages use rendezvous"},
-    {"MAX_REGISTERED_BYTES", "536870912", "bound on registered memory (half for sending, half for receiving)"},
-    {"RX_DEPTH", "64", "receive buffers kept posted"},
-    {"SPIN", "1", "1: poll the completion queue while transfers are in flight; 0: block in 1 ms slices (idle always blocks)"},
-    {"RMA", "1", "0: send large messages as chunked eager frames even when the provider has remote reads"},
-    {"ZERO_COPY", "1", "1: the receiver reads large messages straight from the sender's memory, registered for the transfer (done runs once it is read); 0: they are copied into a registered staging buffer first"},
-    {"CACHE_BYTES", nullptr, "remote-buffer cache: receive buffers lent to senders so a key's next large message is written straight into one, without a request to send; at most a quarter of MAX_REGISTERED_BYTES (the default); 0 turns it off"},
-    {"CLOSE_TIMEOUT_MS", "5000", "finalize waits this long for posted operations to finish before closing the endpoint; past it the endpoint is left open, with a warning"},
-};
+constexpr const auto& kParams = caravan::van_efa::params::kList;
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,

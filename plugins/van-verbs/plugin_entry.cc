@@ -2,20 +2,14 @@
 // exported symbol. The operations table comes from the SDK's van_ops_v1,
 // which keeps exceptions from crossing the boundary.
 #include "caravan/plugin/van_cxx.hpp"
+#include "params.h"
 #include "verbs_van.h"
 
 namespace {
 
 using caravan::van_verbs::VerbsVan;
 
-const caravan_param_info kParams[] = {
-    {"EAGER_BYTES", "65536", "largest frame sent eagerly, header included; larger messages are read remotely (same on every node)"},
-    {"MAX_REGISTERED_BYTES", "536870912", "bound on registered memory (half for sending, half for receiving); RLIMIT_MEMLOCK should allow it"},
-    {"RX_DEPTH", "128", "receive buffers kept posted on the shared receive queue"},
-    {"SEND_DEPTH", "256", "work requests in flight per connection (sends, remote reads and writes)"},
-    {"CACHE_BYTES", nullptr, "remote-buffer cache: receive buffers lent to senders so a key's next large message is RDMA-written straight into one, without a request to send; at most a quarter of MAX_REGISTERED_BYTES (the default); 0 turns it off"},
-    {"RESOLVE_TIMEOUT_MS", "5000", "rdma_cm address and route resolution timeout"},
-};
+constexpr const auto& kParams = caravan::van_verbs::params::kList;
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,

@@ -1,5 +1,7 @@
 #include "verbs_van.h"
 
+#include "params.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -61,19 +63,19 @@ VerbsVan::Call::~Call() {
 }
 
 VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
-  cfg_.eager_bytes = static_cast<size_t>(host_.param_int("EAGER_BYTES", 64 * 1024));
-  cfg_.max_registered_bytes =
-      static_cast<size_t>(host_.param_int("MAX_REGISTERED_BYTES", int64_t{512} << 20));
-  cfg_.rx_depth = static_cast<size_t>(host_.param_int("RX_DEPTH", 128));
-  send_depth_ = static_cast<size_t>(host_.param_int("SEND_DEPTH", 256));
-  resolve_timeout_ms_ = static_cast<int>(std::min<long long>(host_.param_int("RESOLVE_TIMEOUT_MS", 5000), INT_MAX));
+  cfg_.eager_bytes = static_cast<size_t>(params::kEagerBytes.integer(host_));
+  cfg_.max_registered_bytes = static_cast<size_t>(params::kMaxRegisteredBytes.integer(host_));
+  cfg_.rx_depth = static_cast<size_t>(params::kRxDepth.integer(host_));
+  send_depth_ = static_cast<size_t>(params::kSendDepth.integer(host_));
+  resolve_timeout_ms_ = static_cast<int>(std::min<long long>(params::kResolveTimeoutMs.integer(host_), INT_MAX));
   if (cfg_.eager_bytes < 4096 || cfg_.eager_bytes > (size_t{64} << 20))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
   if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   if (send_depth_ < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SEND_DEPTH must be at least 1");
   cq_depth_ = cfg_.rx_depth + 8 * send_depth_;
   cfg_.cache_bytes = rendezvous::cache_bytes_param(
-      host_.param_int("CACHE_BYTES", static_cast<int64_t>(cfg_.max_registered_bytes / 4)), cfg_.max_registered_bytes);
+      rendezvous::kCacheBytes.given_integer(host_).value_or(static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
+      cfg_.max_registered_bytes);
 
   require_device();
   // Below this the receive ring alone cannot be registered.

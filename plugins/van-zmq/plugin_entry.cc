@@ -2,20 +2,14 @@
 // exported symbol. The operations table comes from the SDK's van_ops_v1,
 // which keeps exceptions from crossing the boundary.
 #include "caravan/plugin/van_cxx.hpp"
+#include "params.h"
 #include "zmq_van.h"
 
 namespace {
 
 using caravan::van_zmq::ZmqVan;
 
-const caravan_param_info kParams[] = {
-    {"IO_THREADS", "1", "number of zmq I/O threads"},
-    {"SNDHWM", "0", "messages queued per peer before send() blocks (0 = unlimited)"},
-    {"RCVHWM", "0", "messages queued per connection on receive (0 = unlimited)"},
-    {"MAX_MESSAGE_BYTES", "0", "largest message accepted, in bytes (0 or -1 = unlimited)"},
-    {"LINGER_MS", "500",
-     "at close, how long a link may go on sending what it queued, in ms (at least 1)"},
-};
+constexpr const auto& kParams = caravan::van_zmq::params::kList;
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,

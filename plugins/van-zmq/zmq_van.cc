@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "params.h"
+
 namespace caravan::van_zmq {
 namespace {
 
@@ -27,11 +29,11 @@ caravan_status status_of_errno(int err) {
   return err == ETERM ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_IO;
 }
 
-int int_param(const plugin::Host& host, const char* name, int fallback) {
-  long long v = host.param_int(name, fallback);
+int int_param(const plugin::Host& host, const plugin::Param& param) {
+  long long v = param.integer(host);
   if (v > INT_MAX)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                std::string("plugin parameter ") + name + " is too large");
+                std::string("plugin parameter ") + param.info.name + " is too large");
   return static_cast<int>(v);
 }
 
@@ -78,20 +80,19 @@ std::string tcp_endpoint(const std::string& host, const std::string& port) {
 }  // namespace
 
 ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
-  int io_threads = int_param(host_, "IO_THREADS", 1);
+  int io_threads = int_param(host_, params::kIoThreads);
   if (io_threads < 1)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter IO_THREADS must be at least 1");
-  sndhwm_ = int_param(host_, "SNDHWM", 0);
-  rcvhwm_ = int_param(host_, "RCVHWM", 0);
-  linger_ms_ = int_param(host_, "LINGER_MS", 500);
+  sndhwm_ = int_param(host_, params::kSndHwm);
+  rcvhwm_ = int_param(host_, params::kRcvHwm);
+  linger_ms_ = int_param(host_, params::kLingerMs);
   if (linger_ms_ < 1)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "plugin parameter LINGER_MS must be at least 1 (got " +
                     std::to_string(linger_ms_) + "): 0 lets libzmq abort the process");
   // -1 is zmq's spelling of "unlimited"; accept it beside 0.
-  auto max_bytes = host_.param("MAX_MESSAGE_BYTES");
-  if (max_bytes && *max_bytes != "-1")
-    max_message_bytes_ = static_cast<size_t>(host_.param_int("MAX_MESSAGE_BYTES", 0));
+  if (params::kMaxMessageBytes.given(host_) != "-1")
+    max_message_bytes_ = static_cast<size_t>(params::kMaxMessageBytes.integer(host_));
 
   ctx_ = zmq_ctx_new();
   if (!ctx_)

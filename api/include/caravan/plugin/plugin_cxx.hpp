@@ -49,13 +49,14 @@ class Host {
   // INVALID_ARGUMENT error naming the parameter and the value.
   long long param_int(const char* name, long long fallback) const {
     auto text = param(name);
-    if (!text) return fallback;
+    return text ? non_negative(name, *text) : fallback;
+  }
+  static long long non_negative(const char* name, const std::string& text) {
     char* end = nullptr;
-    long long v = std::strtoll(text->c_str(), &end, 10);
-    if (text->empty() || *end != '\0' || v < 0)
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < 0)
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  std::string("plugin parameter ") + name + "='" + *text +
-                      "' is not a non-negative integer");
+                  std::string("plugin parameter ") + name + "='" + text + "' is not a non-negative integer");
     return v;
   }
   void set_error(const std::string& message) const {
@@ -65,6 +66,41 @@ class Host {
 
  private:
   const caravan_host_v1* host_;
+};
+
+// A plugin parameter declared once: name, default and description, as NCCL's
+// NCCL_PARAM does. The descriptor lists `info`, and the plugin reads the
+// parameter through the same object, so the listing and the code cannot
+// disagree on a default:
+//   inline constexpr plugin::Param kThreads{"THREADS", "1", "threads that share one sum"};
+//   descriptor: const caravan_param_info kParams[] = {kThreads.info, ...};
+//   init:       long long threads = kThreads.integer(host);
+// A default that depends on other settings is NULL in the listing (its
+// description says what it is) and is applied in code to given()'s answer.
+struct Param {
+  constexpr Param(const char* name, const char* default_value, const char* description)
+      : info{name, default_value, description} {}
+
+  // What the job set (CARAVAN_<KIND>_<PLUGIN>_<NAME>), without the default.
+  std::optional<std::string> given(const Host& host) const { return host.param(info.name); }
+  std::optional<long long> given_integer(const Host& host) const {
+    auto text = given(host);
+    if (!text) return std::nullopt;
+    return Host::non_negative(info.name, *text);
+  }
+  // What the job set, else the declared default.
+  std::string text(const Host& host) const {
+    if (auto v = given(host)) return *v;
+    if (!info.default_value)
+      throw Error(CARAVAN_STATUS_INTERNAL, std::string("plugin parameter ") + info.name +
+                                               " has no declared default: the plugin must read it with given()");
+    return info.default_value;
+  }
+  // As a non-negative integer; a malformed value (or default) is an
+  // INVALID_ARGUMENT error naming the parameter.
+  long long integer(const Host& host) const { return Host::non_negative(info.name, text(host)); }
+
+  caravan_param_info info;
 };
 
 // Runs `body` (returning caravan_status) so that no exception crosses the
