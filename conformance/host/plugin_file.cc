@@ -19,8 +19,8 @@ const char* kind_name(uint32_t kind) {
 
 }  // namespace
 
-std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t abi_major,
-                             PluginFile* out) {
+std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
+                             uint32_t newest_major, PluginFile* out) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return "not found";
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -41,10 +41,13 @@ std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, 
   } else if (d->kind != static_cast<uint32_t>(kind)) {
     why << "is a plugin of kind " << d->kind << " (" << kind_name(d->kind) << "), not a "
         << kind_name(kind) << " (kind " << kind << ")";
-  } else if (d->abi_major != abi_major) {
-    why << "speaks " << kind_name(kind) << " ABI " << d->abi_major << "." << d->abi_minor
-        << "; this kit knows only major " << abi_major
-        << " (use the kit of a Caravan that speaks it)";
+  } else if (d->abi_major < oldest_major || d->abi_major > newest_major) {
+    why << "speaks " << kind_name(kind) << " ABI " << d->abi_major << "." << d->abi_minor << "; this kit knows ";
+    if (oldest_major == newest_major)
+      why << "only major " << newest_major;
+    else
+      why << "majors " << oldest_major << " to " << newest_major;
+    why << " (use the kit of a Caravan that speaks it)";
   } else if (!d->ops) {
     why << "descriptor has no ops table";
   }

@@ -19,10 +19,16 @@ struct PluginFile {
   const void* ops = nullptr;  // the table for `kind` and `abi_major`
 };
 
-// Opens `path` as a plugin of `kind` speaking ABI major `abi_major`.
-// Returns "" on success, else why the file was refused ("not found",
-// dlopen's message, "speaks van ABI 99.0; this kit knows only major 1", ...).
-std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t abi_major,
-                             PluginFile* out);
+// Opens `path` as a plugin of `kind` speaking an ABI major from
+// `oldest_major` to `newest_major`. Returns "" on success, else why the
+// file was refused ("not found", dlopen's message, "speaks van ABI 99.0;
+// this kit knows majors 1 to 2", ...).
+std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
+                             uint32_t newest_major, PluginFile* out);
+// The same for one major.
+inline std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind,
+                                    uint32_t abi_major, PluginFile* out) {
+  return open_plugin_file(path, kind, abi_major, abi_major, out);
+}
 
 }  // namespace caravan::conformance

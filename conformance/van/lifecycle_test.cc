@@ -27,7 +27,7 @@ TEST_F(VanPair, RefusedCallsNeverCallDone) {
   std::vector<SendSegment> too_many(props_.max_segments + 1, seg(data));
   EXPECT_EQ(a_.send(kB, too_many), CARAVAN_STATUS_INVALID_ARGUMENT)
       << props_.max_segments + 1 << " segments, max_segments is " << props_.max_segments;
-  std::vector<SendSegment> nine(CARAVAN_VAN_MAX_SEGMENTS_V1 + 1, seg(data));
+  std::vector<SendSegment> nine(CARAVAN_VAN_MAX_SEGMENTS_V2 + 1, seg(data));
   EXPECT_EQ(a_.send(kB, nine), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(a_.completed_sends(), 0u) << "a refused send must never complete";
   // Still usable after the refusals.
@@ -70,9 +70,17 @@ TEST_F(VanPair, FinalizeWithMessagesInFlight) {
   // b holds one message unreleased across its own finalize.
   Message held;
   ASSERT_EQ(b_.wait_recv(&held), CARAVAN_STATUS_OK) << b_.error();
+  // Van ABI 2: finalize returns with sends in flight, and those it had not
+  // reported are over unreported; none is reported twice or with an error
+  // other than CLOSED.
   a_.finalize();
-  EXPECT_EQ(a_.completed_sends(), kN) << "every accepted send is settled before finalize returns";
-  expect_settled(a_, sent, "finalize");
+  EXPECT_LE(a_.completed_sends(), kN);
+  for (size_t i = 0; i < kN; ++i) {
+    EXPECT_LE(a_.completions(sent[i]), 1) << "send " << i;
+    caravan_status st = a_.sent_status(sent[i]);
+    EXPECT_TRUE(st == CARAVAN_STATUS_OK || st == CARAVAN_STATUS_CLOSED || st == CARAVAN_STATUS_TIMEOUT)
+        << "send " << i << ": " << status_name(st);
+  }
   b_.finalize();
 }
 

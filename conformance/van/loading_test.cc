@@ -13,7 +13,8 @@ TEST(Loading, DescriptorFields) {
   const caravan_plugin_descriptor* d = van().descriptor;
   EXPECT_EQ(d->magic, CARAVAN_PLUGIN_MAGIC);
   EXPECT_EQ(d->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_VAN));
-  EXPECT_EQ(d->abi_major, static_cast<uint32_t>(CARAVAN_VAN_ABI_MAJOR_V1));
+  EXPECT_TRUE(d->abi_major == CARAVAN_VAN_ABI_MAJOR_V1 || d->abi_major == CARAVAN_VAN_ABI_MAJOR_V2)
+      << d->abi_major;
   // The descriptor is frozen in every ABI version: same size, always.
   EXPECT_EQ(d->struct_size, sizeof(caravan_plugin_descriptor));
   ASSERT_NE(d->name, nullptr);
@@ -45,10 +46,24 @@ TEST(Loading, ParamsAreUpperCaseShortNames) {
 }
 
 TEST(Loading, OpsTableComplete) {
-  const caravan_van_ops_v1* o = van().ops;
   // Entries are only ever appended inside a major, so a table may be larger
   // than this kit's view of it, never smaller.
-  EXPECT_GE(o->struct_size, CARAVAN_VAN_OPS_V1_0_SIZE);
+  if (const caravan_van_ops_v1* o = van().ops_v1) {
+    EXPECT_GE(o->struct_size, CARAVAN_VAN_OPS_V1_0_SIZE);
+    EXPECT_NE(o->init, nullptr);
+    EXPECT_NE(o->finalize, nullptr);
+    EXPECT_NE(o->properties, nullptr);
+    EXPECT_NE(o->listen, nullptr);
+    EXPECT_NE(o->connect, nullptr);
+    EXPECT_NE(o->disconnect, nullptr);
+    EXPECT_NE(o->send, nullptr);
+    EXPECT_NE(o->recv, nullptr);
+    EXPECT_NE(o->release, nullptr);
+    return;
+  }
+  const caravan_van_ops_v2* o = van().ops_v2;
+  ASSERT_NE(o, nullptr);
+  EXPECT_GE(o->struct_size, sizeof(caravan_van_ops_v2));
   EXPECT_NE(o->init, nullptr);
   EXPECT_NE(o->finalize, nullptr);
   EXPECT_NE(o->properties, nullptr);
@@ -56,8 +71,9 @@ TEST(Loading, OpsTableComplete) {
   EXPECT_NE(o->connect, nullptr);
   EXPECT_NE(o->disconnect, nullptr);
   EXPECT_NE(o->send, nullptr);
-  EXPECT_NE(o->recv, nullptr);
+  EXPECT_NE(o->poll, nullptr);
   EXPECT_NE(o->release, nullptr);
+  EXPECT_NE(o->interrupt, nullptr);
 }
 
 TEST(Loading, EntryReturnsSamePointer) {
@@ -68,14 +84,14 @@ TEST(Loading, EntryReturnsSamePointer) {
 TEST(Loading, Properties) {
   VanInstance v(van());
   ASSERT_TRUE(v.started());
-  caravan_van_properties_v1 p = v.properties();
+  caravan_van_properties_v2 p = v.properties();
   EXPECT_GE(p.max_segments, 1u);
-  EXPECT_LE(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V1));
+  EXPECT_LE(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V2));
   EXPECT_GT(p.max_message_bytes, 0u);
   ASSERT_NE(p.transport, nullptr);
   EXPECT_GT(std::strlen(p.transport), 0u);
-  const uint64_t known = CARAVAN_VAN_CAP_ZERO_COPY_SEND | CARAVAN_VAN_CAP_RDMA |
-                         CARAVAN_VAN_CAP_DEVICE_MEMORY;
+  const uint64_t known = CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND | CARAVAN_VAN_CAP_V2_RDMA |
+                         CARAVAN_VAN_CAP_V2_DEVICE_MEMORY;
   EXPECT_EQ(p.caps & ~known, 0u) << "capability bits this ABI does not define";
   std::printf("van '%s' %s: transport %s, max_segments %zu, max_message_bytes %zu, caps 0x%llx\n",
               van().descriptor->name, van().descriptor->version, p.transport, p.max_segments,

@@ -150,14 +150,14 @@ TEST_F(VanPair, ReceivedMemoryIsWritableUntilRelease) {
 }
 
 TEST_F(VanPair, ZeroCopySend) {
-  if (!(props_.caps & CARAVAN_VAN_CAP_ZERO_COPY_SEND))
+  if (!(props_.caps & CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND))
     GTEST_SKIP() << "van does not offer ZERO_COPY_SEND";
   GTEST_SKIP() << "ZERO_COPY_SEND changes only performance; its contract (memory read until "
                   "done) is BufferReusableOnceDone, which every van passes";
 }
 
 TEST_F(VanPair, DeviceMemorySegments) {
-  if (!(props_.caps & CARAVAN_VAN_CAP_DEVICE_MEMORY))
+  if (!(props_.caps & CARAVAN_VAN_CAP_V2_DEVICE_MEMORY))
     GTEST_SKIP() << "van does not offer DEVICE_MEMORY";
   GTEST_SKIP() << "van offers DEVICE_MEMORY, but this kit has no GPU memory to test it with";
 }

@@ -15,7 +15,7 @@ class VanPair : public ::testing::Test {
  protected:
   static constexpr uint64_t kA = 1, kB = 2;
   void SetUp() override;
-  caravan_van_properties_v1 props_{};
+  caravan_van_properties_v2 props_{};
   VanInstance a_{van()}, b_{van()};
 };
 

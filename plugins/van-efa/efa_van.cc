@@ -54,12 +54,10 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
 
 EfaVan::~EfaVan() { shutdown(); }
 
-void EfaVan::properties(caravan_van_properties_v1* out) const {
-  if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
-  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_RDMA : 0) | (cfg_.zero_copy ? CARAVAN_VAN_CAP_ZERO_COPY_SEND : 0);
+void EfaVan::properties(caravan_van_properties_v2* out) const {
+  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_V2_RDMA : 0) | (cfg_.zero_copy ? CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND : 0);
   out->max_message_bytes = SIZE_MAX;
-  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
   out->transport = "efa";
 }
 
@@ -70,7 +68,7 @@ void EfaVan::open(const char* node, const char* service) {
   cfg.eager_bytes = std::min(cfg.eager_bytes, fabric->max_msg_size());
   cfg.read_chunk = std::min<size_t>(cfg.read_chunk, fabric->max_msg_size());
   address_ = encode_address(fabric->provider(), fabric->name());
-  if (address_.size() + 1 > CARAVAN_VAN_MAX_ADDRESS_V1)
+  if (address_.size() + 1 > CARAVAN_VAN_MAX_ADDRESS_V2)
     throw Error(CARAVAN_STATUS_INTERNAL, "endpoint name of " + std::to_string(fabric->name().size()) +
                                              " bytes does not fit an address");
   auto log = [host = host_](caravan_log_level level, const std::string& text) { host.log(level, text); };
@@ -142,41 +140,51 @@ void EfaVan::disconnect(uint64_t peer) {
   }
 }
 
-void EfaVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
-                  void* cookie) {
-  send_slot(peer, 0, segs, n, done, cookie);
-}
-
-void EfaVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
-                       caravan_send_done_fn done, void* cookie) {
+void EfaVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n,
+                  uint64_t send_id) {
   Call call(*this);
   rendezvous::Protocol* protocol = live_.load();
   try {
     if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "not connected");
-    protocol->send(peer, slot, segs, n, done, cookie);
+    protocol->send(peer, slot, segs, n, send_id);
   } catch (const Error& e) {
     throw Error(e.status(), "send to peer " + std::to_string(peer) + ": " + e.what());
   }
 }
 
-caravan_status EfaVan::recv(int timeout_ms, caravan_van_message_v1* out) {
+caravan_status EfaVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n) {
   Call call(*this);
   rendezvous::Protocol* protocol = live_.load();
   if (!protocol) {
-    // Nothing can arrive before listen(); wait for it like for a message.
+    // Nothing can happen before listen(): no send can be accepted and no
+    // message arrive. Wait for it like for an event.
     std::unique_lock<std::mutex> lock(mu_);
-    auto up = [&] { return closing_ || live_.load(); };
+    auto up = [&] { return closing_ || interrupted_ || live_.load(); };
     if (timeout_ms < 0) cv_.wait(lock, up);
     else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), up)) return CARAVAN_STATUS_TIMEOUT;
     if (closing_) return CARAVAN_STATUS_CLOSED;
+    if (interrupted_) {
+      interrupted_ = false;
+      return CARAVAN_STATUS_TIMEOUT;
+    }
     protocol = live_.load();
     lock.unlock();
-    return protocol->recv(0, out);
+    return protocol->poll(0, events, capacity, n);
   }
-  return protocol->recv(timeout_ms, out);
+  return protocol->poll(timeout_ms, events, capacity, n);
 }
 
-void EfaVan::release(caravan_van_message_v1* msg) {
+void EfaVan::interrupt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (rendezvous::Protocol* protocol = live_.load()) {
+    protocol->interrupt();
+    return;
+  }
+  interrupted_ = true;
+  cv_.notify_all();
+}
+
+void EfaVan::release(const caravan_van_message_v2* msg) {
   Call call(*this);
   rendezvous::Protocol* protocol = live_.load();
   if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: nothing was received");

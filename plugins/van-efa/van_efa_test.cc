@@ -31,10 +31,10 @@ TEST(VanEfa, AddressAndProperties) {
   Van v;
   EXPECT_EQ(v.addr().compare(0, 6, "efa://"), 0) << v.addr();
   EXPECT_NE(v.addr().find("tcp"), std::string::npos) << v.addr();
-  caravan_van_properties_v1 p = v.properties();
+  caravan_van_properties_v2 p = v.properties();
   EXPECT_STREQ(p.transport, "efa");
   EXPECT_EQ(p.max_segments, 8u);
-  EXPECT_NE(p.caps & CARAVAN_VAN_CAP_RDMA, 0u);
+  EXPECT_NE(p.caps & CARAVAN_VAN_CAP_V2_RDMA, 0u);
   EXPECT_EQ(v.connect(9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(v.connect(9, "efa://sockets/00ff"), CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(v.error().find("sockets"), std::string::npos) << v.error();

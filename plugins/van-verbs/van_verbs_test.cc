@@ -40,7 +40,8 @@ bool HaveDevice() {
 // checks, which VanConformance.verbs runs with or without a device.
 TEST(VerbsDescriptor, IsAVanNamedVerbs) {
   EXPECT_STREQ(Verbs().descriptor->name, "verbs") << "DMLC_ENABLE_RDMA=1 and =ibverbs load the van named verbs";
-  EXPECT_EQ(Verbs().ops->struct_size, sizeof(caravan_van_ops_v1)) << "the whole of today's table";
+  ASSERT_NE(Verbs().ops_v2, nullptr) << "an ABI 2 van";
+  EXPECT_EQ(Verbs().ops_v2->struct_size, sizeof(caravan_van_ops_v2)) << "the whole of today's table";
 }
 
 TEST(VerbsDescriptor, DeclaresItsParameters) {
@@ -181,9 +182,9 @@ class VerbsPair : public ::testing::Test {
 
 TEST_F(VerbsPair, AddressAndProperties) {
   EXPECT_EQ(a_->addr().rfind("verbs://", 0), 0u) << a_->addr();
-  caravan_van_properties_v1 p = a_->properties();
-  EXPECT_TRUE(p.caps & CARAVAN_VAN_CAP_RDMA);
-  EXPECT_EQ(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V1));
+  caravan_van_properties_v2 p = a_->properties();
+  EXPECT_TRUE(p.caps & CARAVAN_VAN_CAP_V2_RDMA);
+  EXPECT_EQ(p.max_segments, static_cast<size_t>(CARAVAN_VAN_MAX_SEGMENTS_V2));
 }
 
 TEST_F(VerbsPair, SizesAndSegmentsArriveIntact) {

@@ -109,12 +109,10 @@ VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
 
 VerbsVan::~VerbsVan() { shutdown(); }
 
-void VerbsVan::properties(caravan_van_properties_v1* out) const {
-  if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
-  out->caps = CARAVAN_VAN_CAP_RDMA;
+void VerbsVan::properties(caravan_van_properties_v2* out) const {
+  out->caps = CARAVAN_VAN_CAP_V2_RDMA;
   out->max_message_bytes = SIZE_MAX;
-  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
   out->transport = "ib";
 }
 
@@ -286,13 +284,8 @@ void VerbsVan::disconnect(uint64_t peer) {
   wake();
 }
 
-void VerbsVan::send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
-                    void* cookie) {
-  send_slot(peer, 0, segs, n, done, cookie);
-}
-
-void VerbsVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
-                         caravan_send_done_fn done, void* cookie) {
+void VerbsVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n,
+                    uint64_t send_id) {
   Call call(*this);
   std::string where = "send to peer " + std::to_string(peer);
   {
@@ -307,21 +300,24 @@ void VerbsVan::send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1*
     }
   }
   try {
-    protocol_->send(peer, slot, segs, n, done, cookie);
+    protocol_->send(peer, slot, segs, n, send_id);
   } catch (const Error& e) {
     throw Error(e.status(), where + ": " + e.what());
   }
 }
 
-caravan_status VerbsVan::recv(int timeout_ms, caravan_van_message_v1* out) {
+caravan_status VerbsVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                              size_t* n) {
   Call call(*this);
-  return protocol_->recv(timeout_ms, out);
+  return protocol_->poll(timeout_ms, events, capacity, n);
 }
 
-void VerbsVan::release(caravan_van_message_v1* msg) {
+void VerbsVan::release(const caravan_van_message_v2* msg) {
   Call call(*this);
   protocol_->release(msg);
 }
+
+void VerbsVan::interrupt() { protocol_->interrupt(); }
 
 // ---- rendezvous::Transport ------------------------------------------------
 
@@ -707,7 +703,7 @@ void VerbsVan::run() noexcept {
       bool did = dev ? protocol_->pump() : false;
       pollfd fds[3] = {{events_->fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {dev ? dev->channel_fd() : -1, POLLIN, 0}};
       // The timeout only bounds how long a stop request can go unseen.
-      int n = poll(fds, dev ? 3 : 2, did ? 0 : 100);
+      int n = ::poll(fds, dev ? 3 : 2, did ? 0 : 100);
       if (stop_.load(std::memory_order_acquire)) break;
       if (n < 0 && errno != EINTR) {
         host_.log(CARAVAN_LOG_FATAL, "progress thread: poll failed: " + errno_text(errno));
@@ -743,7 +739,7 @@ void VerbsVan::shutdown() noexcept {
     wake();
     progress_.join();
   }
-  // Runs the done callbacks of unsent messages and wakes recv() callers.
+  // Settles unsent messages and wakes the poller.
   if (protocol_) protocol_->close();
   {
     std::unique_lock<std::mutex> lock(mu_);

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "connection.h"
 #include "device.h"
 #include "rendezvous/protocol.h"
@@ -41,16 +41,14 @@ class VerbsVan : public rendezvous::Transport {
   VerbsVan& operator=(const VerbsVan&) = delete;
 
   const plugin::Host& host() const { return host_; }
-  void properties(caravan_van_properties_v1* out) const;
+  void properties(caravan_van_properties_v2* out) const;
   void listen(const char* host, int port, char* addr_out, size_t addr_cap);
   void connect(uint64_t peer, const char* address);
   void disconnect(uint64_t peer);
-  void send(uint64_t peer, const caravan_segment_v1* segs, size_t n, caravan_send_done_fn done,
-            void* cookie);
-  void send_slot(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
-                 caravan_send_done_fn done, void* cookie);
-  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
-  void release(caravan_van_message_v1* msg);
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n, uint64_t send_id);
+  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n);
+  void release(const caravan_van_message_v2* msg);
+  void interrupt();
 
   // Counts a call into the instance, so finalize can wait for it to leave.
   class Call {

@@ -1,7 +1,7 @@
 // The C face of the ZeroMQ van: its parameters, its descriptor and the one
-// exported symbol. The operations table comes from the SDK's van_ops_v1,
+// exported symbol. The operations table comes from the SDK's van_ops_v2,
 // which keeps exceptions from crossing the boundary.
-#include "caravan/plugin/van_cxx.hpp"
+#include "caravan/plugin/van_v2_cxx.hpp"
 #include "params.h"
 #include "zmq_van.h"
 
@@ -13,8 +13,8 @@ constexpr const auto& kParams = caravan::van_zmq::params::kList;
 
 const caravan_plugin_descriptor kDescriptor = {
     CARAVAN_PLUGIN_MAGIC,
-    CARAVAN_VAN_ABI_MAJOR_V1,
-    CARAVAN_VAN_ABI_MINOR_V1,
+    CARAVAN_VAN_ABI_MAJOR_V2,
+    CARAVAN_VAN_ABI_MINOR_V2,
     CARAVAN_PLUGIN_KIND_VAN,
     sizeof(caravan_plugin_descriptor),
     "zmq",
@@ -22,7 +22,7 @@ const caravan_plugin_descriptor kDescriptor = {
     "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
     kParams,
     sizeof(kParams) / sizeof(kParams[0]),
-    caravan::plugin::van_ops_v1<ZmqVan>(),
+    caravan::plugin::van_ops_v2<ZmqVan>(),
 };
 
 }  // namespace

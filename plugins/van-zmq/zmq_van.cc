@@ -108,12 +108,10 @@ ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
 
 ZmqVan::~ZmqVan() { shutdown(); }
 
-void ZmqVan::properties(caravan_van_properties_v1* out) const {
-  if (!out || out->struct_size < sizeof(caravan_van_properties_v1))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
-  out->caps = CARAVAN_VAN_CAP_ZERO_COPY_SEND;
+void ZmqVan::properties(caravan_van_properties_v2* out) const {
+  out->caps = CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND;
   out->max_message_bytes = max_message_bytes_ ? max_message_bytes_ : SIZE_MAX;
-  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
   out->transport = "tcp";
 }
 
@@ -168,7 +166,7 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
     int err = errno;
     fail(err == ETERM ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_INVALID_ARGUMENT, zmq_strerror(err));
   }
-  char last[CARAVAN_VAN_MAX_ADDRESS_V1] = {0};
+  char last[CARAVAN_VAN_MAX_ADDRESS_V2] = {0};
   size_t last_len = sizeof last;
   if (zmq_getsockopt(sock, ZMQ_LAST_ENDPOINT, last, &last_len) != 0)
     fail(CARAVAN_STATUS_IO, "reading the bound port: " + zmq_error());
@@ -190,7 +188,7 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
     }
     router_ = sock;
   }
-  router_ready_.notify_all();
+  completions_.wake();  // a poll() already waiting takes the ROUTER in
   host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised + " (bound " + last + ")");
 }
 
@@ -255,22 +253,22 @@ void ZmqVan::disconnect(uint64_t peer) {
     links_.erase(it);
   }
   // Queued messages may go on being sent for up to LINGER_MS; zmq's reaper
-  // then drops the rest. Either way their free functions (and so done with
-  // CLOSED) run on zmq's threads after this returns.
+  // then drops the rest. Either way their free functions (and so their
+  // events, with CLOSED) run on zmq's threads after this returns.
   close_link(*link);
 }
 
-caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
-                            caravan_send_done_fn done, void* cookie) {
+void ZmqVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* segments,
+                  size_t num_segments, uint64_t send_id) {
   // Built only on failure: send is the hot path.
   std::shared_ptr<Link> link;
   auto who = [&] {
     return "send to peer " + std::to_string(peer) + (link ? " at " + link->address : std::string());
   };
-  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V1 || !segments)
+  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 who() + ": " + std::to_string(num_segments) + " segments (1 to " +
-                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V1) + " allowed)");
+                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
   size_t total = 0;
   for (size_t i = 0; i < num_segments; ++i) {
     if (!segments[i].data && segments[i].len)
@@ -293,10 +291,10 @@ caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, s
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who() + ": not connected");
   }
 
-  auto* rec = new SendRecord(done, cookie, link->dropped);
-  zmq_msg_t frames[CARAVAN_VAN_MAX_SEGMENTS_V1];
+  auto* rec = new SendRecord(completions_, send_id, link->dropped);
+  zmq_msg_t frames[CARAVAN_VAN_MAX_SEGMENTS_V2];
   size_t built = 0;
-  // Refuses the whole send: nothing reached zmq, so done must never run.
+  // Refuses the whole send: nothing reached zmq, so there is no event.
   auto refuse = [&](size_t from, caravan_status status, const std::string& why) {
     for (size_t i = from; i < built; ++i) zmq_msg_close(&frames[i]);
     rec->cancel();
@@ -304,7 +302,7 @@ caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, s
     throw Error(status, who() + ": " + why);
   };
   for (; built < num_segments; ++built) {
-    const caravan_segment_v1& seg = segments[built];
+    const caravan_segment_v2& seg = segments[built];
     zmq_msg_t* f = &frames[built];
     if (seg.len < kCopyBelow) {
       if (zmq_msg_init_size(f, seg.len) != 0) refuse(0, CARAVAN_STATUS_NO_MEMORY, zmq_error());
@@ -348,16 +346,14 @@ caravan_status ZmqVan::send(uint64_t peer, const caravan_segment_v1* segments, s
     host_.log(CARAVAN_LOG_ERROR, who() + " failed mid-message (" + zmq_strerror(err) +
                                      "); link closed");
     rec->release();
-    return CARAVAN_STATUS_OK;  // accepted: done reports the failure
+    return;  // accepted: its event reports the failure
   }
   lock.unlock();
   rec->release();
-  return CARAVAN_STATUS_OK;
 }
 
-caravan_status ZmqVan::recv(int timeout_ms, caravan_van_message_v1* out) {
-  if (!out || out->struct_size < sizeof(caravan_van_message_v1))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "recv: message struct missing or too small");
+caravan_status ZmqVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                            size_t* num_events) {
   // Negative means wait without limit, like zmq_poll.
   const bool forever = timeout_ms < 0;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
@@ -367,44 +363,58 @@ caravan_status ZmqVan::recv(int timeout_ms, caravan_van_message_v1* out) {
     return left > 0 ? static_cast<long>(left) : 0;
   };
 
-  std::lock_guard<std::mutex> recv_lock(recv_mu_);
-  void* router;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto ready = [&] { return router_ || closing_; };
-    if (forever) router_ready_.wait(lock, ready);
-    else router_ready_.wait_until(lock, deadline, ready);
-    if (closing_) return CARAVAN_STATUS_CLOSED;
-    if (!router_) return CARAVAN_STATUS_TIMEOUT;
-    router = router_;
-  }
-
+  std::lock_guard<std::mutex> poll_lock(poll_mu_);
+  size_t& n = *num_events;
   for (;;) {
-    zmq_pollitem_t item{router, 0, ZMQ_POLLIN, 0};
+    if (closing_) return CARAVAN_STATUS_CLOSED;
+    void* router;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      router = router_;
+    }
+    n = completions_.take(events, capacity);
+    // Everything already here, without waiting: ends of sends first, so the
+    // engine frees a partition's credit before it handles its answer.
+    while (n < capacity && router) {
+      caravan_van_event_v2& e = events[n];
+      std::memset(&e, 0, sizeof e);
+      Read r = read_message(router, &e.message);
+      if (r == Read::kMessage) {
+        e.type = CARAVAN_VAN_EVENT_RECEIVED;
+        ++n;
+      } else if (r == Read::kClosed) {
+        return n ? CARAVAN_STATUS_OK : CARAVAN_STATUS_CLOSED;
+      } else if (r == Read::kNone) {
+        break;
+      }
+    }
+    if (n > 0) return CARAVAN_STATUS_OK;
+    if (interrupted_.exchange(false)) return CARAVAN_STATUS_TIMEOUT;
     long wait = remaining_ms();
-    int rc = zmq_poll(&item, 1, wait);
+    if (wait == 0) return CARAVAN_STATUS_TIMEOUT;
+    // The eventfd says a send ended, the ROUTER became ready to poll
+    // (listen), interrupt() was called or the van is closing.
+    zmq_pollitem_t items[2] = {{nullptr, completions_.fd(), ZMQ_POLLIN, 0},
+                               {router, 0, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, router ? 2 : 1, wait);
     if (rc < 0) {
       if (errno == EINTR) continue;
       if (errno == ETERM) return CARAVAN_STATUS_CLOSED;
-      throw Error(CARAVAN_STATUS_IO, "recv: zmq_poll failed: " + zmq_error());
+      throw Error(CARAVAN_STATUS_IO, "poll: zmq_poll failed: " + zmq_error());
     }
-    if (rc > 0) {
-      switch (read_message(router, out)) {
-        case Read::kMessage: return CARAVAN_STATUS_OK;
-        case Read::kClosed: return CARAVAN_STATUS_CLOSED;
-        case Read::kDropped:
-        case Read::kNone: break;
-      }
-    }
-    if (closing_) return CARAVAN_STATUS_CLOSED;
-    if (!forever && remaining_ms() == 0) return CARAVAN_STATUS_TIMEOUT;
+    if (items[0].revents) completions_.drain();
   }
+}
+
+void ZmqVan::interrupt() {
+  interrupted_ = true;
+  completions_.wake();
 }
 
 // Reads one multipart message: the ROUTER's identity frame, then the
 // segments. zmq delivers multipart messages whole, so once the first frame
 // is there the rest are too.
-ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
+ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v2* out) {
   auto recv_frame = [&](zmq_msg_t* f, int flags) -> int {
     zmq_msg_init(f);
     int rc;
@@ -421,7 +431,7 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
   if (recv_frame(&identity, ZMQ_DONTWAIT) < 0) {
     if (errno == EAGAIN) return Read::kNone;
     if (errno == ETERM) return Read::kClosed;
-    throw Error(CARAVAN_STATUS_IO, "recv: reading a frame failed: " + zmq_error());
+    throw Error(CARAVAN_STATUS_IO, "poll: reading a frame failed: " + zmq_error());
   }
   bool more = zmq_msg_more(&identity);
   zmq_msg_close(&identity);
@@ -430,11 +440,11 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
   size_t extra = 0;  // frames beyond the ABI's limit, counted and dropped
   while (more) {
     zmq_msg_t scratch;
-    bool keep = rec->num_frames < CARAVAN_VAN_MAX_SEGMENTS_V1;
+    bool keep = rec->num_frames < CARAVAN_VAN_MAX_SEGMENTS_V2;
     zmq_msg_t* f = keep ? &rec->frames[rec->num_frames] : &scratch;
     if (recv_frame(f, 0) < 0) {
       if (errno == ETERM) return Read::kClosed;
-      throw Error(CARAVAN_STATUS_IO, "recv: reading a frame from " +
+      throw Error(CARAVAN_STATUS_IO, "poll: reading a frame from " +
                                          (rec->peer.empty() ? std::string("unknown") : rec->peer) +
                                          " failed: " + zmq_error());
     }
@@ -454,7 +464,7 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
     host_.log(CARAVAN_LOG_WARNING,
               "dropped a message of " + std::to_string(rec->num_frames + extra) + " segments from " +
                   (rec->peer.empty() ? std::string("unknown") : rec->peer) + " (1 to " +
-                  std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V1) + " allowed)");
+                  std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
     return Read::kDropped;
   }
 
@@ -472,7 +482,7 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v1* out) {
   return Read::kMessage;
 }
 
-void ZmqVan::release(caravan_van_message_v1* message) {
+void ZmqVan::release(const caravan_van_message_v2* message) {
   if (!message || !message->van_token)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: not a received message");
   auto* rec = static_cast<RecvRecord*>(message->van_token);
@@ -482,30 +492,28 @@ void ZmqVan::release(caravan_van_message_v1* message) {
       throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: message unknown or released twice");
   }
   delete rec;
-  message->van_token = nullptr;
-  message->num_segments = 0;
 }
 
-// Why every done runs before this returns: all of our frames live inside
-// this instance's zmq context. Closing a socket hands its queued and
+// Why no send is still in flight when this returns: all of our frames live
+// inside this instance's zmq context. Closing a socket hands its queued and
 // half-written messages to zmq's reaper, and zmq_ctx_term() waits until the
 // reaper and the I/O threads have sent them (within LINGER_MS) or destroyed
 // them, which calls each frame's free function. So once zmq_ctx_term()
-// returns, every SendRecord has reached zero and called done; links are
-// flagged dropped first, so those sends report CLOSED. No callback can come after the plugin is
-// unloaded. zmq_ctx_shutdown() comes first so that a recv() blocked in
-// zmq_poll, or a send() blocked on a high-water mark, returns at once and
-// lets go of the socket we are about to close.
+// returns, every SendRecord has reached zero and zmq reads none of the
+// engine's memory; their events go to a queue nobody polls any more, as
+// van_v2.h allows. zmq_ctx_shutdown() comes first so that a poll() blocked
+// in zmq_poll, or a send() blocked on a high-water mark, returns at once
+// and lets go of the socket we are about to close.
 void ZmqVan::shutdown() noexcept {
   if (!ctx_) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
   }
-  router_ready_.notify_all();
+  completions_.wake();  // a poll() waiting on the eventfd alone
   zmq_ctx_shutdown(ctx_);
   {
-    std::lock_guard<std::mutex> recv_lock(recv_mu_);
+    std::lock_guard<std::mutex> poll_lock(poll_mu_);
     std::lock_guard<std::mutex> lock(mu_);
     if (router_) zmq_close(router_);
     router_ = nullptr;

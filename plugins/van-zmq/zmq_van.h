@@ -5,7 +5,6 @@
 #define CARAVAN_VAN_ZMQ_ZMQ_VAN_H
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -15,7 +14,7 @@
 #include <unordered_set>
 
 #include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "messages.h"
 
 namespace caravan::van_zmq {
@@ -38,20 +37,23 @@ class ZmqVan {
 
   const plugin::Host& host() const { return host_; }
 
-  void properties(caravan_van_properties_v1* out) const;
+  void properties(caravan_van_properties_v2* out) const;
   void listen(const char* host, int port, char* addr_out, size_t addr_cap);
   void connect(uint64_t peer, const char* address);
   void disconnect(uint64_t peer);
-  caravan_status send(uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
-                      caravan_send_done_fn done, void* cookie);
-  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
-  void release(caravan_van_message_v1* message);
-  // Closes everything; see the comment at its definition for done().
+  // The slot is not used: a TCP stream keeps nothing per kind of message.
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments,
+            uint64_t send_id);
+  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                      size_t* num_events);
+  void release(const caravan_van_message_v2* message);
+  void interrupt();
+  // Closes everything; see the comment at its definition for sends in flight.
   void shutdown() noexcept;
 
  private:
   enum class Read { kMessage, kDropped, kNone, kClosed };
-  Read read_message(void* router, caravan_van_message_v1* out);
+  Read read_message(void* router, caravan_van_message_v2* out);
   static void close_link(Link& link) noexcept;
 
   plugin::Host host_;
@@ -61,13 +63,17 @@ class ZmqVan {
   int linger_ms_ = 500;
   size_t max_message_bytes_ = 0;  // 0: unlimited
 
-  // router_ is published once by listen(); after that only recv() uses it.
+  // zmq's I/O threads report finished sends into it until zmq_ctx_term()
+  // returns in shutdown(), which the destructor's body runs.
+  Completions completions_;
+  std::atomic<bool> interrupted_{false};
+
+  // router_ is published once by listen(); after that only poll() uses it.
   std::mutex mu_;
-  std::condition_variable router_ready_;
   void* router_ = nullptr;
   bool listened_ = false;
   std::atomic<bool> closing_{false};
-  std::mutex recv_mu_;  // held by recv() so shutdown() can take the ROUTER
+  std::mutex poll_mu_;  // held by poll() so shutdown() can take the ROUTER
 
   std::shared_mutex links_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Link>> links_;

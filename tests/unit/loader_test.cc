@@ -125,14 +125,14 @@ TEST(PluginLoader, KindIsCheckedBeforeAbi) {
 
 #ifdef CARAVAN_TEST_ZMQ_DIR
 TEST(PluginLoader, LoadsTheZmqVanByName) {
-  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, 1, "zmq", "the default", CARAVAN_TEST_ZMQ_DIR);
+  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, 1, 2, "zmq", "the default", CARAVAN_TEST_ZMQ_DIR);
   ASSERT_NE(lib, nullptr);
   EXPECT_EQ(lib->path, std::string(CARAVAN_TEST_ZMQ_DIR) + "/" + van_file("zmq"));
   ASSERT_NE(lib->handle, nullptr);
   ASSERT_NE(lib->descriptor, nullptr);
   EXPECT_EQ(lib->descriptor->magic, CARAVAN_PLUGIN_MAGIC);
   EXPECT_EQ(lib->descriptor->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_VAN));
-  EXPECT_EQ(lib->descriptor->abi_major, 1u);
+  EXPECT_EQ(lib->descriptor->abi_major, 2u);
   EXPECT_STREQ(lib->descriptor->name, "zmq");
   EXPECT_NE(lib->descriptor->ops, nullptr);
 }
@@ -145,7 +145,7 @@ TEST(PluginLoader, SkipsRefusedCandidatesAndLoadsALaterOne) {
   std::filesystem::copy_file(kTestPlugins + "/" + van_file("badmagic"),
                              broken + "/" + van_file("zmq"),
                              std::filesystem::copy_options::overwrite_existing);
-  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, 1, "zmq", "test",
+  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, 1, 2, "zmq", "test",
                          broken + ":" + CARAVAN_TEST_ZMQ_DIR);
   EXPECT_EQ(lib->path, std::string(CARAVAN_TEST_ZMQ_DIR) + "/" + van_file("zmq"));
   std::filesystem::remove_all(broken);

@@ -1,7 +1,8 @@
 // The completions of one van instance's sends, by ticket. VanInstance
 // feeds it; tests read it through VanInstance, never through the van.
-// Under van ABI 1 completions come as done callbacks on the van's threads,
-// so everything here is under one mutex and waits block on a condition.
+// The instance's polling thread records completions while tests wait on
+// other threads, so everything here is under one mutex and waits block on
+// a condition.
 #pragma once
 
 #include <chrono>
@@ -22,7 +23,7 @@ using Ticket = size_t;
 class SendLog {
  public:
   // A slot for the next send; the pointer stays valid for the log's life
-  // (it is the van's cookie).
+  // (its address is the send's id for the van).
   struct Slot {
     SendLog* log = nullptr;
     bool accepted = false;
@@ -31,7 +32,7 @@ class SendLog {
   };
   Slot* open(Ticket* ticket);
   void accepted(Slot* slot);
-  // Records one completion; called from whatever thread the van completes on.
+  // Records one completion; called by the polling thread.
   static void complete(Slot* slot, caravan_status status);
 
   size_t accepted_count();

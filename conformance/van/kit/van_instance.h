@@ -1,15 +1,21 @@
 // One instance of a van, driven through its C table the way the engine
-// drives it. This is the only code in the tests that calls a van's table:
-// tests send, receive and ask after completions here, and never see how
-// the van reports them (done callbacks under ABI 1).
+// drives it: an ABI 2 table (an ABI 1 van through the engine's lift), sends
+// from any thread, and one thread of the instance's own that polls, as the
+// node's receiving thread does, and files what it gets: finished sends in
+// the send log, messages in a queue that recv() takes from. This is the
+// only code in the tests that calls a van's table.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,7 +51,7 @@ struct Message {
 
  private:
   friend class VanInstance;
-  caravan_van_message_v1 held_{};  // what the van wants back at release
+  caravan_van_message_v2 held_{};  // what the van wants back at release
 };
 
 class VanInstance {
@@ -69,12 +75,13 @@ class VanInstance {
   std::string error() const { return host_.error(); }
   const std::string& addr() const { return addr_; }
 
-  caravan_van_properties_v1 properties();  // a failure is a test failure
-  caravan_status properties(caravan_van_properties_v1* out);  // as the van answers, unchecked
+  caravan_van_properties_v2 properties();  // a failure is a test failure
+  caravan_status properties(caravan_van_properties_v2* out);  // as the van answers, unchecked
   caravan_status listen(const char* host = "127.0.0.1", int port = 0);
   caravan_status connect(uint64_t peer, const std::string& address);
   caravan_status disconnect(uint64_t peer);
-  // The van must have completed every accepted send when this returns.
+  // Stops the polling thread (interrupt, then join), as the engine does,
+  // then finalizes. Sends not reported by then are never reported.
   caravan_status finalize();
 
   // Sending. On OK the send has a ticket for the completion queries below;
@@ -97,20 +104,23 @@ class VanInstance {
   size_t accepted_sends();
   size_t completed_sends();  // completions so far, of any send
 
-  // Receiving. recv() makes one call of the van's recv (-1 waits for ever);
-  // on OK the message is held until release(). wait_recv() repeats short
-  // calls until a message or another status comes, or `patience` passes
-  // (TIMEOUT). recv_one() waits, hands the message to `check`, releases it,
-  // and fails the test when none came.
+  // Receiving. recv() waits up to timeout_ms (-1: for ever) for the next
+  // message the polling thread got; on OK it is held until release().
+  // CLOSED, or the error that stopped the polling, once it stopped.
+  // wait_recv() waits until a message or another status comes, or
+  // `patience` passes (TIMEOUT). recv_one() waits, hands the message to
+  // `check`, releases it, and fails the test when none came.
   caravan_status recv(int timeout_ms, Message* out);
   caravan_status wait_recv(Message* out, Clock::duration patience = kPatience);
   caravan_status release(const Message& message);
   bool recv_one(const std::function<void(const Message&)>& check, Clock::duration patience = kPatience);
 
  private:
-  const caravan_van_ops_v1& ops() const { return *plugin_.ops; }
-  caravan_status send_with(uint64_t peer, std::optional<uint64_t> slot,
-                           const std::vector<SendSegment>& segs, Ticket* ticket);
+  const caravan_van_ops_v2& ops() const { return *plugin_.driven; }
+  caravan_status send_with(uint64_t peer, uint64_t slot, const std::vector<SendSegment>& segs,
+                           Ticket* ticket);
+  void poll_loop();
+  void stop_polling();
 
   const VanPlugin& plugin_;
   FakeHost host_;
@@ -119,6 +129,13 @@ class VanInstance {
   caravan_status init_status_;
   std::atomic<bool> finalized_{false};
   std::string addr_;
+
+  std::mutex mu_;
+  std::condition_variable arrived_;
+  std::deque<caravan_van_message_v2> inbox_;  // received, not yet taken by recv()
+  caravan_status poll_end_ = CARAVAN_STATUS_OK;  // why the polling stopped, once it did
+  std::atomic<bool> stop_{false};
+  std::thread poller_;
 };
 
 // The van's calls with NULL where a context or host belongs, which a van

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "conformance/host/plugin_file.h"
+#include "engine/van/van_v1_lift.h"
 
 namespace caravan::van_check {
 
@@ -27,16 +28,23 @@ std::string own_plugin_dir() {
   return dir + "/../lib/caravan";
 }
 
-// Returns "" when `path` is a van of the ABI major this kit speaks.
+// Returns "" when `path` is a van of an ABI major this kit speaks.
 std::string try_open(const std::string& path, VanPlugin* out) {
   conformance::PluginFile file;
-  std::string why =
-      conformance::open_plugin_file(path, CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, &file);
+  std::string why = conformance::open_plugin_file(path, CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1,
+                                                  CARAVAN_VAN_ABI_MAJOR_V2, &file);
   if (!why.empty()) return why;
   out->path = file.path;
   out->entry = file.entry;
   out->descriptor = file.descriptor;
-  out->ops = static_cast<const caravan_van_ops_v1*>(file.ops);
+  out->major = file.descriptor->abi_major;
+  if (out->major == CARAVAN_VAN_ABI_MAJOR_V1) {
+    out->ops_v1 = static_cast<const caravan_van_ops_v1*>(file.ops);
+    out->driven = van_v1_lifted_ops();
+  } else {
+    out->ops_v2 = static_cast<const caravan_van_ops_v2*>(file.ops);
+    out->driven = out->ops_v2;
+  }
   return "";
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 
 namespace caravan::van_check {
 
@@ -13,8 +14,14 @@ struct VanPlugin {
   std::string path;
   caravan_plugin_entry_fn entry = nullptr;
   const caravan_plugin_descriptor* descriptor = nullptr;
-  // Read by the checks of the table itself; only VanInstance calls it.
-  const caravan_van_ops_v1* ops = nullptr;
+  uint32_t major = 0;  // the van ABI major the plugin speaks: 1 or 2
+  // The plugin's own table, for the checks of the table itself: one of the
+  // two, by major. Only VanInstance calls a van.
+  const caravan_van_ops_v1* ops_v1 = nullptr;
+  const caravan_van_ops_v2* ops_v2 = nullptr;
+  // What VanInstance drives: ops_v2, or the engine's lift over ops_v1
+  // (engine/van/van_v1_lift.h), as the engine drives an ABI 1 van.
+  const caravan_van_ops_v2* driven = nullptr;
 };
 
 // Where a bare name is looked for: CARAVAN_PLUGIN_PATH, then the plugin

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 
 namespace caravan::rendezvous {
 
@@ -21,7 +21,7 @@ enum class Kind : uint8_t {
   kPut = 7,    // the message was written into grant `grant`; inline segments follow
 };
 
-constexpr size_t kMaxSegments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+constexpr size_t kMaxSegments = CARAVAN_VAN_MAX_SEGMENTS_V2;
 constexpr size_t kMaxNameBytes = 128;
 
 struct Frame {

@@ -1,7 +1,8 @@
-// Received messages handed over in each stream's order and waiting for
-// recv(), and those the application holds until release(). It has its own
-// lock, taken after the protocol lock when both are held, so recv()
-// callers wait here and never hold up the progress thread.
+// The van's events waiting for poll() (van_v2.h): received messages, handed
+// over in each stream's order, and finished sends; and the messages the
+// application holds until release(). It has its own lock, taken after the
+// protocol lock when both are held, so a poll() waits here and never holds
+// up the progress thread.
 #ifndef CARAVAN_RENDEZVOUS_INBOX_H
 #define CARAVAN_RENDEZVOUS_INBOX_H
 
@@ -11,7 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "rendezvous/message.h"
 
 namespace caravan::rendezvous {
@@ -23,16 +24,20 @@ class Inbox {
   Inbox(const Inbox&) = delete;
   Inbox& operator=(const Inbox&) = delete;
 
-  // Any thread: the next message, waiting up to timeout_ms (forever when
-  // negative). TIMEOUT when none came, CLOSED once close() was called.
-  // Throws plugin::Error when out is missing or too small.
-  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
-  // Takes msgs (clearing it) and wakes recv() callers.
+  // One thread at a time: waits up to timeout_ms (forever when negative)
+  // for events and writes up to `capacity`, finished sends first. TIMEOUT
+  // when none came or interrupt() was called, CLOSED once close() was.
+  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n);
+  // Takes msgs (clearing it) and wakes the poller.
   void add(std::vector<InMsg*>& msgs);
-  // A message recv() handed out, back from the application; throws
+  // Takes SENT events (clearing them) and wakes the poller.
+  void add_sent(std::vector<caravan_van_event_v2>& sent);
+  // Makes poll() return now, or the next one at once.
+  void interrupt();
+  // A message poll() handed out, back from the application; throws
   // plugin::Error when it is not one.
-  InMsg* take_back(const caravan_van_message_v1* msg);
-  // Wakes recv() callers with CLOSED and waits until they have left.
+  InMsg* take_back(const caravan_van_message_v2* msg);
+  // Wakes the poller with CLOSED and waits until it has left.
   void close();
   // Deletes every message, waiting or held.
   void clear();
@@ -41,8 +46,10 @@ class Inbox {
   std::mutex mu_;
   std::condition_variable cv_;
   bool closed_ = false;
-  int in_recv_ = 0;
+  bool interrupted_ = false;
+  int in_poll_ = 0;
   std::deque<InMsg*> ready_;
+  std::deque<caravan_van_event_v2> sent_;
   std::unordered_set<InMsg*> held_;
 };
 

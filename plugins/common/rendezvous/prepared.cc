@@ -4,7 +4,7 @@
 
 namespace caravan::rendezvous {
 
-bool prepare(const std::vector<caravan_segment_v1>& segs, const Config& cfg, RegisteredMemory& mem,
+bool prepare(const std::vector<caravan_segment_v2>& segs, const Config& cfg, RegisteredMemory& mem,
              bool may_wait, Prepared* p) {
   const size_t inline_max =
       (cfg.eager_bytes - header_size(Kind::kRts, kMaxSegments)) / kMaxSegments;

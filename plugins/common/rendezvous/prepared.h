@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "rendezvous/config.h"
 #include "rendezvous/frame.h"
 #include "rendezvous/registered_memory.h"
@@ -32,7 +32,7 @@ struct Prepared {
 // frame. Registers the others when cfg.zero_copy (copies them where the
 // transport refuses). False when the send pool has no room yet (only with
 // may_wait); nothing is held then. Needs no lock.
-bool prepare(const std::vector<caravan_segment_v1>& segs, const Config& cfg, RegisteredMemory& mem,
+bool prepare(const std::vector<caravan_segment_v2>& segs, const Config& cfg, RegisteredMemory& mem,
              bool may_wait, Prepared* p);
 // Gives back what prepare() took (whatever of it p still holds).
 void unprepare(Prepared& p, RegisteredMemory& mem);

@@ -82,7 +82,7 @@ bool Protocol::pump() {
     finished = done_.take();
     did = posts_.posted_this_round() || !finished.empty();
   }
-  finished.report();
+  finished.report(inbox_);
   return did;
 }
 

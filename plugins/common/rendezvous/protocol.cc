@@ -31,9 +31,9 @@ void Protocol::disconnect(uint64_t peer) {
   locked([&] { sender_.disconnect(peer); }, true);
 }
 
-void Protocol::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
-                    caravan_send_done_fn done, void* cookie) {
-  Sender::Outgoing out = sender_.outgoing(slot, segs, n, SendTicket{done, cookie});
+void Protocol::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n,
+                    uint64_t send_id) {
+  Sender::Outgoing out = sender_.outgoing(slot, segs, n, SendTicket{send_id, true});
   bool may_wait = false;
   if (out.large) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -45,11 +45,7 @@ void Protocol::send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs
   locked([&] { sender_.enqueue(peer, out); }, true);
 }
 
-caravan_status Protocol::recv(int timeout_ms, caravan_van_message_v1* out) {
-  return inbox_.recv(timeout_ms, out);
-}
-
-void Protocol::release(caravan_van_message_v1* msg) {
+void Protocol::release(const caravan_van_message_v2* msg) {
   if (!msg) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: message is NULL");
   InMsg* m = inbox_.take_back(msg);
   bool wake;
@@ -57,7 +53,6 @@ void Protocol::release(caravan_van_message_v1* msg) {
     std::lock_guard<std::mutex> lock(mu_);
     wake = receiver_.released(m);
   }
-  msg->van_token = nullptr;
   delete m;
   if (wake) t_.wake();
 }

@@ -19,7 +19,7 @@
 //   Sender           sender.h     streams, the send queue, requests to send, writes
 //   TransferTable    transfers.h  announced transfers until the receiver's notice
 //   Receiver         receiver.h   sources, reads, delivery in stream order
-//   Inbox            inbox.h      messages waiting for recv() and held by the application
+//   Inbox            inbox.h      events waiting for poll(), messages held by the application
 //   GrantTable       grant_table.h  the remote-buffer cache, both halves
 //   RegisteredMemory registered_memory.h  pools and callers' registrations, bounded
 //   PostQueue        post_queue.h operations queued for and posted to the transport
@@ -29,12 +29,13 @@
 // GrantTable, PostQueue and SendCompletions: a received frame moves state on
 // both sides at once (a notice settles a sender's transfer, a release lends
 // a receive buffer and queues a frame to send), so they change together.
-// The Inbox has its own lock, taken after mu_ when both are held, so recv()
+// The Inbox has its own lock, taken after mu_ when both are held, so poll()
 // waits on it alone; RegisteredMemory's pools have theirs, so copying and
 // registering in send() need no protocol lock. Sends finished under mu_ are
-// reported after it is released.
+// queued in the Inbox as SENT events after it is released.
 //
-// Threads: send/connect/disconnect/recv/release from any thread; complete()
+// Threads: send/connect/disconnect/release/interrupt from any thread, poll
+// from one at a time; complete()
 // and pump() from the van's one progress thread, which alone posts to the
 // transport, so posting needs no lock of the transport's own.
 #ifndef CARAVAN_RENDEZVOUS_PROTOCOL_H
@@ -45,7 +46,7 @@
 #include <mutex>
 #include <string>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "rendezvous/config.h"
 #include "rendezvous/grant_table.h"
 #include "rendezvous/inbox.h"
@@ -70,18 +71,20 @@ class Protocol {
   void connect(uint64_t peer, uint64_t addr);
   void disconnect(uint64_t peer);
   // slot: nonzero for messages that recur (the engine's key); see above.
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v1* segs, size_t n,
-            caravan_send_done_fn done, void* cookie);
-  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
-  void release(caravan_van_message_v1* msg);
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n, uint64_t send_id);
+  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n) {
+    return inbox_.poll(timeout_ms, events, capacity, n);
+  }
+  void interrupt() { inbox_.interrupt(); }
+  void release(const caravan_van_message_v2* msg);
 
   // Progress thread.
   void complete(void* ctx, bool ok, size_t len, const std::string& err);
   bool pump();  // posts what can be posted; true when it did something
   bool busy();  // operations of ours in flight: keep driving progress
 
-  // Finalize: close() once the progress thread is gone (wakes recv callers,
-  // reports pending sends CLOSED, posts nothing more); then
+  // Finalize: close() once the progress thread is gone (wakes the poller,
+  // settles pending sends with CLOSED, posts nothing more); then
   // cancel_receives() and completions until posted() is 0; free() once the
   // transport can no longer touch our buffers (it settles the transfers
   // still waiting for their notice, with CLOSED).
@@ -112,7 +115,7 @@ class Protocol {
       finished = done_.take();
     }
     if (wake) t_.wake();
-    finished.report();
+    finished.report(inbox_);
   }
   void on_received(const char* buf, size_t len);
   void post_failed(Op* op);

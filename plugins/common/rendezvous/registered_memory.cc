@@ -36,7 +36,7 @@ RegisteredMemory::RegisteredMemory(Transport& t, const Config& cfg, LogFn log)
 // transfer alone. libfabric keeps its own cache with memory monitors
 // underneath where registering is costly.
 RegisteredMemory::Registered RegisteredMemory::register_segments(
-    const std::vector<caravan_segment_v1>& segs, uint64_t skip_mask, bool may_wait,
+    const std::vector<caravan_segment_v2>& segs, uint64_t skip_mask, bool may_wait,
     std::vector<Registration>* regs, size_t* charged) {
   size_t bytes = 0;
   for (size_t i = 0; i < segs.size(); ++i)

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "rendezvous/config.h"
 #include "rendezvous/pool.h"
 #include "rendezvous/transport.h"
@@ -45,7 +45,7 @@ class RegisteredMemory {
   // charging them to the send pool: kNoRoom (only with may_wait) when the
   // limit is reached, kFailed (warned once) when the transport refuses, so
   // the caller copies instead. regs gets one entry per segment.
-  Registered register_segments(const std::vector<caravan_segment_v1>& segs, uint64_t skip_mask,
+  Registered register_segments(const std::vector<caravan_segment_v2>& segs, uint64_t skip_mask,
                                bool may_wait, std::vector<Registration>* regs, size_t* charged);
   // Undoes register_segments(); leaves regs empty and charged 0.
   void deregister_segments(std::vector<Registration>* regs, size_t* charged);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "rendezvous/frame.h"
 #include "rendezvous/grant_table.h"
 #include "rendezvous/op.h"
@@ -30,7 +30,7 @@ struct Job {
   uint64_t to = 0;
   Op* op = nullptr;  // a frame built and not yet posted
   uint64_t seq = 0;
-  std::vector<caravan_segment_v1> segs;
+  std::vector<caravan_segment_v2> segs;
   uint64_t total = 0;
   size_t offset = 0;
   SendTicket ticket;  // cleared once reported or handed to a transfer or put

@@ -81,7 +81,7 @@ void Sender::disconnect(uint64_t peer) {
   transfers_.orphan(id);
 }
 
-Sender::Outgoing Sender::outgoing(uint64_t slot, const caravan_segment_v1* segs, size_t n,
+Sender::Outgoing Sender::outgoing(uint64_t slot, const caravan_segment_v2* segs, size_t n,
                                   SendTicket ticket) const {
   if (!segs || n == 0 || n > kMaxSegments)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::to_string(n) + " segments (1 to " +

@@ -50,7 +50,7 @@ class Sender {
     bool prepared = false;
   };
   // send(), step by step. outgoing() checks the segments (throws).
-  Outgoing outgoing(uint64_t slot, const caravan_segment_v1* segs, size_t n,
+  Outgoing outgoing(uint64_t slot, const caravan_segment_v2* segs, size_t n,
                     SendTicket ticket) const;
   // Under the lock: may preparing wait for room, since transfers in flight
   // will give some back?
