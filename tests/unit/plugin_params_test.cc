@@ -11,7 +11,7 @@
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/reducer_v1.h"
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
 #include "tests/unit/env_guard.h"
@@ -78,7 +78,8 @@ TEST(PluginParams, EveryPluginReadsWhatItListsAndListsWhatItReads) {
     SCOPED_TRACE(path);
     bool van = path.find("libcaravan-van-") != std::string::npos;
     auto kind = van ? CARAVAN_PLUGIN_KIND_VAN : CARAVAN_PLUGIN_KIND_REDUCER;
-    auto lib = load_plugin(kind, 1, path, "test", "");
+    // The in-tree vans speak van ABI 2, the reducers reducer ABI 1.
+    auto lib = load_plugin(kind, van ? CARAVAN_VAN_ABI_MAJOR_V2 : CARAVAN_REDUCER_ABI_MAJOR_V1, path, "test", "");
     const caravan_plugin_descriptor* d = lib->descriptor;
     std::set<std::string> listed;
     for (size_t i = 0; i < d->num_params; ++i) listed.insert(d->params[i].name);
@@ -91,7 +92,7 @@ TEST(PluginParams, EveryPluginReadsWhatItListsAndListsWhatItReads) {
     void* ctx = nullptr;
     caravan_status s;
     if (van) {
-      auto* ops = static_cast<const caravan_van_ops_v1*>(d->ops);
+      auto* ops = static_cast<const caravan_van_ops_v2*>(d->ops);
       s = ops->init(&host, &ctx);
       if (s == CARAVAN_STATUS_OK) ops->finalize(ctx);
     } else {
