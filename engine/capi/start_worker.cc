@@ -1,9 +1,9 @@
 // Chooses how this worker takes part in the job (through the servers, alone,
 // or with the other processes of its machine) from the environment.
+#include "engine/base/config.h"
 #include "engine/base/env.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/core/config.h"
 #include "engine/local/local_config.h"
 #include "engine/local/local_worker.h"
 #include "engine/local/solo_worker.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 
 namespace caravan {
 

@@ -13,11 +13,11 @@
 
 #include "caravan/caravan.h"
 #include "engine/auth/job_token.h"
+#include "engine/base/config.h"
 #include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
-#include "engine/core/config.h"
 
 namespace caravan {
 

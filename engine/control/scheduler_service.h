@@ -3,21 +3,21 @@
 // node that was lost.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "engine/auth/job_token.h"
+#include "engine/base/config.h"
 #include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/control_message.h"
 #include "engine/control/heartbeat.h"
 #include "engine/control/node_info.h"
-#include "engine/core/config.h"
 
 namespace caravan {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/config.h"
 #include "engine/control/node_info.h"
 #include "engine/control/scheduler_link.h"
-#include "engine/core/config.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/van/van.h"
 

@@ -2,7 +2,7 @@
 // them); workers are user programs using the C API instead.
 #pragma once
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 
 namespace caravan {
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 #include "engine/local/local_config.h"
 #include "engine/local/local_group.h"
 #include "engine/local/tensor_registry.h"

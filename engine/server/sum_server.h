@@ -40,7 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 #include "engine/ipc/segment_table.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"

@@ -7,9 +7,9 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "engine/base/config.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/core/config.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
 #include "engine/van/van.h"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 #include "engine/core/node.h"
 #include "engine/worker/push_pull.h"
 #include "engine/worker/worker.h"

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 #include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"

@@ -1,12 +1,13 @@
 // JobConfig::from_env: every variable it reads, what it accepts and how it
 // reports what it refuses.
+#include "engine/base/config.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "engine/base/error.h"
-#include "engine/core/config.h"
 #include "tests/unit/env_guard.h"
 
 namespace caravan {

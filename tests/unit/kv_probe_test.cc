@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "caravan/caravan.h"
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/van/van.h"
 

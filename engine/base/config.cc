@@ -1,4 +1,4 @@
-#include "engine/core/config.h"
+#include "engine/base/config.h"
 
 #include <cctype>
 
