@@ -2,9 +2,9 @@
 
 #include <cctype>
 
-#include "engine/auth/job_token.h"
 #include "engine/base/env.h"
 #include "engine/base/error.h"
+#include "engine/base/job_token.h"
 
 namespace caravan {
 namespace {

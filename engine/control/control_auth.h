@@ -26,7 +26,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/auth/job_token.h"
+#include "engine/base/job_token.h"
 #include "engine/control/control_message.h"
 
 namespace caravan {

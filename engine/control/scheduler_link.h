@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "caravan/caravan.h"
-#include "engine/auth/job_token.h"
 #include "engine/base/config.h"
+#include "engine/base/job_token.h"
 #include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/heartbeat.h"

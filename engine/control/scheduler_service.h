@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "engine/auth/job_token.h"
 #include "engine/base/config.h"
+#include "engine/base/job_token.h"
 #include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
 #include "engine/control/control_message.h"

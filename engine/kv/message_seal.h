@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "caravan/plugin/van_v2.h"
-#include "engine/auth/job_token.h"
+#include "engine/base/job_token.h"
 
 namespace caravan {
 

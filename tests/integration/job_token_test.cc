@@ -6,7 +6,7 @@
 // and logged with its address, the real ones must exit non-zero naming
 // CARAVAN_JOB_TOKEN within seconds, and the job must sum exactly. Then the
 // mismatches of configuration: a token on one side only, and an empty one.
-#include "engine/auth/job_token.h"
+#include "engine/base/job_token.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

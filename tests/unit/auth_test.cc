@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/auth/job_token.h"
 #include "engine/base/error.h"
+#include "engine/base/job_token.h"
 #include "engine/control/control_auth.h"
 #include "engine/kv/message_seal.h"
 #include "engine/wire/header.h"

@@ -1,4 +1,4 @@
-#include "engine/auth/job_token.h"
+#include "engine/base/job_token.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
