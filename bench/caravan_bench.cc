@@ -45,21 +45,6 @@ struct Options {
   bool baseline = true, csv = false;
 };
 
-const struct { const char* name; caravan_dtype type; size_t bytes; } kTypes[] = {
-    {"float32", CARAVAN_FLOAT32, 4}, {"float64", CARAVAN_FLOAT64, 8},
-    {"float16", CARAVAN_FLOAT16, 2}, {"bfloat16", CARAVAN_BFLOAT16, 2},
-    {"int32", CARAVAN_INT32, 4},     {"int64", CARAVAN_INT64, 8},
-    {"int8", CARAVAN_INT8, 1},       {"uint8", CARAVAN_UINT8, 1}};
-
-const char* TypeName(caravan_dtype t) {
-  for (auto& k : kTypes) if (k.type == t) return k.name;
-  return "?";
-}
-size_t TypeBytes(caravan_dtype t) {
-  for (auto& k : kTypes) if (k.type == t) return k.bytes;
-  return 1;
-}
-
 [[noreturn]] void BadOption(const std::string& opt, const std::string& value,
                             const std::string& why) {
   fprintf(stderr, "caravan-bench: invalid %s value '%s': %s\n", opt.c_str(), value.c_str(),
@@ -123,7 +108,8 @@ Options ParseArgs(int argc, char** argv) {
     else if (name == "--inflight") o.inflight = ParseLong(name, value, 1, 1024);
     else {
       bool found = false;
-      for (auto& k : kTypes) if (value == k.name) o.dtype = k.type, found = true;
+      for (int d = 0; d < CARAVAN_DTYPE_COUNT; ++d)
+        if (value == caravan_dtype_name(d)) o.dtype = static_cast<caravan_dtype>(d), found = true;
       if (!found) BadOption(name, value, "expected float32, float64, float16, bfloat16, int32, "
                                          "int64, int8 or uint8");
     }
@@ -134,11 +120,12 @@ Options ParseArgs(int argc, char** argv) {
     size_t start = 0;
     while (start <= sizes.size()) {
       size_t end = std::min(sizes.find(',', start), sizes.size());
-      o.sizes.push_back(ParseSize(sizes, sizes.substr(start, end - start), TypeBytes(o.dtype)));
+      o.sizes.push_back(
+          ParseSize(sizes, sizes.substr(start, end - start), caravan_dtype_size(o.dtype)));
       start = end + 1;
     }
   } else {
-    for (size_t s : o.sizes) ParseSize("", std::to_string(s), TypeBytes(o.dtype));
+    for (size_t s : o.sizes) ParseSize("", std::to_string(s), caravan_dtype_size(o.dtype));
   }
   return o;
 }
@@ -272,7 +259,7 @@ using Buffer = std::unique_ptr<void, decltype(&free)>;
 // one-element push_pull outside the timed part, so every worker stops after
 // the same round.
 Row RunSize(const Options& o, size_t bytes, int rank, int workers) {
-  size_t n = bytes / TypeBytes(o.dtype);
+  size_t n = bytes / caravan_dtype_size(o.dtype);
   double round_bytes = static_cast<double>(bytes) * o.inflight;
   long rounds = std::min<long>(o.iters, std::max<long>(kMinRounds, std::ceil(kByteBudget / round_bytes)));
   std::vector<Buffer> bufs;
@@ -352,13 +339,13 @@ int main(int argc, char** argv) {
   long exact = o.dtype == CARAVAN_FLOAT16 ? 2048 : o.dtype == CARAVAN_BFLOAT16 ? 256 : 1L << 24;
   if (max_sum > exact) {
     fprintf(stderr, "caravan-bench: --dtype %s cannot hold the sums of %d workers exactly\n",
-            TypeName(o.dtype), workers);
+            caravan_dtype_name(o.dtype), workers);
     return 2;
   }
   std::string host = EnvOr("DMLC_NODE_HOST", "127.0.0.1");
   if (rank == 0) {
     printf("caravan-bench: %d workers, %s servers, van %s, dtype %s, inflight %ld\n", workers,
-           EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), TypeName(o.dtype),
+           EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), caravan_dtype_name(o.dtype),
            o.inflight);
     // Each row's baselines are measured right after its rounds, so that a
     // host whose speed drifts during the run still gives ratios of
@@ -406,9 +393,9 @@ int main(int argc, char** argv) {
            "pingpong_gbps,echo_gbps\n");
     for (const Row& r : rows)
       printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f\n", r.bytes, r.rounds,
-             o.inflight, TypeName(o.dtype), r.algbw, r.p50, r.p90, r.p99, r.tcp > 0 ? r.tcp : 0,
-             r.tcp > 0 ? r.algbw / r.tcp : 0, r.pingpong > 0 ? r.pingpong : 0,
-             r.echo > 0 ? r.echo : 0);
+             o.inflight, caravan_dtype_name(o.dtype), r.algbw, r.p50, r.p90, r.p99,
+             r.tcp > 0 ? r.tcp : 0, r.tcp > 0 ? r.algbw / r.tcp : 0,
+             r.pingpong > 0 ? r.pingpong : 0, r.echo > 0 ? r.echo : 0);
     fflush(stdout);
   }
   Must(caravan_shutdown(), "caravan_shutdown", "");

@@ -31,9 +31,6 @@ namespace {
 
 constexpr size_t kMinBytes = size_t{4} << 10;
 constexpr size_t kMaxBytes = size_t{256} << 20;
-constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
-const char* const kDTypeNames[CARAVAN_DTYPE_COUNT] = {"float32", "float64", "float16", "uint8",
-                                                      "int32",   "int8",    "int64",   "bfloat16"};
 
 // ---- Plugins ------------------------------------------------------------------
 
@@ -185,7 +182,8 @@ bool sum_once(Reducer& r, caravan_dtype dt, size_t bytes) {
 #else
   Arrays a = host_arrays();
 #endif
-  if (r.ops->sum(r.ctx, a.dst, a.src, bytes / kElemSize[dt], dt, nullptr) != CARAVAN_STATUS_OK)
+  if (r.ops->sum(r.ctx, a.dst, a.src, bytes / caravan_dtype_size(dt), dt, nullptr) !=
+      CARAVAN_STATUS_OK)
     return false;
 #ifdef CARAVAN_BENCH_CUDA
   if (r.device) return cudaStreamSynchronize(nullptr) == cudaSuccess;
@@ -203,16 +201,16 @@ void register_all(const std::vector<std::unique_ptr<Reducer>>& reducers) {
     for (int d = 0; d < CARAVAN_DTYPE_COUNT; ++d) {
       auto dt = static_cast<caravan_dtype>(d);
       Reducer* rp = r.get();
-      sizes(benchmark::RegisterBenchmark(
-          ("sum/" + r->label + "/" + kDTypeNames[d]).c_str(), [rp, dt](benchmark::State& st) {
-            size_t bytes = static_cast<size_t>(st.range(0));
-            for (auto _ : st)
-              if (!sum_once(*rp, dt, bytes)) {
-                st.SkipWithError(rp->host->error.c_str());
-                break;
-              }
-            st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * 3 * bytes));
-          }));
+      std::string name = "sum/" + r->label + "/" + caravan_dtype_name(d);
+      sizes(benchmark::RegisterBenchmark(name.c_str(), [rp, dt](benchmark::State& st) {
+        size_t bytes = static_cast<size_t>(st.range(0));
+        for (auto _ : st)
+          if (!sum_once(*rp, dt, bytes)) {
+            st.SkipWithError(rp->host->error.c_str());
+            break;
+          }
+        st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * 3 * bytes));
+      }));
     }
   using Loop = void (*)(float*, const float*, size_t);
   for (auto [name, loop] :

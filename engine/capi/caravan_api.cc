@@ -5,9 +5,9 @@
 #include <string>
 
 #include "caravan/caravan.h"
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/reducer/reducer.h"
 #include "engine/worker/worker.h"
 
 struct caravan_handle_s {

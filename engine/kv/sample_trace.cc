@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "caravan/dtype.h"
-#include "engine/reducer/reducer.h"
+#include "engine/base/dtype.h"
 // The reducer's own conversions: logged values are exactly what it sums.
 #include "plugins/reducer-cpu/half.h"
 

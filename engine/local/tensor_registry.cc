@@ -1,8 +1,8 @@
 #include "engine/local/tensor_registry.h"
 
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/local/tensor_segment.h"
-#include "engine/reducer/reducer.h"
 
 namespace caravan {
 

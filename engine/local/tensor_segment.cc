@@ -4,9 +4,9 @@
 #include <cstring>
 #include <new>
 
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
-#include "engine/reducer/reducer.h"
 #include "engine/worker/partition_plan.h"
 
 namespace caravan {

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"

@@ -23,10 +23,6 @@ class Reducer {
                         caravan_dtype dtype) = 0;
 };
 
-// Size in bytes of one element; 0 for an invalid dtype.
-size_t dtype_size(int dtype);
-const char* dtype_name(int dtype);
-
 // Loads `choice` (CARAVAN_REDUCER) and creates an instance.
 std::unique_ptr<Reducer> open_reducer(const std::string& choice, const std::string& plugin_path);
 

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
+#include "engine/base/dtype.h"
 #include "engine/control/node_info.h"
-#include "engine/reducer/reducer.h"
 
 namespace caravan {
 

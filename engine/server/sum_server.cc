@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"

@@ -4,11 +4,11 @@
 #include <cstring>
 #include <map>
 
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_trace.h"
-#include "engine/reducer/reducer.h"
 #include "engine/control/node_info.h"
 
 namespace caravan {

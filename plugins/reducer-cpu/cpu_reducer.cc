@@ -24,7 +24,6 @@ using plugin::Error;
 using plugin::Host;
 using Byte = unsigned char;
 
-constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
 // Elements per block of sum_many: the destination block and the float32
 // accumulator stay in L1 while the sources stream past them once.
 constexpr size_t kBlock = 2048;
@@ -171,14 +170,14 @@ caravan_reducer_properties_v1 CpuReducer::properties() const {
 
 void CpuReducer::sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream) {
   check_stream(stream);
-  size_t z = kElemSize[dtype];
+  size_t z = caravan_dtype_size(dtype);
   Add2Fn add2 = kernels_->add2[dtype];
   split(count, z, [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
 }
 
 void CpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype, void* stream) {
   check_stream(stream);
-  size_t z = kElemSize[dtype];
+  size_t z = caravan_dtype_size(dtype);
   Add2Fn add2 = kernels_->add2[dtype];
   split(count, z, [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
 }
@@ -186,7 +185,7 @@ void CpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, car
 void CpuReducer::sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, caravan_dtype dtype,
                           void* stream) {
   check_stream(stream);
-  size_t z = kElemSize[dtype];
+  size_t z = caravan_dtype_size(dtype);
   const KernelSet& k = *kernels_;
   split(count, z, [&](size_t b, size_t e) { sum_many_range(k, dtype, z, dst, srcs, num_srcs, b, e); });
 }
@@ -197,7 +196,7 @@ void CpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double fac
     throw Error(CARAVAN_STATUS_UNSUPPORTED,
                 "cpu reducer: scale is for floating types, not dtype " + std::to_string(dtype));
   check_stream(stream);
-  size_t z = kElemSize[dtype];
+  size_t z = caravan_dtype_size(dtype);
   split(count, z, [&](size_t b, size_t e) { fn(at(data, b, z), e - b, factor); });
 }
 

@@ -170,7 +170,6 @@ TEST(ReducerCpu, RefusesAStream) {
 
 // ---- Threads ----------------------------------------------------------------------
 
-constexpr size_t kElemSize[CARAVAN_DTYPE_COUNT] = {4, 8, 2, 1, 4, 1, 8, 2};
 bool is_float(int dt) {
   return dt == CARAVAN_FLOAT32 || dt == CARAVAN_FLOAT64 || dt == CARAVAN_FLOAT16 ||
          dt == CARAVAN_BFLOAT16;
@@ -191,7 +190,7 @@ std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
 
 // Runs one op on `inst` over fixed random inputs; returns the destination.
 std::vector<uint8_t> run_op(Instance& inst, int dt, size_t n, int op) {
-  size_t bytes = n * kElemSize[dt];
+  size_t bytes = n * caravan_dtype_size(dt);
   std::vector<uint8_t> a = random_bytes(bytes, n + 1), b = random_bytes(bytes, n + 2),
                        c = random_bytes(bytes, n + 3), dst = a;
   auto dtype = static_cast<caravan_dtype>(dt);

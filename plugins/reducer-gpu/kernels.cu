@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "caravan/dtype.h"
 #include "kernels.cuh"
 #include "kernels.h"
 
@@ -124,8 +125,8 @@ cudaError_t launch_sum_many(unsigned dt, void* dst, const void* const* srcs, siz
   if (num == 1) {
     // A copy, not a widen and round, so NaN payloads pass through as on the CPU.
     if (dst == srcs[0]) return cudaSuccess;
-    static const size_t kSize[] = {4, 8, 2, 1, 4, 1, 8, 2};
-    return cudaMemcpyAsync(dst, srcs[0], count * kSize[dt], cudaMemcpyDefault, stream);
+    return cudaMemcpyAsync(dst, srcs[0], count * caravan_dtype_size(static_cast<int>(dt)),
+                           cudaMemcpyDefault, stream);
   }
   return with_elem(
       dt, [&](auto e) { return sum_many_as<decltype(e)>(dst, srcs, num, count, grid, stream); });

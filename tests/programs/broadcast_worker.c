@@ -15,15 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype_bytes.h"
-
-
-static const char* dtype_label(caravan_dtype t) {
-  static const char* names[] = {"float32", "float64", "float16", "uint8",
-                                "int32",   "int8",    "int64",   "bfloat16"};
-  return names[t];
-}
-
 /* Byte i of the values `rank` holds in `round`: a hash, so every bit
  * pattern occurs, with a worker's own fingerprint in it. */
 static uint8_t byte_of(int rank, int round, size_t tensor, size_t i) {
@@ -51,7 +42,7 @@ static void plant_specials(uint8_t* p, size_t count, caravan_dtype t) {
 }
 
 static void fill(uint8_t* p, size_t count, caravan_dtype t, int rank, int round, size_t tensor) {
-  size_t bytes = count * dtype_bytes(t);
+  size_t bytes = count * caravan_dtype_size(t);
   for (size_t i = 0; i < bytes; ++i) p[i] = byte_of(rank, round, tensor, i);
   plant_specials(p, count, t);
 }
@@ -118,7 +109,7 @@ int main(int argc, char** argv) {
   size_t largest = 0;
   for (size_t j = 0; j < kTensors; ++j) {
     size_t count = sizes[j % kSizes] < max_elements ? sizes[j % kSizes] : max_elements;
-    size_t bytes = count * dtype_bytes((caravan_dtype)(j / kSizes));
+    size_t bytes = count * caravan_dtype_size((caravan_dtype)(j / kSizes));
     data[j] = malloc(bytes);
     if (bytes > largest) largest = bytes;
   }
@@ -132,7 +123,7 @@ int main(int argc, char** argv) {
       int root = (int)((size_t)round + j) % size;
       fill(data[j], count, t, rank, round, j);
       char name[64];
-      snprintf(name, sizeof name, "bcast.%s.%zu.%zu", dtype_label(t), j % kSizes, count);
+      snprintf(name, sizeof name, "bcast.%s.%zu.%zu", caravan_dtype_name(t), j % kSizes, count);
       rc = caravan_broadcast_async(name, data[j], count, t, root, (int)j, &handles[j]);
       if (rc != 0) {
         fprintf(stderr, "worker %d: broadcast of %s: %s\n", rank, name, caravan_strerror(rc));
@@ -149,13 +140,13 @@ int main(int argc, char** argv) {
         return 1;
       }
       fill(expected, count, t, root, round, j);
-      size_t bytes = count * dtype_bytes(t);
+      size_t bytes = count * caravan_dtype_size(t);
       for (size_t i = 0; i < bytes; ++i) {
         if (data[j][i] != expected[i]) {
           fprintf(stderr,
                   "worker %d round %d: %s tensor of %zu elements from root %d: byte %zu is 0x%02x, "
                   "the root's is 0x%02x\n",
-                  rank, round, dtype_label(t), count, root, i, data[j][i], expected[i]);
+                  rank, round, caravan_dtype_name(t), count, root, i, data[j][i], expected[i]);
           ++failures;
           break;
         }

@@ -13,9 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dtype_bytes.h"
-
-
 /* Small integers, exactly representable in every dtype (float16 holds
  * integers up to 2048 exactly, bfloat16 up to 256), so every sum must
  * match exactly. */
@@ -91,11 +88,11 @@ int main(int argc, char** argv) {
       for (int s = 0; s < NS; ++s) {
         int k = t * NS + s;
         size_t bytes = byte_sizes[s] < max_bytes ? byte_sizes[s] : max_bytes;
-        size_t n = bytes / dtype_bytes(types[t]);
+        size_t n = bytes / caravan_dtype_size(types[t]);
         if (n == 0) n = 1;
         if (n > max_elems) n = max_elems;
         counts[k] = n;
-        if (round == 0) bufs[k] = malloc(n * dtype_bytes(types[t]));
+        if (round == 0) bufs[k] = malloc(n * caravan_dtype_size(types[t]));
         for (size_t i = 0; i < n; ++i) store(bufs[k], i, types[t], value(rank, i, round, types[t]));
         snprintf(names[k], sizeof names[k], "t%d_s%d", t, s);
         CHECK_RC(caravan_push_pull_async(names[k], bufs[k], n, types[t], t, &handles[k]));
