@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "caravan/dtype.h"
+// The CPU reducer's own conversions: logged values are exactly what it sums.
+#include "caravan/float16.h"
 #include "engine/base/dtype.h"
-// The reducer's own conversions: logged values are exactly what it sums.
-#include "plugins/reducer-cpu/half.h"
 
 namespace caravan {
 namespace {
@@ -20,12 +20,11 @@ T load(const char* p) {
 }
 
 void print_value(std::ostream& os, const char* p, int dtype) {
-  using namespace reducer_cpu;
   switch (dtype) {
     case CARAVAN_FLOAT32: os << load<float>(p); break;
     case CARAVAN_FLOAT64: os << load<double>(p); break;
-    case CARAVAN_FLOAT16: os << f16_to_f32(load<uint16_t>(p)); break;
-    case CARAVAN_BFLOAT16: os << bf16_to_f32(load<uint16_t>(p)); break;
+    case CARAVAN_FLOAT16: os << caravan_f16_to_f32(load<uint16_t>(p)); break;
+    case CARAVAN_BFLOAT16: os << caravan_bf16_to_f32(load<uint16_t>(p)); break;
     case CARAVAN_UINT8: os << static_cast<unsigned>(load<uint8_t>(p)); break;
     case CARAVAN_INT8: os << static_cast<int>(load<int8_t>(p)); break;
     case CARAVAN_INT32: os << load<int32_t>(p); break;

@@ -81,7 +81,7 @@ struct BF16V : HalfBase {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
-  // Same rounding as f32_to_bf16: add 0x7fff plus the kept lsb, then shift;
+  // Same rounding as caravan_f32_to_bf16: add 0x7fff plus the kept lsb, then shift;
   // NaNs skip the add (it could carry them into infinity) and are quieted.
   CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
     __m256i u = _mm256_castps_si256(v);

@@ -84,7 +84,7 @@ struct BF16V : HalfBase {
     __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
-  // The rounding of f32_to_bf16, lane-wise; see the AVX2 family.
+  // The rounding of caravan_f32_to_bf16, lane-wise; see the AVX2 family.
   CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i high = _mm512_srli_epi32(u, 16);

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "half.h"
+#include "caravan/float16.h"
 
 namespace caravan::reducer_cpu::scalar {
 
@@ -43,15 +43,15 @@ using U64 = Same<uint64_t>;
 struct F16 {
   using Storage = uint16_t;
   using Math = float;
-  static Math widen(Storage s) { return f16_to_f32(s); }
-  static Storage narrow(Math m) { return f32_to_f16(m); }
+  static Math widen(Storage s) { return caravan_f16_to_f32(s); }
+  static Storage narrow(Math m) { return caravan_f32_to_f16(m); }
 };
 
 struct BF16 {
   using Storage = uint16_t;
   using Math = float;
-  static Math widen(Storage s) { return bf16_to_f32(s); }
-  static Storage narrow(Math m) { return f32_to_bf16(m); }
+  static Math widen(Storage s) { return caravan_bf16_to_f32(s); }
+  static Storage narrow(Math m) { return caravan_f32_to_bf16(m); }
 };
 
 template <class S>

@@ -7,11 +7,11 @@
  * Exit 0 when every sum was right; 1 with a message naming the first
  * wrong element otherwise. */
 #include <caravan/caravan.h>
+#include <caravan/float16.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Small integers, exactly representable in every dtype (float16 holds
  * integers up to 2048 exactly, bfloat16 up to 256), so every sum must
@@ -21,25 +21,12 @@ static int value(int rank, size_t i, int round, caravan_dtype t) {
   return (int)((i * 7u + (size_t)rank * 13u + (size_t)round * 3u) % (size_t)range);
 }
 
-static uint16_t float_to_half(float f) { /* exact for small integers */
-  if (f == 0.0f) return 0;
-  uint32_t b; memcpy(&b, &f, 4);
-  uint32_t exp = ((b >> 23) & 0xff) - 127 + 15;
-  return (uint16_t)((exp << 10) | ((b >> 13) & 0x3ff));
-}
-static float half_to_float(uint16_t h) {
-  if ((h & 0x7fff) == 0) return 0.0f;
-  uint32_t exp = ((h >> 10) & 0x1f) - 15 + 127;
-  uint32_t b = (exp << 23) | ((uint32_t)(h & 0x3ff) << 13) | ((uint32_t)(h & 0x8000) << 16);
-  float f; memcpy(&f, &b, 4); return f;
-}
-
 static void store(void* p, size_t i, caravan_dtype t, double v) {
   switch (t) {
     case CARAVAN_FLOAT32: ((float*)p)[i] = (float)v; break;
     case CARAVAN_FLOAT64: ((double*)p)[i] = v; break;
-    case CARAVAN_FLOAT16: ((uint16_t*)p)[i] = float_to_half((float)v); break;
-    case CARAVAN_BFLOAT16: { float f = (float)v; uint32_t b; memcpy(&b, &f, 4); ((uint16_t*)p)[i] = (uint16_t)(b >> 16); break; }
+    case CARAVAN_FLOAT16: ((uint16_t*)p)[i] = caravan_f32_to_f16((float)v); break;
+    case CARAVAN_BFLOAT16: ((uint16_t*)p)[i] = caravan_f32_to_bf16((float)v); break;
     case CARAVAN_UINT8: ((uint8_t*)p)[i] = (uint8_t)v; break;
     case CARAVAN_INT8: ((int8_t*)p)[i] = (int8_t)v; break;
     case CARAVAN_INT32: ((int32_t*)p)[i] = (int32_t)v; break;
@@ -51,8 +38,8 @@ static double load(const void* p, size_t i, caravan_dtype t) {
   switch (t) {
     case CARAVAN_FLOAT32: return ((const float*)p)[i];
     case CARAVAN_FLOAT64: return ((const double*)p)[i];
-    case CARAVAN_FLOAT16: return half_to_float(((const uint16_t*)p)[i]);
-    case CARAVAN_BFLOAT16: { uint32_t b = (uint32_t)((const uint16_t*)p)[i] << 16; float f; memcpy(&f, &b, 4); return f; }
+    case CARAVAN_FLOAT16: return caravan_f16_to_f32(((const uint16_t*)p)[i]);
+    case CARAVAN_BFLOAT16: return caravan_bf16_to_f32(((const uint16_t*)p)[i]);
     case CARAVAN_UINT8: return ((const uint8_t*)p)[i];
     case CARAVAN_INT8: return ((const int8_t*)p)[i];
     case CARAVAN_INT32: return ((const int32_t*)p)[i];
