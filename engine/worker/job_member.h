@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/base/config.h"
-#include "engine/core/node.h"
+#include "engine/node/node.h"
 #include "engine/worker/push_pull.h"
 #include "engine/worker/worker.h"
 

@@ -1,4 +1,4 @@
-#include "engine/psl/ps_runtime.h"
+#include "engine/pslite/ps_runtime.h"
 
 #include <unistd.h>
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/control/scheduler_service.h"
-#include "engine/core/node.h"
+#include "engine/node/node.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/van.h"
 #include "ps/range.h"

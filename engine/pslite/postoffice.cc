@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "engine/base/log.h"
-#include "engine/psl/ps_runtime.h"
+#include "engine/pslite/ps_runtime.h"
 
 namespace ps {
 

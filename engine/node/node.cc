@@ -1,4 +1,4 @@
-#include "engine/core/node.h"
+#include "engine/node/node.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "engine/core/roles.h"
+#include "engine/roles/roles.h"
 
 #include <condition_variable>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/control/scheduler_service.h"
-#include "engine/core/node.h"
+#include "engine/node/node.h"
 #include "engine/reducer/reducer.h"
 #include "engine/server/sum_server.h"
 

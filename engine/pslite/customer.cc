@@ -3,15 +3,15 @@
 #include "ps/internal/customer.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
 #include "engine/base/log.h"
-#include "engine/psl/ps_runtime.h"
+#include "engine/pslite/ps_runtime.h"
 #include "ps/internal/postoffice.h"
 
 namespace ps {
