@@ -6,8 +6,9 @@
 // The scheduler's address makes them unique among the jobs of a host (its
 // port is bound while the job lives), the node ids and pid among the
 // processes of a job, and the server comes first so that a server can find
-// every name meant for it. Depends on libc alone: caravan-launch, which does
-// not link libcaravan, builds this file too.
+// every name meant for it. Depends on libc alone, because it is also the
+// library caravan_segment_names, a stated interface for tools
+// (engine/layers.txt): caravan-launch links it instead of libcaravan.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,7 @@
-// The scheduler and server roles as whole programs (caravan-server runs
-// them); workers are user programs using the C API instead.
+// The scheduler and server roles as whole programs; workers are user
+// programs using the C API instead. caravan-server's one way into
+// libcaravan: a stated interface for tools (engine/layers.txt), so change
+// it with the tool.
 #pragma once
 
 #include "engine/base/config.h"
