@@ -29,7 +29,7 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
       sample_tensor_(config.debug_sample_tensor),
-      scheduler_(make_scheduler(config.scheduling_credit)) {
+      send_policy_(make_send_policy(config.scheduling_credit)) {
   if (!config.enable_ipc) return;
   for (const ServerAddress& s : servers_) {
     if (s.same_host) {
@@ -113,8 +113,8 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     for (size_t i = 0; i < op->plan->partitions.size(); ++i)
-      scheduler_->add(PendingSend{priority, sequence_++,
-                                  [this, op, i, priority] { send_partition(op, i, priority); }});
+      send_policy_->add(PendingSend{priority, sequence_++,
+                                    [this, op, i, priority] { send_partition(op, i, priority); }});
   }
   pump();
   return op;
@@ -153,7 +153,7 @@ void PushPullClient::pump() {
     std::optional<PendingSend> next;
     {
       std::lock_guard<std::mutex> lock(send_mu_);
-      next = scheduler_->next();
+      next = send_policy_->next();
     }
     if (!next) break;
     next->start();
@@ -163,7 +163,7 @@ void PushPullClient::pump() {
 void PushPullClient::partition_finished() {
   {
     std::lock_guard<std::mutex> lock(send_mu_);
-    scheduler_->finished();
+    send_policy_->finished();
   }
   pump();
 }

@@ -1,5 +1,5 @@
 // The worker side of push_pull: declares tensors, cuts them into
-// partitions, sends each partition to its server through the Scheduler, and
+// partitions, sends each partition to its server through the SendPolicy, and
 // gathers the sums back into the caller's buffer. A broadcast goes the same
 // way, except that only its root sends values and only the others get
 // values back: the servers relay them without summing.
@@ -18,7 +18,7 @@
 #include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
-#include "engine/worker/scheduler.h"
+#include "engine/worker/send_policy.h"
 #include "engine/worker/worker.h"
 
 namespace caravan {
@@ -141,8 +141,8 @@ class PushPullClient {
   std::unordered_map<std::string, std::unique_ptr<TensorPlan>> tensors_;
   std::unordered_map<uint64_t, std::string> keys_;
 
-  std::mutex send_mu_;  // scheduler_ and sequence_ (pump() sends outside it)
-  std::unique_ptr<Scheduler> scheduler_;
+  std::mutex send_mu_;  // send_policy_ and sequence_ (pump() sends outside it)
+  std::unique_ptr<SendPolicy> send_policy_;
   uint64_t sequence_ = 0;
 };
 

@@ -4,24 +4,24 @@
 #include <string>
 #include <vector>
 
-#include "engine/worker/scheduler.h"
+#include "engine/worker/send_policy.h"
 
 namespace caravan {
 namespace {
 
 // Adds one pending partition that records its label when started.
-void add(Scheduler& s, std::vector<std::string>& log, const std::string& label, int priority,
+void add(SendPolicy& s, std::vector<std::string>& log, const std::string& label, int priority,
          uint64_t sequence) {
   s.add(PendingSend{priority, sequence, [&log, label] { log.push_back(label); }});
 }
 
 // Starts whatever the policy lets go now.
-void pump(Scheduler& s) {
+void pump(SendPolicy& s) {
   while (auto p = s.next()) p->start();
 }
 
-TEST(Scheduler, FifoSendsEverythingInSubmissionOrder) {
-  auto s = make_scheduler(0);
+TEST(SendPolicy, FifoSendsEverythingInSubmissionOrder) {
+  auto s = make_send_policy(0);
   std::vector<std::string> log;
   add(*s, log, "low#0", 0, 0);
   add(*s, log, "low#1", 0, 1);
@@ -32,8 +32,8 @@ TEST(Scheduler, FifoSendsEverythingInSubmissionOrder) {
 
 // The issue's case: credit 1, a high-priority tensor submitted after a
 // low-priority one goes out before the low one's remaining partitions.
-TEST(Scheduler, CreditOneLetsALateHighPriorityTensorOvertake) {
-  auto s = make_scheduler(1);
+TEST(SendPolicy, CreditOneLetsALateHighPriorityTensorOvertake) {
+  auto s = make_send_policy(1);
   std::vector<std::string> log;
   for (int i = 0; i < 3; ++i) add(*s, log, "low#" + std::to_string(i), 0, static_cast<uint64_t>(i));
   pump(*s);
@@ -50,8 +50,8 @@ TEST(Scheduler, CreditOneLetsALateHighPriorityTensorOvertake) {
   EXPECT_FALSE(s->next().has_value());
 }
 
-TEST(Scheduler, CreditBoundsPartitionsInFlight) {
-  auto s = make_scheduler(3);
+TEST(SendPolicy, CreditBoundsPartitionsInFlight) {
+  auto s = make_send_policy(3);
   std::vector<std::string> log;
   for (int i = 0; i < 10; ++i) add(*s, log, std::to_string(i), 0, static_cast<uint64_t>(i));
   pump(*s);
@@ -68,9 +68,9 @@ TEST(Scheduler, CreditBoundsPartitionsInFlight) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(log[static_cast<size_t>(i)], std::to_string(i));
 }
 
-TEST(Scheduler, NegativePrioritiesOrderToo) {
+TEST(SendPolicy, NegativePrioritiesOrderToo) {
   // BytePS gives earlier layers lower (more negative) priorities.
-  auto s = make_scheduler(1);
+  auto s = make_send_policy(1);
   std::vector<std::string> log;
   add(*s, log, "busy", 100, 0);
   pump(*s);

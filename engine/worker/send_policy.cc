@@ -2,12 +2,12 @@
 #include <queue>
 #include <vector>
 
-#include "engine/worker/scheduler.h"
+#include "engine/worker/send_policy.h"
 
 namespace caravan {
 namespace {
 
-class FifoScheduler final : public Scheduler {
+class FifoSendPolicy final : public SendPolicy {
  public:
   void add(PendingSend item) override { queue_.push_back(std::move(item)); }
   std::optional<PendingSend> next() override {
@@ -22,9 +22,9 @@ class FifoScheduler final : public Scheduler {
   std::deque<PendingSend> queue_;
 };
 
-class PriorityScheduler final : public Scheduler {
+class PrioritySendPolicy final : public SendPolicy {
  public:
-  explicit PriorityScheduler(int credit) : credit_(credit) {}
+  explicit PrioritySendPolicy(int credit) : credit_(credit) {}
   void add(PendingSend item) override { queue_.push(std::move(item)); }
   std::optional<PendingSend> next() override {
     if (queue_.empty() || in_flight_ >= credit_) return std::nullopt;
@@ -51,14 +51,14 @@ class PriorityScheduler final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> make_fifo_scheduler() { return std::make_unique<FifoScheduler>(); }
+std::unique_ptr<SendPolicy> make_fifo_send_policy() { return std::make_unique<FifoSendPolicy>(); }
 
-std::unique_ptr<Scheduler> make_priority_scheduler(int credit) {
-  return std::make_unique<PriorityScheduler>(credit);
+std::unique_ptr<SendPolicy> make_priority_send_policy(int credit) {
+  return std::make_unique<PrioritySendPolicy>(credit);
 }
 
-std::unique_ptr<Scheduler> make_scheduler(int credit) {
-  return credit > 0 ? make_priority_scheduler(credit) : make_fifo_scheduler();
+std::unique_ptr<SendPolicy> make_send_policy(int credit) {
+  return credit > 0 ? make_priority_send_policy(credit) : make_fifo_send_policy();
 }
 
 }  // namespace caravan
