@@ -92,7 +92,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
-  c.server_engine_threads =
+  c.server_sum_threads =
       static_cast<int>(env::integer("BYTEPS_SERVER_ENGINE_THREAD", 1, 256, 4));
   c.server_enable_schedule = env::boolean("BYTEPS_SERVER_ENABLE_SCHEDULE", false);
   c.enable_async = env::boolean("BYTEPS_ENABLE_ASYNC", false);

@@ -34,7 +34,7 @@ struct JobConfig {
 
   int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
   int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO
-  int server_engine_threads = 4;      // BYTEPS_SERVER_ENGINE_THREAD
+  int server_sum_threads = 4;         // BYTEPS_SERVER_ENGINE_THREAD
   bool server_enable_schedule = false;  // BYTEPS_SERVER_ENABLE_SCHEDULE
   bool enable_async = false;          // BYTEPS_ENABLE_ASYNC
   bool enable_ipc = false;            // BYTEPS_ENABLE_IPC

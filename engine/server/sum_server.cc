@@ -22,13 +22,13 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
       ipc_(config.enable_ipc),
       segments_(config.num_workers),
       orphans_(ipc::server_prefix(config.root_uri, config.root_port, kv.id())) {
-  for (int i = 0; i < config.server_engine_threads; ++i) {
-    engines_.push_back(std::make_unique<Engine>());
-    Engine* e = engines_.back().get();
-    e->thread = std::thread([this, e] { run(*e); });
+  for (int i = 0; i < config.server_sum_threads; ++i) {
+    sum_threads_.push_back(std::make_unique<SumThread>());
+    SumThread* t = sum_threads_.back().get();
+    t->thread = std::thread([this, t] { run(*t); });
   }
   CARAVAN_LOG(INFO) << (async_ ? "asynchronous" : "synchronous") << " summation on "
-                    << engines_.size() << " engine thread(s)"
+                    << sum_threads_.size() << " summation thread(s)"
                     << (schedule_ ? ", keys furthest behind first" : "")
                     << (ipc_ ? "; workers on this host may use shared memory" : "");
 }
@@ -37,18 +37,18 @@ SumServer::~SumServer() { clear(); }
 
 void SumServer::clear() {
   std::call_once(stopped_, [this] {
-    for (auto& e : engines_) {
+    for (auto& t : sum_threads_) {
       {
-        std::lock_guard<std::mutex> lock(e->mu);
-        e->stop = true;
+        std::lock_guard<std::mutex> lock(t->mu);
+        t->stop = true;
       }
-      e->cv.notify_all();
+      t->cv.notify_all();
     }
-    for (auto& e : engines_)
-      if (e->thread.joinable()) e->thread.join();
-    for (auto& e : engines_) {
-      e->queue.clear();
-      e->keys.clear();
+    for (auto& t : sum_threads_)
+      if (t->thread.joinable()) t->thread.join();
+    for (auto& t : sum_threads_) {
+      t->queue.clear();
+      t->keys.clear();
     }
     if (!ipc_) return;
     // A worker that died between making a segment and this server mapping
@@ -127,50 +127,50 @@ void SumServer::handle(KVMessage&& req) {
   std::string why;
   if (!parse_push_pull_request(req, num_workers_, &checked, &why))
     return refuse(req, CARAVAN_ERR_SERVER, why);
-  Engine*& e = owner_[checked.key];
-  if (!e) {
-    e = engines_.front().get();
-    for (auto& c : engines_)
-      if (c->bytes < e->bytes) e = c.get();
-    e->bytes += req.vals.len;
+  SumThread*& t = owner_[checked.key];
+  if (!t) {
+    t = sum_threads_.front().get();
+    for (auto& c : sum_threads_)
+      if (c->bytes < t->bytes) t = c.get();
+    t->bytes += req.vals.len;
   }
   {
-    std::lock_guard<std::mutex> lock(e->mu);
-    e->queue.push_back(Queued{std::move(req), checked, sequence_++, std::move(source)});
+    std::lock_guard<std::mutex> lock(t->mu);
+    t->queue.push_back(Queued{std::move(req), checked, sequence_++, std::move(source)});
   }
-  e->cv.notify_one();
+  t->cv.notify_one();
 }
 
-SumServer::Queued SumServer::take(Engine& e) {
+SumServer::Queued SumServer::take(SumThread& t) {
   size_t best = 0;
   if (schedule_) {
     // The key with the fewest finished rounds is the one whose workers wait
     // longest; among equals, arrival order.
     uint64_t best_rounds = UINT64_MAX;
-    for (size_t i = 0; i < e.queue.size(); ++i) {
-      uint64_t key = e.queue[i].checked.key;
-      auto it = e.keys.find(key);
-      uint64_t rounds = it == e.keys.end() ? 0 : it->second.rounds;
+    for (size_t i = 0; i < t.queue.size(); ++i) {
+      uint64_t key = t.queue[i].checked.key;
+      auto it = t.keys.find(key);
+      uint64_t rounds = it == t.keys.end() ? 0 : it->second.rounds;
       if (rounds < best_rounds) {
         best_rounds = rounds;
         best = i;
       }
     }
   }
-  Queued q = std::move(e.queue[best]);
-  e.queue.erase(e.queue.begin() + static_cast<std::ptrdiff_t>(best));
+  Queued q = std::move(t.queue[best]);
+  t.queue.erase(t.queue.begin() + static_cast<std::ptrdiff_t>(best));
   return q;
 }
 
-void SumServer::run(Engine& e) {
-  std::unique_lock<std::mutex> lock(e.mu);
+void SumServer::run(SumThread& t) {
+  std::unique_lock<std::mutex> lock(t.mu);
   for (;;) {
-    e.cv.wait(lock, [&] { return e.stop || !e.queue.empty(); });
-    if (e.stop) return;
-    Queued q = take(e);
+    t.cv.wait(lock, [&] { return t.stop || !t.queue.empty(); });
+    if (t.stop) return;
+    Queued q = take(t);
     lock.unlock();
     try {
-      process(e, std::move(q));
+      process(t, std::move(q));
     } catch (const std::exception& ex) {
       CARAVAN_LOG(ERROR) << "server: summing a request failed: " << ex.what();
     }
@@ -178,7 +178,7 @@ void SumServer::run(Engine& e) {
   }
 }
 
-void SumServer::process(Engine& e, Queued&& q) {
+void SumServer::process(SumThread& t, Queued&& q) {
   const KVMessage& req = q.request;
   const wire::Header& h = req.head;
   int rank = q.checked.rank;
@@ -187,7 +187,7 @@ void SumServer::process(Engine& e, Queued&& q) {
   CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
       << "sample key " << key << " receive from worker " << rank << ": "
       << sample_values(req.vals.data, req.vals.len, h.dtype);
-  KeyState& k = e.keys[key];
+  KeyState& k = t.keys[key];
   Use use = q.checked.root >= 0 ? Use::kBroadcast : Use::kSum;
   if (k.use == Use::kUnknown) {
     k.use = use;

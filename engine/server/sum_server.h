@@ -6,10 +6,10 @@
 // is added into the key's store at once and answered with the store as it
 // is then.
 //
-// Sums run on BYTEPS_SERVER_ENGINE_THREAD engine threads. Each key belongs
-// to one thread, chosen when the key is first seen as the thread with the
-// fewest bytes of keys so far, so a key's state is only ever touched by its
-// thread and large keys spread evenly. With BYTEPS_SERVER_ENABLE_SCHEDULE a
+// Sums run on BYTEPS_SERVER_ENGINE_THREAD summation threads. Each key
+// belongs to one thread, chosen when the key is first seen as the thread
+// with the fewest bytes of keys so far, so a key's state is only ever
+// touched by its thread and large keys spread evenly. With BYTEPS_SERVER_ENABLE_SCHEDULE a
 // thread serves the queued key with the fewest finished rounds first.
 //
 // In synchronous mode each round sums into a buffer of its own (the round's
@@ -50,14 +50,14 @@ namespace caravan {
 
 class SumServer {
  public:
-  // Reads num_workers, server_engine_threads, server_enable_schedule,
-  // enable_async and enable_ipc from `config`; starts the engine threads.
+  // Reads num_workers, server_sum_threads, server_enable_schedule,
+  // enable_async and enable_ipc from `config`; starts the summation threads.
   SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config);
   ~SumServer();
-  // Checks one request and queues it for its key's engine thread; runs on
+  // Checks one request and queues it for its key's summation thread; runs on
   // the KV receive thread.
   void handle(KVMessage&& request);
-  // Stops the engine threads and drops rounds in progress (shutdown or job
+  // Stops the summation threads and drops rounds in progress (shutdown or job
   // failure). Idempotent.
   void clear();
 
@@ -96,7 +96,9 @@ class SumServer {
     uint64_t sequence;
     Source source;
   };
-  struct Engine {
+  // One of the threads that sum (BytePS calls them engine threads), with
+  // the requests queued for it and the keys it owns.
+  struct SumThread {
     std::mutex mu;
     std::condition_variable cv;
     std::vector<Queued> queue;
@@ -106,11 +108,11 @@ class SumServer {
     std::thread thread;
   };
 
-  void run(Engine& e);
-  Queued take(Engine& e);  // e.mu held, queue not empty
+  void run(SumThread& t);
+  Queued take(SumThread& t);  // t.mu held, queue not empty
   // Maps the segment an attach request announces and answers it.
   void attach(const KVMessage& request, int rank);
-  void process(Engine& e, Queued&& q);
+  void process(SumThread& t, Queued&& q);
   void sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize);
   void finish_round(Round& done, uint64_t key);
   void relay(KeyState& k, uint64_t key, Queued&& q, int rank);
@@ -132,8 +134,8 @@ class SumServer {
   const bool ipc_;
   ipc::SegmentTable segments_;  // receive thread only
   const std::string orphans_;   // the start of every segment name meant for this server
-  std::vector<std::unique_ptr<Engine>> engines_;
-  std::unordered_map<uint64_t, Engine*> owner_;  // receive thread only
+  std::vector<std::unique_ptr<SumThread>> sum_threads_;
+  std::unordered_map<uint64_t, SumThread*> owner_;  // receive thread only
   uint64_t sequence_ = 0;                        // receive thread only
   std::once_flag stopped_;
 };

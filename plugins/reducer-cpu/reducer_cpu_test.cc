@@ -229,7 +229,7 @@ TEST(ReducerCpu, TwoThreadsGiveIdenticalResults) {
       }
 }
 
-// Several engine threads on one instance: whoever finds the pool busy runs
+// Several summation threads on one instance: whoever finds the pool busy runs
 // alone, and nobody's result suffers.
 TEST(ReducerCpu, ConcurrentCallersOnOneInstance) {
   Instance inst({{"THREADS", "3"}, {"MIN_BYTES_PER_THREAD", "1024"}});

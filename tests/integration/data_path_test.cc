@@ -1,5 +1,5 @@
 // The BytePS data path in whole jobs: worker send order under
-// BYTEPS_SCHEDULING_CREDIT, partition pipelining, server engine threads and
+// BYTEPS_SCHEDULING_CREDIT, partition pipelining, server summation threads and
 // scheduling, PS_RESEND, and BYTEPS_DEBUG_SAMPLE_TENSOR traces.
 #include <gtest/gtest.h>
 #include <fcntl.h>
