@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "caravan/dtype.h"
 #include "engine/control/control_message.h"
 #include "engine/control/frame_reader.h"
 #include "engine/control/node_info.h"
@@ -131,12 +132,11 @@ struct Target {
 std::vector<Target> worker_keys() {
   const uint8_t dtypes[] = {CARAVAN_FLOAT32, CARAVAN_FLOAT64, CARAVAN_FLOAT16, CARAVAN_UINT8,
                             CARAVAN_INT32,   CARAVAN_INT8,    CARAVAN_INT64,   CARAVAN_BFLOAT16};
-  const size_t esize[] = {4, 8, 2, 1, 4, 1, 8, 2};
   std::vector<Target> out;
   for (int t = 0; t < 8; ++t)
     for (int s = 0; s < 2; ++s) {
       std::string name = "t" + std::to_string(t) + "_s" + std::to_string(s);
-      size_t bytes = s == 0 ? esize[t] : 4096;
+      size_t bytes = s == 0 ? caravan_dtype_size(dtypes[t]) : 4096;
       out.push_back({name_hash(name + "#0"), dtypes[t], bytes});
     }
   return out;
