@@ -1,7 +1,8 @@
 # Holds the tree to engine/layers.txt: every #include "engine/..." of an
 # engine file points to its own folder or a lower layer, no engine file
-# includes a plugins/ path, tools include from the engine only the stated
-# interfaces, and plugins and public headers include nothing of the engine.
+# includes a plugins/ path, tools and the conformance suites include from
+# the engine only the stated interfaces, and plugins and public headers
+# include nothing of the engine.
 # Fails listing every include that breaks a rule.
 #
 #   cmake -DSOURCE_DIR=<repository> [-DPRETEND=<file>=<included path>] -P check_layers.cmake
@@ -90,8 +91,8 @@ foreach(file IN LISTS engine_files)
   endforeach()
 endforeach()
 
-# ---- tools/, plugins/, api/: the engine only through stated interfaces
-foreach(tree tools plugins api)
+# ---- tools/, conformance/, plugins/, api/: the engine only through stated interfaces
+foreach(tree tools conformance plugins api)
   set(globs)
   foreach(g IN LISTS sources_glob)
     list(APPEND globs ${SOURCE_DIR}/${tree}/${g})
@@ -100,11 +101,15 @@ foreach(tree tools plugins api)
   foreach(file IN LISTS files)
     quoted_includes(${file} paths)
     foreach(path IN LISTS paths)
-      if(tree STREQUAL "tools" AND path MATCHES "^engine/" AND NOT path IN_LIST tool_interfaces)
+      set(tool OFF)
+      if(tree STREQUAL "tools" OR tree STREQUAL "conformance")
+        set(tool ON)
+      endif()
+      if(tool AND path MATCHES "^engine/" AND NOT path IN_LIST tool_interfaces)
         list(APPEND violations "${file}: includes ${path}, which is no stated interface for tools (the tools: line of engine/layers.txt)")
-      elseif(NOT tree STREQUAL "tools" AND path MATCHES "^engine/")
+      elseif(NOT tool AND path MATCHES "^engine/")
         list(APPEND violations "${file}: includes ${path}: ${tree}/ never includes the engine's headers")
-      elseif(tree STREQUAL "tools" AND path MATCHES "^plugins/")
+      elseif(tool AND path MATCHES "^plugins/")
         list(APPEND violations "${file}: includes ${path}: tools reach plugins through the ABI, not their headers")
       endif()
     endforeach()
