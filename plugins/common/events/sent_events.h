@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <mutex>
-#include <vector>
 
 #include "caravan/plugin/van_v2.h"
 
@@ -29,24 +29,15 @@ class SentEvents {
   // Moves up to `capacity` of the oldest events into `out`; their number.
   size_t take(caravan_van_event_v2* out, size_t capacity) {
     std::lock_guard<std::mutex> lock(mu_);
-    size_t n = queue_.size() - taken_ < capacity ? queue_.size() - taken_ : capacity;
-    for (size_t i = 0; i < n; ++i) {
-      std::memset(&out[i], 0, sizeof out[i]);
-      out[i].type = CARAVAN_VAN_EVENT_SENT;
-      out[i].send_id = queue_[taken_ + i].send_id;
-      out[i].status = queue_[taken_ + i].status;
-    }
-    taken_ += n;
-    if (taken_ == queue_.size()) {
-      queue_.clear();
-      taken_ = 0;
+    size_t n = 0;
+    for (; n < capacity && !queue_.empty(); ++n) {
+      std::memset(&out[n], 0, sizeof out[n]);
+      out[n].type = CARAVAN_VAN_EVENT_SENT;
+      out[n].send_id = queue_.front().send_id;
+      out[n].status = queue_.front().status;
+      queue_.pop_front();
     }
     return n;
-  }
-
-  bool empty() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return queue_.size() == taken_;
   }
 
  private:
@@ -54,9 +45,8 @@ class SentEvents {
     uint64_t send_id;
     caravan_status status;
   };
-  mutable std::mutex mu_;
-  std::vector<Sent> queue_;
-  size_t taken_ = 0;  // the front of queue_ already handed out
+  std::mutex mu_;
+  std::deque<Sent> queue_;
 };
 
 }  // namespace caravan::plugin

@@ -124,6 +124,39 @@ caravan_status guarded(const Host& host, Body&& body) noexcept {
   }
 }
 
+// The entries every table built from a C++ class P shares (van_cxx.hpp,
+// van_v2_cxx.hpp, reducer_cxx.hpp): P's constructor takes the host table,
+// its destructor is finalize, and P::host() returns the Host it keeps.
+template <class P>
+struct Instance {
+  // init: *out_ctx is a new P, or NULL when its constructor threw.
+  static caravan_status create(const caravan_host_v1* host, void** out_ctx) noexcept {
+    return guarded(Host(host), [&] {
+      if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
+      *out_ctx = nullptr;
+      *out_ctx = new P(host);
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  // finalize.
+  static caravan_status destroy(void* ctx) noexcept {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    P* instance = static_cast<P*>(ctx);
+    Host host = instance->host();  // the host table outlives the instance
+    return guarded(host, [&] {
+      delete instance;
+      return CARAVAN_STATUS_OK;
+    });
+  }
+  // Every other entry: `body(P&)` returns the entry's status.
+  template <class Body>
+  static caravan_status with(void* ctx, Body&& body) noexcept {
+    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
+    P& instance = *static_cast<P*>(ctx);
+    return guarded(instance.host(), [&] { return body(instance); });
+  }
+};
+
 }  // namespace caravan::plugin
 
 #endif  // CARAVAN_PLUGIN_PLUGIN_CXX_HPP

@@ -56,9 +56,7 @@ template <class R>
 struct ReducerOpsV1 {
   template <class Body>
   static caravan_status with(void* ctx, Body&& body) noexcept {
-    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-    R& reducer = *static_cast<R*>(ctx);
-    return guarded(reducer.host(), [&] { return body(reducer), CARAVAN_STATUS_OK; });
+    return Instance<R>::with(ctx, [&](R& reducer) { return body(reducer), CARAVAN_STATUS_OK; });
   }
 
   static void need(const void* p, size_t count, const char* what) {
@@ -80,24 +78,14 @@ struct ReducerOpsV1 {
   }
 
   static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-    return guarded(Host(host), [&] {
-      if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
+    if (!host || !out_ctx || host->struct_size < sizeof(caravan_host_v1))
+      return guarded(Host(host), [&]() -> caravan_status {
         throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                     std::string(R::kName) + ": init needs a v1 host table and out_ctx");
-      *out_ctx = nullptr;  // stays so when the constructor throws
-      *out_ctx = new R(host);
-      return CARAVAN_STATUS_OK;
-    });
+      });
+    return Instance<R>::create(host, out_ctx);
   }
-  static caravan_status finalize(void* ctx) {
-    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-    R* reducer = static_cast<R*>(ctx);
-    Host host = reducer->host();  // the host table outlives the reducer
-    return guarded(host, [&] {
-      delete reducer;
-      return CARAVAN_STATUS_OK;
-    });
-  }
+  static caravan_status finalize(void* ctx) { return Instance<R>::destroy(ctx); }
   static caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) {
     return with(ctx, [&](R& r) {
       need(out, 1, "properties output");

@@ -40,9 +40,7 @@ template <class V>
 struct VanOpsV1 {
   template <class Body>
   static caravan_status with(void* ctx, Body&& body) noexcept {
-    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-    V& van = *static_cast<V*>(ctx);
-    return guarded(van.host(), [&] { return body(van); });
+    return Instance<V>::with(ctx, std::forward<Body>(body));
   }
 
   // send and send_slot may return void (OK) or a caravan_status.
@@ -57,21 +55,9 @@ struct VanOpsV1 {
   }
 
   static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-    return guarded(Host(host), [&] {
-      if (!out_ctx) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "init: out_ctx is NULL");
-      *out_ctx = new V(host);
-      return CARAVAN_STATUS_OK;
-    });
+    return Instance<V>::create(host, out_ctx);
   }
-  static caravan_status finalize(void* ctx) {
-    if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
-    V* van = static_cast<V*>(ctx);
-    Host host = van->host();  // the host table outlives the van
-    return guarded(host, [&] {
-      delete van;
-      return CARAVAN_STATUS_OK;
-    });
-  }
+  static caravan_status finalize(void* ctx) { return Instance<V>::destroy(ctx); }
   static caravan_status properties(void* ctx, caravan_van_properties_v1* out) {
     return with(ctx, [&](V& v) { return v.properties(out), CARAVAN_STATUS_OK; });
   }
