@@ -89,6 +89,9 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   resolve_van(c);
   c.reducer = plugin_choice("CARAVAN_REDUCER", env::get("CARAVAN_REDUCER").value_or("cpu"));
   c.plugin_path = env::get("CARAVAN_PLUGIN_PATH").value_or("");
+  c.device_reducer =
+      plugin_choice("CARAVAN_DEVICE_REDUCER", env::get("CARAVAN_DEVICE_REDUCER").value_or("gpu"));
+  c.staging_bytes = env::integer("CARAVAN_STAGING_BYTES", 0, INT64_MAX, int64_t{4} << 30);
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));

@@ -31,6 +31,8 @@ struct JobConfig {
   std::string van_source;   // "DMLC_ENABLE_RDMA=fabric", for error messages
   std::string reducer;      // CARAVAN_REDUCER, name or absolute path
   std::string plugin_path;  // CARAVAN_PLUGIN_PATH
+  std::string device_reducer;  // CARAVAN_DEVICE_REDUCER: stages device tensors ("gpu")
+  int64_t staging_bytes = int64_t{4} << 30;  // CARAVAN_STAGING_BYTES: staging kept for reuse
 
   int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
   int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO

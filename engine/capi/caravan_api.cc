@@ -5,20 +5,58 @@
 #include <string>
 
 #include "caravan/caravan.h"
+#include "engine/base/config.h"
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/reducer/device_memory.h"
+#include "engine/worker/device_stager.h"
 #include "engine/worker/worker.h"
 
 struct caravan_handle_s {
   std::shared_ptr<caravan::Worker::Op> op;
+  bool device = false;  // the DeviceStager's op
 };
 
 namespace caravan {
 namespace {
 
+// This process as a worker, between caravan_init() and caravan_shutdown().
+struct State {
+  JobConfig config;
+  std::unique_ptr<Worker> worker;
+  // Made at the first device tensor: a job of host tensors never loads
+  // the device reducer.
+  std::mutex device_mu;
+  std::unique_ptr<DeviceStager> stager;
+  std::string stager_error;  // why it could not be made, said again for every tensor
+
+  int size() const { return worker->size(); }
+  // The stager, made on first use; throws naming `tensor` when it cannot be.
+  DeviceStager& device_stager(const std::string& tensor) {
+    std::lock_guard<std::mutex> lock(device_mu);
+    if (!stager && stager_error.empty()) {
+      try {
+        stager = std::make_unique<DeviceStager>(
+            *worker, open_device_memory(config.device_reducer, config.plugin_path),
+            config.op_timeout_s, static_cast<size_t>(config.staging_bytes));
+      } catch (const Error& e) {
+        stager_error = e.what();
+      }
+    }
+    if (!stager)
+      throw Error(CARAVAN_ERR_PLUGIN, "tensor '" + tensor +
+                                          "' was given as device memory, which this worker "
+                                          "cannot carry: " + stager_error);
+    return *stager;
+  }
+  ~State() {
+    stager.reset();  // its thread may still release partitions to the worker
+  }
+};
+
 std::mutex g_mu;  // guards g_state's lifetime (init/shutdown)
-std::shared_ptr<Worker> g_state;
+std::shared_ptr<State> g_state;
 
 thread_local int t_code = 0;
 thread_local std::string t_message;
@@ -30,7 +68,7 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
-std::shared_ptr<Worker> state() {
+std::shared_ptr<State> state() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_state;
 }
@@ -88,9 +126,10 @@ int not_initialized() {
 }
 
 // push_pull, or (`broadcast`) a broadcast from worker rank `root`,
-// asynchronously.
+// asynchronously; `device`: data is in device memory, ordered on `stream`.
 int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority,
-          bool broadcast, int root, caravan_handle* out) {
+          bool broadcast, int root, caravan_handle* out, bool device = false,
+          void* stream = nullptr) {
   return guarded([&]() -> int {
     if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
     *out = nullptr;
@@ -105,7 +144,11 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
                       " workers, ranks 0 to " + std::to_string(s->size() - 1));
     if (!broadcast) root = kSum;
     auto h = std::make_unique<caravan_handle_s>();
-    h->op = s->submit(name, data, count, dtype, priority, root);
+    h->device = device;
+    if (device)
+      h->op = s->device_stager(name).submit(name, data, count, dtype, priority, root, stream);
+    else
+      h->op = s->worker->submit(name, data, count, dtype, priority, root);
     *out = h.release();
     return 0;
   });
@@ -123,14 +166,16 @@ int caravan_init(void) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
     Log::configure_from_env();
-    g_state = start_worker();
+    auto s = std::make_shared<State>();
+    s->worker = start_worker(&s->config);
+    g_state = std::move(s);
     return 0;
   });
 }
 
 int caravan_shutdown(void) {
   return guarded([]() -> int {
-    std::shared_ptr<Worker> s;
+    std::shared_ptr<State> s;
     {
       std::lock_guard<std::mutex> lock(g_mu);
       s.swap(g_state);
@@ -138,7 +183,7 @@ int caravan_shutdown(void) {
     if (!s) return not_initialized();
     int rc = 0;
     try {
-      s->leave();
+      s->worker->leave();
     } catch (const Error& e) {
       rc = fail(e.code(), e.what());
     }
@@ -149,22 +194,22 @@ int caravan_shutdown(void) {
 
 int caravan_rank(void) {
   auto s = state();
-  return s ? s->rank() : not_initialized();
+  return s ? s->worker->rank() : not_initialized();
 }
 
 int caravan_size(void) {
   auto s = state();
-  return s ? s->size() : not_initialized();
+  return s ? s->worker->size() : not_initialized();
 }
 
 int caravan_local_rank(void) {
   auto s = state();
-  return s ? s->local_rank() : not_initialized();
+  return s ? s->worker->local_rank() : not_initialized();
 }
 
 int caravan_local_size(void) {
   auto s = state();
-  return s ? s->local_size() : not_initialized();
+  return s ? s->worker->local_size() : not_initialized();
 }
 
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -193,13 +238,42 @@ int caravan_push_pull(const char* name, void* data, size_t count, caravan_dtype 
   return caravan_wait(h);
 }
 
+int caravan_push_pull_device_async(const char* name, void* data, size_t count,
+                                   caravan_dtype dtype, int priority, void* stream,
+                                   caravan_handle* out) {
+  return start(name, data, count, dtype, priority, false, kSum, out, true, stream);
+}
+
+int caravan_push_pull_device(const char* name, void* data, size_t count, caravan_dtype dtype,
+                             int priority, void* stream) {
+  caravan_handle h = nullptr;
+  int rc = caravan_push_pull_device_async(name, data, count, dtype, priority, stream, &h);
+  if (rc != 0) return rc;
+  return caravan_wait(h);
+}
+
+int caravan_broadcast_device_async(const char* name, void* data, size_t count,
+                                   caravan_dtype dtype, int root_rank, int priority,
+                                   void* stream, caravan_handle* out) {
+  return start(name, data, count, dtype, priority, true, root_rank, out, true, stream);
+}
+
+int caravan_broadcast_device(const char* name, void* data, size_t count, caravan_dtype dtype,
+                             int root_rank, int priority, void* stream) {
+  caravan_handle h = nullptr;
+  int rc =
+      caravan_broadcast_device_async(name, data, count, dtype, root_rank, priority, stream, &h);
+  if (rc != 0) return rc;
+  return caravan_wait(h);
+}
+
 int caravan_poll(caravan_handle h) {
   return guarded([&]() -> int {
     if (!h || !h->op) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "handle is NULL");
     auto s = state();
     if (!s) return not_initialized();
     std::string error;
-    int rc = s->poll(*h->op, &error);
+    int rc = h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
     return rc < 0 ? fail(rc, error) : rc;
   });
 }
@@ -211,7 +285,8 @@ int caravan_wait(caravan_handle h) {
     auto s = state();
     if (!s) return not_initialized();
     std::string error;
-    int rc = s->wait(*owned->op, &error);
+    int rc = owned->device ? s->device_stager("").wait(*owned->op, &error)
+                           : s->worker->wait(*owned->op, &error);
     return rc < 0 ? fail(rc, error) : 0;
   });
 }

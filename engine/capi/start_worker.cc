@@ -12,7 +12,7 @@
 
 namespace caravan {
 
-std::unique_ptr<Worker> start_worker() {
+std::unique_ptr<Worker> start_worker(JobConfig* config_out) {
   // The job's shape decides which other variables are required, so it is
   // read first.
   int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
@@ -24,6 +24,7 @@ std::unique_ptr<Worker> start_worker() {
                                        ": caravan_init() joins as a worker; run the " +
                                        role_name(config.role) + " with caravan-server");
   CARAVAN_LOG(INFO) << plan.reason;
+  if (config_out) *config_out = config;
   if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);
   if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
   Log::set_node_label("worker 0");

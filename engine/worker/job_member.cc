@@ -47,6 +47,19 @@ std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, v
       member_.client().submit(name, data, count, dtype, priority, root));
 }
 
+std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
+    const std::string& name, void* data, size_t count, int dtype, int priority, int root,
+    std::function<void(size_t index)> stored) {
+  PushPullClient& client = member_.client();
+  std::shared_ptr<Operation> op =
+      client.submit(name, data, count, dtype, priority, root, {}, true, std::move(stored));
+  Pipelined p;
+  for (const Partition& part : op->plan->partitions) p.parts.emplace_back(part.offset, part.bytes);
+  p.release = [&client, op](size_t index) { client.release(op, index); };
+  p.op = std::make_shared<RemoteOp>(std::move(op));
+  return p;
+}
+
 int DistributedWorker::poll(Op& op, std::string* error) {
   return member_.client().poll(*static_cast<RemoteOp&>(op).op, error);
 }

@@ -41,6 +41,9 @@ class DistributedWorker final : public Worker {
 
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
                              int priority, int root) override;
+  std::optional<Pipelined> submit_pipelined(const std::string& name, void* data, size_t count,
+                                            int dtype, int priority, int root,
+                                            std::function<void(size_t index)> stored) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
   void leave() override { member_.leave(); }

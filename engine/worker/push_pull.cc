@@ -79,7 +79,9 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
 
 std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
                                                   size_t count, int dtype, int priority,
-                                                  int root, std::function<void()> on_done) {
+                                                  int root, std::function<void()> on_done,
+                                                  bool staged,
+                                                  std::function<void(size_t index)> stored) {
   std::shared_ptr<Operation> op;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +98,8 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op->sent.assign(plan.partitions.size(), false);
     op->early_sums.resize(plan.partitions.size());
     op->on_done = std::move(on_done);
+    op->stored = std::move(stored);
+    op->priority = priority;
   }
   // Outside mu_: placing may wait for a server's answer, which the
   // receive thread delivers, and the receive thread takes mu_ when an
@@ -110,6 +114,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
       throw;
     }
   }
+  if (staged) return op;
   {
     std::lock_guard<std::mutex> lock(send_mu_);
     for (size_t i = 0; i < op->plan->partitions.size(); ++i)
@@ -118,6 +123,16 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   }
   pump();
   return op;
+}
+
+void PushPullClient::release(const std::shared_ptr<Operation>& op, size_t index) {
+  int priority = op->priority;
+  {
+    std::lock_guard<std::mutex> lock(send_mu_);
+    send_policy_->add(PendingSend{priority, sequence_++,
+                                  [this, op, index, priority] { send_partition(op, index, priority); }});
+  }
+  pump();
 }
 
 void PushPullClient::place_in_shared_memory(TensorPlan& plan) {
@@ -274,6 +289,7 @@ void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slo
   std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "
                              << sample_values(op.data + part.offset, part.bytes, op.plan->dtype);
+  if (op.stored) op.stored(index);
 }
 
 std::string PushPullClient::wrong_slot(const KVMessage& r, const ipc::Slot& slot) {

@@ -85,6 +85,10 @@ class Operation {
   long long last_sent_us = -1;
   // Told once, after done is set; may be empty.
   std::function<void()> on_done;
+  // A staged operation (submit's `staged`): told, on the receiving thread,
+  // of each partition whose result is in `data`. May be empty.
+  std::function<void(size_t index)> stored;
+  int priority = 0;
 };
 
 class PushPullClient {
@@ -97,8 +101,15 @@ class PushPullClient {
   // (0..num_workers-1, checked by the caller); throws caravan::Error for
   // misuse found up front. `on_done` runs on the receiving thread when the
   // operation ends.
+  // With `staged`, no partition is sent until release() says its values
+  // are in `data` (a device tensor being copied in), and `stored` hears of
+  // each partition's result as it lands.
   std::shared_ptr<Operation> submit(const std::string& name, void* data, size_t count, int dtype,
-                                    int priority, int root, std::function<void()> on_done = {});
+                                    int priority, int root, std::function<void()> on_done = {},
+                                    bool staged = false,
+                                    std::function<void(size_t index)> stored = {});
+  // Sends partition `index` of a staged operation.
+  void release(const std::shared_ptr<Operation>& op, size_t index);
   // 1 done, 0 pending, or the negative error (message in *error).
   int poll(Operation& op, std::string* error);
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.

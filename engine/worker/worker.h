@@ -4,10 +4,16 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace caravan {
+
+struct JobConfig;
 
 // Worker::submit's `root` for a push_pull: every worker gets the sum.
 constexpr int kSum = -1;
@@ -35,6 +41,31 @@ class Worker {
   // caravan::Error (the process is out of the job either way).
   virtual void leave() = 0;
 
+  // A push_pull (or broadcast) whose values are copied in from device
+  // memory partition by partition while earlier partitions travel
+  // (device_stager.h).
+  struct Pipelined {
+    std::shared_ptr<Op> op;
+    // Each partition's offset and bytes in the tensor, in the order to stage them.
+    std::vector<std::pair<size_t, size_t>> parts;
+    // Partition `index`'s values are in `data`: send it.
+    std::function<void(size_t index)> release;
+  };
+  // Starts such an operation on host buffer `data`; `stored` hears, on the
+  // receiving thread, of each partition (by index) whose result is in
+  // `data`. nullopt when this worker cannot send partitions one by one:
+  // the caller then stages the whole tensor before submit().
+  virtual std::optional<Pipelined> submit_pipelined(const std::string& name, void* data,
+                                                    size_t count, int dtype, int priority,
+                                                    int root,
+                                                    std::function<void(size_t index)> stored) {
+    return std::nullopt;
+  }
+  // False when push_pull never reads or writes the data (a job of one
+  // worker, where the sum is the data itself): device memory needs no
+  // staging then.
+  virtual bool moves_values() const { return true; }
+
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual int local_rank() const { return 0; }
@@ -43,6 +74,7 @@ class Worker {
 
 // Reads the environment, chooses how this worker takes part (said in the
 // log at info level, with the reason) and joins. Throws caravan::Error.
-std::unique_ptr<Worker> start_worker();
+// `config`, when given, receives the job's configuration as read.
+std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr);
 
 }  // namespace caravan

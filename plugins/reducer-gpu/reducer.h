@@ -38,6 +38,19 @@ class GpuReducer {
   void local_broadcast(void* group, void* data, size_t count, caravan_dtype dtype, int root,
                        void* stream);
 #endif
+  // Device memory services (reducer ABI 1.1), in device_services.cc: what
+  // the engine stages a device tensor through host memory with.
+  int memory_device(const void* ptr);
+  void* host_alloc(size_t bytes);
+  void host_free(void* ptr);
+  void* stream_create();
+  void stream_destroy(void* stream);
+  void copy(void* dst, const void* src, size_t bytes, void* stream);
+  void* event_create();
+  void event_destroy(void* event);
+  void event_record(void* event, void* stream);
+  void stream_wait(void* stream, void* event);
+  bool event_done(void* event);
 
  private:
   Host host_;

@@ -114,6 +114,14 @@ TEST(ReducerGpu, Descriptor) {
        {(const void*)o.init, (const void*)o.finalize, (const void*)o.properties, (const void*)o.sum,
         (const void*)o.sum2, (const void*)o.sum_many, (const void*)o.scale})
     EXPECT_NE(f, nullptr);
+  // The device memory services (ABI 1.1), all of them.
+  for (const void* f :
+       {(const void*)o.memory_device, (const void*)o.host_alloc, (const void*)o.host_free,
+        (const void*)o.stream_create, (const void*)o.stream_destroy, (const void*)o.copy,
+        (const void*)o.event_create, (const void*)o.event_destroy, (const void*)o.event_record,
+        (const void*)o.stream_wait, (const void*)o.event_done})
+    EXPECT_NE(f, nullptr);
+  EXPECT_EQ(d->abi_minor, 1u);
   // The local group comes all together or not at all.
   bool any = o.local_id || o.local_join || o.local_leave || o.local_reduce || o.local_broadcast;
   bool all = o.local_id && o.local_join && o.local_leave && o.local_reduce && o.local_broadcast;
@@ -151,6 +159,7 @@ TEST(ReducerGpu, PropertiesAndParams) {
   ASSERT_EQ(ops().properties(r.ctx, &p), CARAVAN_STATUS_OK);
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_MEMORY);
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_ASYNC_STREAM);
+  EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_SERVICES);
   EXPECT_FALSE(p.caps & CARAVAN_REDUCER_CAP_HOST_MEMORY);
   EXPECT_EQ(static_cast<bool>(p.caps & CARAVAN_REDUCER_CAP_LOCAL_GROUP),
             ops().local_join != nullptr);
@@ -396,3 +405,75 @@ TEST(ReducerGpu, OneRankLocalGroup) {
 }
 
 }  // namespace
+
+// The device memory services, as the engine's stager uses them: device
+// pointers told from host ones, page-locked memory, copies in both
+// directions ordered by events across two streams, and event_done that
+// never blocks.
+TEST(ReducerGpu, DeviceServicesStageATensor) {
+  SKIP_WITHOUT_DEVICE();
+  Instance r;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  const auto& o = ops();
+  const size_t n = (size_t{9} << 20) + 7, bytes = n * sizeof(float);
+  float* dev = nullptr;
+  CUDA_OK(cudaMalloc(&dev, bytes));
+  std::vector<float> pageable(16);
+  int device = -2;
+  ASSERT_EQ(o.memory_device(r.ctx, dev, &device), CARAVAN_STATUS_OK);
+  int current = -1;
+  CUDA_OK(cudaGetDevice(&current));
+  EXPECT_EQ(device, current);
+  ASSERT_EQ(o.memory_device(r.ctx, dev + 100, &device), CARAVAN_STATUS_OK);
+  EXPECT_EQ(device, current) << "an interior pointer is device memory too";
+  ASSERT_EQ(o.memory_device(r.ctx, pageable.data(), &device), CARAVAN_STATUS_OK);
+  EXPECT_EQ(device, -1);
+  void* pinned = nullptr;
+  ASSERT_EQ(o.host_alloc(r.ctx, bytes, &pinned), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(o.memory_device(r.ctx, pinned, &device), CARAVAN_STATUS_OK);
+  EXPECT_EQ(device, -1) << "page-locked host memory is host memory";
+  EXPECT_EQ(o.host_alloc(r.ctx, 0, &pinned), CARAVAN_STATUS_INVALID_ARGUMENT);
+
+  void *caller = nullptr, *d2h = nullptr, *h2d = nullptr, *ready = nullptr, *out = nullptr,
+       *back = nullptr;
+  ASSERT_EQ(o.stream_create(r.ctx, &caller), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.stream_create(r.ctx, &d2h), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.stream_create(r.ctx, &h2d), CARAVAN_STATUS_OK);
+  for (void** e : {&ready, &out, &back}) ASSERT_EQ(o.event_create(r.ctx, e), CARAVAN_STATUS_OK);
+  int done = -1;
+  ASSERT_EQ(o.event_done(r.ctx, ready, &done), CARAVAN_STATUS_OK);
+  EXPECT_EQ(done, 1) << "an event never recorded counts as passed";
+
+  // The caller fills the tensor on its stream; the copy out must wait for it.
+  std::vector<float> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = static_cast<float>(i % 1000) - 500.0f;
+  std::vector<float> src = want;
+  CUDA_OK(cudaMemsetAsync(dev, 0, bytes, static_cast<cudaStream_t>(caller)));
+  ASSERT_EQ(o.copy(r.ctx, dev, src.data(), bytes, caller), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.event_record(r.ctx, ready, caller), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.stream_wait(r.ctx, d2h, ready), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.copy(r.ctx, pinned, dev, bytes, d2h), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.event_record(r.ctx, out, d2h), CARAVAN_STATUS_OK);
+  while (done = -1, o.event_done(r.ctx, out, &done) == CARAVAN_STATUS_OK && done == 0) {
+  }
+  ASSERT_EQ(done, 1);
+  EXPECT_EQ(std::memcmp(pinned, want.data(), bytes), 0) << "the copy out ran before the fill";
+
+  // Back: double on the host, copy in, read.
+  for (size_t i = 0; i < n; ++i) static_cast<float*>(pinned)[i] *= 2;
+  ASSERT_EQ(o.copy(r.ctx, dev, pinned, bytes, h2d), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.event_record(r.ctx, back, h2d), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.stream_wait(r.ctx, caller, back), CARAVAN_STATUS_OK);
+  std::vector<float> got(n);
+  CUDA_OK(cudaMemcpyAsync(got.data(), dev, bytes, cudaMemcpyDeviceToHost,
+                          static_cast<cudaStream_t>(caller)));
+  CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(caller)));
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2 * want[i]) << "element " << i;
+
+  EXPECT_EQ(o.copy(r.ctx, nullptr, pinned, 4, h2d), CARAVAN_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(o.event_done(r.ctx, nullptr, &done), CARAVAN_STATUS_INVALID_ARGUMENT);
+  for (void* e : {ready, out, back}) EXPECT_EQ(o.event_destroy(r.ctx, e), CARAVAN_STATUS_OK);
+  for (void* st : {caller, d2h, h2d}) EXPECT_EQ(o.stream_destroy(r.ctx, st), CARAVAN_STATUS_OK);
+  EXPECT_EQ(o.host_free(r.ctx, pinned), CARAVAN_STATUS_OK);
+  CUDA_OK(cudaFree(dev));
+}

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 1
+#define CARAVAN_API_VERSION_MINOR 2
 
 /* Error codes (negative). */
 enum {
@@ -134,6 +134,41 @@ int caravan_broadcast(const char* name, void* data, size_t count, caravan_dtype 
  * must stay valid and untouched until then. */
 int caravan_broadcast_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int root_rank, int priority, caravan_handle* out);
+
+/* ---- Since 1.2: tensors in device memory ---- */
+
+/* push_pull of `data` in CUDA device memory, in place: the result replaces
+ * data on the device. The operation is ordered after the work queued so
+ * far on `stream` (a cudaStream_t, passed as void*; NULL is the legacy
+ * default stream) and the call returns once it is queued, without
+ * synchronising the stream or the device. The caller must not touch data
+ * until caravan_wait() returned or caravan_poll() returned 1: the result is
+ * then on the device, visible to any later work on any stream. Tensor
+ * names, priorities and errors are those of caravan_push_pull_async(); a
+ * name is either a host tensor or a device tensor, not both.
+ * The values travel through page-locked host buffers (one per tensor, kept
+ * for reuse up to CARAVAN_STAGING_BYTES, default 4 GiB), partition by
+ * partition, so that copies overlap the network. The copies and device
+ * queries go through the device reducer plugin (CARAVAN_DEVICE_REDUCER,
+ * default "gpu"); a build or machine without it fails with PLUGIN, naming
+ * the tensor and why. Host memory given here fails with INVALID_ARGUMENT. */
+int caravan_push_pull_device_async(const char* name, void* data, size_t count,
+                                   caravan_dtype dtype, int priority, void* stream,
+                                   caravan_handle* out);
+
+/* The same, returning when the result is on the device (or it failed). */
+int caravan_push_pull_device(const char* name, void* data, size_t count, caravan_dtype dtype,
+                             int priority, void* stream);
+
+/* caravan_broadcast_async() on CUDA device memory, ordered on `stream` as
+ * caravan_push_pull_device_async() is. */
+int caravan_broadcast_device_async(const char* name, void* data, size_t count,
+                                   caravan_dtype dtype, int root_rank, int priority,
+                                   void* stream, caravan_handle* out);
+
+/* The same, returning when the values are on the device (or it failed). */
+int caravan_broadcast_device(const char* name, void* data, size_t count, caravan_dtype dtype,
+                             int root_rank, int priority, void* stream);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string

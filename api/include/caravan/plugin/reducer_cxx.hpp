@@ -24,6 +24,16 @@
 //                     caravan_dtype dtype, int root, void* stream);
 //   void local_broadcast(void* group, void* data, size_t count, caravan_dtype dtype, int root,
 //                        void* stream);
+// and, optionally (since ABI 1.1), the device memory services: all of them
+// or none (properties() then claims CAP_DEVICE_SERVICES):
+//   int memory_device(const void* ptr);          // -1: host memory
+//   void* host_alloc(size_t bytes);  void host_free(void* ptr);
+//   void* stream_create();  void stream_destroy(void* stream);
+//   void copy(void* dst, const void* src, size_t bytes, void* stream);
+//   void* event_create();  void event_destroy(void* event);
+//   void event_record(void* event, void* stream);
+//   void stream_wait(void* stream, void* event);
+//   bool event_done(void* event);
 // Its destructor is finalize. Before a member runs, the table has checked
 // (INVALID_ARGUMENT, or UNSUPPORTED for a dtype): dtype is one of
 // caravan_dtype's values; an array pointer is not NULL when count > 0 (dst
@@ -51,6 +61,12 @@ template <class R>
 struct HasLocalGroup<R, std::void_t<decltype(std::declval<R&>().local_join(
                             static_cast<const void*>(nullptr), size_t{}, int{}, int{}))>>
     : std::true_type {};
+
+template <class R, class = void>
+struct HasDeviceServices : std::false_type {};
+template <class R>
+struct HasDeviceServices<R, std::void_t<decltype(std::declval<R&>().event_done(
+                                static_cast<void*>(nullptr)))>> : std::true_type {};
 
 template <class R>
 struct ReducerOpsV1 {
@@ -182,28 +198,109 @@ struct ReducerOpsV1 {
     });
   }
 
-  // The local group's entries are named only when R has them: their
-  // bodies would not compile otherwise.
+  static caravan_status memory_device(void* ctx, const void* ptr, int* device_out) {
+    return with(ctx, [&](R& r) {
+      need(device_out, 1, "device_out");
+      *device_out = r.memory_device(ptr);
+    });
+  }
+  static caravan_status host_alloc(void* ctx, size_t bytes, void** out) {
+    return with(ctx, [&](R& r) {
+      need(out, 1, "out");
+      if (bytes == 0)
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string(R::kName) + ": host_alloc of 0 bytes");
+      *out = nullptr;
+      *out = r.host_alloc(bytes);
+    });
+  }
+  static caravan_status host_free(void* ctx, void* ptr) {
+    return with(ctx, [&](R& r) {
+      if (ptr) r.host_free(ptr);
+    });
+  }
+  static caravan_status stream_create(void* ctx, void** out) {
+    return with(ctx, [&](R& r) {
+      need(out, 1, "stream_out");
+      *out = r.stream_create();
+    });
+  }
+  static caravan_status stream_destroy(void* ctx, void* stream) {
+    return with(ctx, [&](R& r) {
+      need(stream, 1, "stream");
+      r.stream_destroy(stream);
+    });
+  }
+  static caravan_status copy(void* ctx, void* dst, const void* src, size_t bytes, void* stream) {
+    return with(ctx, [&](R& r) {
+      need(dst, bytes, "dst");
+      need(src, bytes, "src");
+      if (bytes > 0) r.copy(dst, src, bytes, stream);
+    });
+  }
+  static caravan_status event_create(void* ctx, void** out) {
+    return with(ctx, [&](R& r) {
+      need(out, 1, "event_out");
+      *out = r.event_create();
+    });
+  }
+  static caravan_status event_destroy(void* ctx, void* event) {
+    return with(ctx, [&](R& r) {
+      need(event, 1, "event");
+      r.event_destroy(event);
+    });
+  }
+  static caravan_status event_record(void* ctx, void* event, void* stream) {
+    return with(ctx, [&](R& r) {
+      need(event, 1, "event");
+      r.event_record(event, stream);
+    });
+  }
+  static caravan_status stream_wait(void* ctx, void* stream, void* event) {
+    return with(ctx, [&](R& r) {
+      need(event, 1, "event");
+      r.stream_wait(stream, event);
+    });
+  }
+  static caravan_status event_done(void* ctx, void* event, int* done_out) {
+    return with(ctx, [&](R& r) {
+      need(event, 1, "event");
+      need(done_out, 1, "done_out");
+      *done_out = r.event_done(event) ? 1 : 0;
+    });
+  }
+
+  // The local group's and the device services' entries are named only
+  // when R has them: their bodies would not compile otherwise.
   static constexpr caravan_reducer_ops_v1 make_table() {
-    caravan_reducer_ops_v1 t = {sizeof(caravan_reducer_ops_v1),
-                                init,
-                                finalize,
-                                properties,
-                                sum,
-                                sum2,
-                                sum_many,
-                                scale,
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                nullptr,
-                                nullptr};
+    // Value-initialised: the optional entries stay NULL unless R has them.
+    caravan_reducer_ops_v1 t = caravan_reducer_ops_v1();
+    t.struct_size = sizeof(caravan_reducer_ops_v1);
+    t.init = init;
+    t.finalize = finalize;
+    t.properties = properties;
+    t.sum = sum;
+    t.sum2 = sum2;
+    t.sum_many = sum_many;
+    t.scale = scale;
     if constexpr (HasLocalGroup<R>::value) {
       t.local_id = local_id;
       t.local_join = local_join;
       t.local_leave = local_leave;
       t.local_reduce = local_reduce;
       t.local_broadcast = local_broadcast;
+    }
+    if constexpr (HasDeviceServices<R>::value) {
+      t.memory_device = memory_device;
+      t.host_alloc = host_alloc;
+      t.host_free = host_free;
+      t.stream_create = stream_create;
+      t.stream_destroy = stream_destroy;
+      t.copy = copy;
+      t.event_create = event_create;
+      t.event_destroy = event_destroy;
+      t.event_record = event_record;
+      t.stream_wait = stream_wait;
+      t.event_done = event_done;
     }
     return t;
   }

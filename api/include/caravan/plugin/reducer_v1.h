@@ -28,13 +28,16 @@ extern "C" {
 #endif
 
 #define CARAVAN_REDUCER_ABI_MAJOR_V1 1
-#define CARAVAN_REDUCER_ABI_MINOR_V1 0
+#define CARAVAN_REDUCER_ABI_MINOR_V1 1
 
 /* Capability bits reported by properties(). */
 #define CARAVAN_REDUCER_CAP_HOST_MEMORY (1ull << 0)   /* works on host pointers */
 #define CARAVAN_REDUCER_CAP_DEVICE_MEMORY (1ull << 1) /* works on GPU pointers */
 #define CARAVAN_REDUCER_CAP_ASYNC_STREAM (1ull << 2)  /* returns before the work is done */
 #define CARAVAN_REDUCER_CAP_LOCAL_GROUP (1ull << 3)   /* offers the local_* entries */
+/* Since 1.1: offers the device memory services (memory_device to
+ * event_done), so the engine can stage a device tensor through host memory. */
+#define CARAVAN_REDUCER_CAP_DEVICE_SERVICES (1ull << 4)
 
 /* Largest id local_id() writes. */
 #define CARAVAN_REDUCER_MAX_LOCAL_ID_V1 256
@@ -112,11 +115,54 @@ typedef struct caravan_reducer_ops_v1 {
   /* data on every member = data on local rank `root`. Enqueued on `stream`. */
   caravan_status (*local_broadcast)(void* ctx, void* group, void* data, size_t count,
                                     caravan_dtype dtype, int root, void* stream);
+
+  /* ---- Since 1.1: device memory services (CAP_DEVICE_SERVICES) ---------
+   * What the engine needs to carry a tensor in device memory through the
+   * network: tell device pointers from host ones, page-locked staging
+   * memory, copies ordered on streams, and events to learn when they are
+   * done without blocking. A stream or event is an opaque handle (a
+   * cudaStream_t / cudaEvent_t for CUDA). Every entry is thread-safe and
+   * none blocks on device work. NULL, with no CAP_DEVICE_SERVICES bit, in a
+   * reducer without them. */
+
+  /* *device_out = the device ordinal that owns `ptr`, or -1 for host
+   * memory (pageable or page-locked) and pointers the reducer does not
+   * know. */
+  caravan_status (*memory_device)(void* ctx, const void* ptr, int* device_out);
+
+  /* Page-locked host memory of `bytes` (> 0) that copy() moves at full
+   * speed; NO_MEMORY when the system refuses. host_free takes it back. */
+  caravan_status (*host_alloc)(void* ctx, size_t bytes, void** out);
+  caravan_status (*host_free)(void* ctx, void* ptr);
+
+  /* A stream of the reducer's own device, for copies that must not wait
+   * behind the caller's work. */
+  caravan_status (*stream_create)(void* ctx, void** stream_out);
+  caravan_status (*stream_destroy)(void* ctx, void* stream);
+
+  /* Enqueues a copy of `bytes` bytes on `stream`, in whichever direction
+   * the two pointers need (device to host, host to device, device to
+   * device); returns before it is done. */
+  caravan_status (*copy)(void* ctx, void* dst, const void* src, size_t bytes, void* stream);
+
+  /* Events: record marks the point `stream` has reached; stream_wait
+   * makes later work on `stream` wait for that point; done sets *done_out
+   * to 1 once the point is passed, else 0, without blocking (an event
+   * never recorded counts as passed). */
+  caravan_status (*event_create)(void* ctx, void** event_out);
+  caravan_status (*event_destroy)(void* ctx, void* event);
+  caravan_status (*event_record)(void* ctx, void* event, void* stream);
+  caravan_status (*stream_wait)(void* ctx, void* stream, void* event);
+  caravan_status (*event_done)(void* ctx, void* event, int* done_out);
 } caravan_reducer_ops_v1;
 
 /* What the engine calls today: init, finalize, properties, sum and
- * sum_many, on host memory with a NULL stream; a reducer whose properties
- * lack CARAVAN_REDUCER_CAP_HOST_MEMORY is refused at load. It does not call
+ * sum_many, on host memory with a NULL stream, on the reducer that sums
+ * (CARAVAN_REDUCER), which is refused at load when its properties lack
+ * CARAVAN_REDUCER_CAP_HOST_MEMORY; and, on a worker given a device tensor,
+ * the device memory services of the device reducer (CARAVAN_DEVICE_REDUCER,
+ * default "gpu"), which needs CAP_DEVICE_MEMORY and CAP_DEVICE_SERVICES
+ * with memory_device to event_done inside struct_size and not NULL. It does not call
  * yet, though every reducer offers them and the conformance kit checks them:
  *  - sum2: a server's first push becomes the round's accumulator without a
  *    copy, so every later push is a sum() into it; dst = a + b has no place
@@ -130,7 +176,7 @@ typedef struct caravan_reducer_ops_v1 {
  *    them only for a reducer with CAP_DEVICE_MEMORY and CAP_LOCAL_GROUP whose
  *    table holds them (inside struct_size and not NULL). */
 
-/* The size of a 1.0 table, what a plugin built against this header reports.
+/* The size of a 1.0 table (1.1 appended the device memory services).
  * The engine accepts any 1.x table that reaches the last entry it calls
  * (see docs/plugin-abi.md), so a 1.0 table keeps loading when entries are
  * appended; it calls an optional entry only when the entry lies inside

@@ -1,0 +1,42 @@
+// The device memory services of a device reducer plugin (reducer ABI 1.1,
+// CAP_DEVICE_SERVICES): what a worker stages a device tensor through host
+// memory with. The engine links no CUDA: every device call goes through the
+// plugin's table.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace caravan {
+
+class DeviceMemory {
+ public:
+  // Opaque handles of the plugin's streams and events.
+  using Stream = void*;
+  using Event = void*;
+
+  virtual ~DeviceMemory() = default;
+  // "gpu (cuda-sm90)", for logs and errors.
+  virtual const std::string& description() const = 0;
+  // The device ordinal owning `ptr`, or -1 for host memory.
+  virtual int device_of(const void* ptr) = 0;
+  // Every call below throws caravan::Error on failure.
+  virtual void* host_alloc(size_t bytes) = 0;
+  virtual void host_free(void* ptr) = 0;
+  virtual Stream stream_create() = 0;
+  virtual void stream_destroy(Stream s) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes, Stream s) = 0;
+  virtual Event event_create() = 0;
+  virtual void event_destroy(Event e) = 0;
+  virtual void event_record(Event e, Stream s) = 0;
+  virtual void stream_wait(Stream s, Event e) = 0;
+  virtual bool event_done(Event e) = 0;
+};
+
+// Loads `choice` (CARAVAN_DEVICE_REDUCER) and checks that it offers the
+// device memory services. Throws a CARAVAN_ERR_PLUGIN error saying why not.
+std::unique_ptr<DeviceMemory> open_device_memory(const std::string& choice,
+                                                 const std::string& plugin_path);
+
+}  // namespace caravan
