@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "tcp_baseline.h"
+#ifdef CARAVAN_BENCH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace {
 
@@ -30,6 +33,8 @@ const char kUsage[] =
     "  --dtype T        float32, float64, float16, bfloat16, int32, int64, int8, uint8\n"
     "  --inflight K     tensors of each size in flight at once (default 1)\n"
     "  --no-baseline    skip the raw TCP loopback measurements\n"
+    "  --device D       cpu (default), or cuda: each size from host memory, then the same\n"
+    "                   from CUDA device memory (caravan_push_pull_device), with the ratio\n"
     "  --csv            also print the results as CSV\n";
 
 // Big sizes stop early so a run stays short; the budget is in bytes per
@@ -43,6 +48,7 @@ struct Options {
   long iters = 50, warmup = 5, inflight = 1;
   caravan_dtype dtype = CARAVAN_FLOAT32;
   bool baseline = true, csv = false;
+  bool cuda = false;  // --device cuda
 };
 
 [[noreturn]] void BadOption(const std::string& opt, const std::string& value,
@@ -94,7 +100,7 @@ Options ParseArgs(int argc, char** argv) {
     if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
       name = arg.substr(0, eq), value = arg.substr(eq + 1), inline_value = true;
     if (name != "--sizes" && name != "--iters" && name != "--warmup" && name != "--dtype" &&
-        name != "--inflight") {
+        name != "--inflight" && name != "--device") {
       fprintf(stderr, "caravan-bench: unknown option '%s'\n%s", arg.c_str(), kUsage);
       exit(2);
     }
@@ -106,6 +112,14 @@ Options ParseArgs(int argc, char** argv) {
     else if (name == "--iters") o.iters = ParseLong(name, value, 1, 1000000);
     else if (name == "--warmup") o.warmup = ParseLong(name, value, 0, 1000000);
     else if (name == "--inflight") o.inflight = ParseLong(name, value, 1, 1024);
+    else if (name == "--device") {
+      if (value != "cpu" && value != "cuda") BadOption(name, value, "expected cpu or cuda");
+#ifndef CARAVAN_BENCH_CUDA
+      if (value == "cuda")
+        BadOption(name, value, "this caravan-bench was built without the CUDA toolkit");
+#endif
+      o.cuda = value == "cuda";
+    }
     else {
       bool found = false;
       for (int d = 0; d < CARAVAN_DTYPE_COUNT; ++d)
@@ -244,6 +258,7 @@ struct Row {
   double tcp = -1;       // the raw TCP stream, measured after this size, GB/s
   double pingpong = -1;  // raw TCP round trips of the same size, GB/s
   double echo = -1;      // the same, pipelined in kEchoPiece pieces, GB/s
+  double cuda = -1;      // --device cuda: algbw of the same from device memory, GB/s
 };
 
 // The pipelined echo's piece: the partition size at which raw sockets
@@ -258,7 +273,7 @@ using Buffer = std::unique_ptr<void, decltype(&free)>;
 // runs out. Rank 0 alone watches the clock and tells the others through a
 // one-element push_pull outside the timed part, so every worker stops after
 // the same round.
-Row RunSize(const Options& o, size_t bytes, int rank, int workers) {
+Row RunSize(const Options& o, size_t bytes, int rank, int workers, bool on_device = false) {
   size_t n = bytes / caravan_dtype_size(o.dtype);
   double round_bytes = static_cast<double>(bytes) * o.inflight;
   long rounds = std::min<long>(o.iters, std::max<long>(kMinRounds, std::ceil(kByteBudget / round_bytes)));
@@ -271,20 +286,55 @@ Row RunSize(const Options& o, size_t bytes, int rank, int workers) {
       exit(1);
     }
     bufs.emplace_back(p, &free);
-    names.push_back("bench/" + std::to_string(bytes) + "/" + std::to_string(k));
+    names.push_back(std::string(on_device ? "bench-cuda/" : "bench/") + std::to_string(bytes) +
+                    "/" + std::to_string(k));
   }
+#ifdef CARAVAN_BENCH_CUDA
+  // Device copies of the buffers: filled and read back outside the timed part.
+  std::vector<void*> dev(on_device ? o.inflight : 0, nullptr);
+  cudaStream_t stream = nullptr;
+  auto cuda_must = [&](cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    fprintf(stderr, "caravan-bench: worker %d: %s: %s\n", rank, what, cudaGetErrorString(e));
+    exit(1);
+  };
+  if (on_device) {
+    cuda_must(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (void*& d : dev) cuda_must(cudaMalloc(&d, bytes), "cudaMalloc");
+  }
+#endif
   std::vector<caravan_handle> handles(o.inflight);
   std::vector<double> lat;
   double timed = 0;
   const std::string ctl_name = "bench/ctl/" + std::to_string(bytes);
   for (long r = 0; r < o.warmup + rounds; ++r) {
     for (long k = 0; k < o.inflight; ++k) Fill(o.dtype, bufs[k].get(), n, rank, r);
+#ifdef CARAVAN_BENCH_CUDA
+    if (on_device) {
+      for (long k = 0; k < o.inflight; ++k)
+        cuda_must(cudaMemcpy(dev[k], bufs[k].get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+#endif
     auto t0 = Clock::now();
-    for (long k = 0; k < o.inflight; ++k)
+    for (long k = 0; k < o.inflight; ++k) {
+#ifdef CARAVAN_BENCH_CUDA
+      if (on_device) {
+        Must(caravan_push_pull_device_async(names[k].c_str(), dev[k], n, o.dtype, 0, stream,
+                                            &handles[k]),
+             "caravan_push_pull_device_async", names[k]);
+        continue;
+      }
+#endif
       Must(caravan_push_pull_async(names[k].c_str(), bufs[k].get(), n, o.dtype, 0, &handles[k]),
            "caravan_push_pull_async", names[k]);
+    }
     for (long k = 0; k < o.inflight; ++k) Must(caravan_wait(handles[k]), "caravan_wait", names[k]);
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+#ifdef CARAVAN_BENCH_CUDA
+    if (on_device)
+      for (long k = 0; k < o.inflight; ++k)
+        cuda_must(cudaMemcpy(bufs[k].get(), dev[k], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+#endif
     for (long k = 0; k < o.inflight; ++k) {
       double got = 0, want = 0;
       size_t bad = Check(o.dtype, bufs[k].get(), n, workers, r, &got, &want);
@@ -305,6 +355,10 @@ Row RunSize(const Options& o, size_t bytes, int rank, int workers) {
          ctl_name);
     if (stop) break;
   }
+#ifdef CARAVAN_BENCH_CUDA
+  for (void* d : dev) cudaFree(d);
+  if (stream) cudaStreamDestroy(stream);
+#endif
   std::sort(lat.begin(), lat.end());
   Row row{bytes, static_cast<long>(lat.size()), 0, 0, 0, 0};
   row.algbw = round_bytes * lat.size() / timed / 1e9;
@@ -347,19 +401,24 @@ int main(int argc, char** argv) {
     printf("caravan-bench: %d workers, %s servers, van %s, dtype %s, inflight %ld\n", workers,
            EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), caravan_dtype_name(o.dtype),
            o.inflight);
+    if (o.cuda)
+      printf("--device cuda: each size from host memory (algbw), then from CUDA device memory "
+             "(cuda GB/s), results checked on both\n");
     // Each row's baselines are measured right after its rounds, so that a
     // host whose speed drifts during the run still gives ratios of
     // neighbouring measurements. "echo/TCP" is raw sockets' own ratio, no
     // Caravan in it: a pipelined echo of the size against the stream, what
     // push_pull at best reaches.
     if (o.baseline) printf("raw TCP baselines over %s, measured after each size\n", host.c_str());
-    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s\n", "size", "rounds", "algbw GB/s",
+    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s", "size", "rounds", "algbw GB/s",
            "p50 us", "p90 us", "p99 us", "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP");
+    printf(o.cuda ? " %9s %9s\n" : "\n", "cuda GB/s", "cuda/host");
     fflush(stdout);
   }
   std::vector<Row> rows;
   for (size_t bytes : o.sizes) {
     Row r = RunSize(o, bytes, rank, workers);
+    if (o.cuda) r.cuda = RunSize(o, bytes, rank, workers, true).algbw;
     if (rank != 0) continue;
     char stream[32] = "-", ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-";
     if (o.baseline) {
@@ -383,8 +442,12 @@ int main(int argc, char** argv) {
       if (r.pingpong > 0) snprintf(pp_ratio, sizeof pp_ratio, "%.2f", r.algbw / r.pingpong);
       if (r.echo > 0 && r.tcp > 0) snprintf(echo_ratio, sizeof echo_ratio, "%.2f", r.echo / r.tcp);
     }
-    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s\n", SizeLabel(r.bytes).c_str(),
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s", SizeLabel(r.bytes).c_str(),
            r.rounds, r.algbw, r.p50, r.p90, r.p99, stream, ratio, pp_ratio, echo_ratio);
+    if (o.cuda)
+      printf(" %9.3f %9.2f\n", r.cuda, r.cuda / r.algbw);
+    else
+      printf("\n");
     rows.push_back(r);
     fflush(stdout);
   }

@@ -196,11 +196,13 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
   Staging& s = take_staging(name, bytes);
   op->staging = &s;
   try {
-    // Copies out wait for the work queued so far on the caller's stream;
-    // copies back too, as they overwrite what that work may still read.
+    // Copies out wait for the work queued so far on the caller's stream.
+    // Copies back come after the copy out of the same bytes, except for a
+    // broadcast's receivers, which copy nothing out: theirs wait too, as
+    // they overwrite what that work may still read.
     device_->event_record(s.input, stream);
     if (op->sends) device_->stream_wait(d2h_, s.input);
-    if (op->gets) device_->stream_wait(h2d_, s.input);
+    if (op->gets && !op->sends) device_->stream_wait(h2d_, s.input);
     std::weak_ptr<DeviceOp> weak = op;
     auto stored = [this, weak](size_t index) {
       auto o = weak.lock();

@@ -45,6 +45,13 @@ _SIGNATURES = {
     "caravan_local_size": ([], 1),
     "caravan_broadcast": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int], 1),
     "caravan_broadcast_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_handle_p], 1),
+    # Device memory: the last argument before the handle is a cudaStream_t.
+    "caravan_push_pull_device": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_ptr], 2),
+    "caravan_push_pull_device_async":
+        ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_ptr, _c_handle_p], 2),
+    "caravan_broadcast_device": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_ptr], 2),
+    "caravan_broadcast_device_async":
+        ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_ptr, _c_handle_p], 2),
 }
 
 _lock = threading.Lock()

@@ -6,8 +6,12 @@ worker's parameters must equal, within 1e-5, those of one model trained in
 this same process on the union of all shards. Along the way: gradients
 start their push_pull from hooks during backward, an explicit
 synchronize() with gradient clipping and skip_synchronize(), a parameter
-that gets no gradient, and a frozen one.
+that gets no gradient, and a frozen one. `train_test.py cuda`: the same
+on CUDA tensors (model, data and reference on the GPU of the worker's
+local rank).
 """
+import sys
+
 import torch
 from torch import nn
 
@@ -19,6 +23,7 @@ STEPS = 8
 LOCAL_BATCH = 4
 IN, HIDDEN, OUT = 6, 10, 3
 CLIP_STEP = 3
+DEVICE = sys.argv[1] if len(sys.argv) > 1 else "cpu"
 
 
 def make_model():
@@ -27,13 +32,13 @@ def make_model():
                           nn.Linear(HIDDEN, OUT))
     model.unused = nn.Parameter(torch.ones(2))  # in no forward pass: no gradient, anywhere
     model[2].bias.requires_grad_(False)  # frozen
-    return model
+    return model.to(DEVICE)
 
 
 def global_batch(step, size):
     g = torch.Generator().manual_seed(1000 + step)
-    return (torch.randn(size * LOCAL_BATCH, IN, generator=g),
-            torch.randn(size * LOCAL_BATCH, OUT, generator=g))
+    return (torch.randn(size * LOCAL_BATCH, IN, generator=g).to(DEVICE),
+            torch.randn(size * LOCAL_BATCH, OUT, generator=g).to(DEVICE))
 
 
 def loss_of(model, x, y):
@@ -45,6 +50,8 @@ def main():
           caravan.torch.DistributedOptimizer, "byteps.torch must hand out caravan.torch's objects")
     bps.init()
     rank, size = bps.rank(), bps.size()
+    if DEVICE == "cuda":
+        torch.cuda.set_device(bps.local_rank() % torch.cuda.device_count())
 
     model = make_model()
     optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
@@ -80,8 +87,12 @@ def main():
     for (name, p), ref in zip(model.named_parameters(), reference.parameters()):
         check_equal(p.detach(), ref.detach(), "rank %d, parameter %s after %d steps on %d workers"
                     % (rank, name, STEPS, size), atol=1e-5)
-    check_equal(model.unused.detach(), torch.ones(2), "the parameter without gradient")
-    done(rank, "training on %d workers equals training on the union of their shards" % size)
+    check_equal(model.unused.detach(), torch.ones(2, device=DEVICE),
+                "the parameter without gradient")
+    check(all(p.device.type == DEVICE for p in model.parameters()),
+          "the parameters stayed on %s" % DEVICE)
+    done(rank, "training on %d workers (%s tensors) equals training on the union of their shards"
+         % (size, DEVICE))
     bps.shutdown()
 
 

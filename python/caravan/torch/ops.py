@@ -2,6 +2,9 @@
 
 A tensor goes to the C API as its address (`data_ptr()`), element count and
 caravan_dtype; the engine sums (push_pull) or copies (broadcast) in place.
+A CUDA tensor goes to the device calls (C API 1.2) with the current CUDA
+stream of its device: the engine starts after the work queued there, and
+synchronize() returns once the result is on the device.
 Python only stages copies where the engine needs contiguous memory, keeps
 every buffer alive until its handle is synchronized, and divides by size()
 when asked to average.
@@ -192,14 +195,9 @@ def _check_tensor(tensor, what, name):
         raise UnsupportedTensorError("%s: expected a torch.Tensor, got %s" %
                                      (what, type(tensor).__name__), tensor_name=name)
     device = tensor.device
-    if device.type == "cuda":
+    if device.type not in ("cpu", "cuda"):
         raise UnsupportedTensorError(
-            "%s: the tensor is on %s; caravan.torch does not carry CUDA tensors yet (GPU "
-            "support is a separate issue): move it to the CPU with .cpu()" % (what, device),
-            tensor_name=name)
-    if device.type != "cpu":
-        raise UnsupportedTensorError(
-            "%s: the tensor is on device '%s'; caravan.torch carries CPU tensors only" %
+            "%s: the tensor is on device '%s'; caravan.torch carries CPU and CUDA tensors" %
             (what, device), tensor_name=name)
     if tensor.layout != torch.strided:
         raise UnsupportedTensorError(
@@ -276,6 +274,10 @@ def _start(c_function, tensor, name, what, inplace, divisor, extra_args, dtype, 
         return handle
     args = (name.encode("utf-8"), buffer.data_ptr(), buffer.numel() if count is None else count,
             dtype) + tuple(extra_args)
+    if buffer.is_cuda:
+        # Ordered after the work queued so far on the tensor's current stream.
+        c_function = c_function.replace("_async", "_device_async")
+        args += (torch.cuda.current_stream(buffer.device).cuda_stream,)
     if blocking:
         _capi.call(c_function[:-len("_async")], *args, what=what, tensor_name=name)
         handle._finish()

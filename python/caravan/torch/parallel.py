@@ -24,8 +24,9 @@ _instances = itertools.count()
 class DistributedDataParallel(torch.nn.Module):
     """`module` trained on every worker with averaged gradients.
     `broadcast_buffers`: buffers (e.g. BatchNorm statistics) are copied
-    from worker 0 before each forward. `device_ids` exists for BytePS
-    compatibility: CUDA modules are not supported yet. Wrap modules in the
+    from worker 0 before each forward. `device_ids` is accepted for BytePS
+    compatibility: the module's tensors are carried on whichever device
+    (CPU or CUDA) they are. Wrap modules in the
     same order on every worker: the n-th wrapped module's tensors are named
     "DDP<n>." on the wire."""
 
@@ -37,10 +38,6 @@ class DistributedDataParallel(torch.nn.Module):
                 "DistributedDataParallel: asynchronous training (BYTEPS_ENABLE_ASYNC) is not "
                 "supported (the servers would sum gradients over all steps); use "
                 "DistributedOptimizer, or unset BYTEPS_ENABLE_ASYNC")
-        if device_ids:
-            raise UnsupportedTensorError(
-                "DistributedDataParallel(device_ids=%r): caravan.torch does not carry CUDA "
-                "tensors yet (GPU support is a separate issue)" % (device_ids,))
         self.module = module
         self.broadcast_buffers = broadcast_buffers
         self.require_backward_grad_sync = True
