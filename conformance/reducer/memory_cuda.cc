@@ -31,6 +31,11 @@ class DeviceMemory : public Memory {
   void release(void* p) override { cudaFree(p); }
   void to_device(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    // From pageable memory cudaMemcpy may return before its last bytes
+    // land, and the suite's stream does not wait for the legacy stream:
+    // without this the reducer could read a tail still in flight (seen on
+    // an H200: wrong elements in the last 64 bytes of 1 MiB arrays).
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after the copy to the device");
   }
   void to_host(void* dst, const void* src, size_t bytes) override {
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy to the host");

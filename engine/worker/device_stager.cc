@@ -339,7 +339,7 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
     }
     return finish(rc, false);
   }
-  if (rc == 0) return 0;  // poll: pending
+  if (!block && rc == 0) return 0;  // poll: pending (wait returns 0 when done)
   if (op.staging && op.gets) {
     try {
       if (!op.back_recorded) {

@@ -75,18 +75,81 @@ inline Layout plan(size_t count, size_t elem, const void* dst, const void* const
   return {count, head, (count - head) / (kVecBytes / elem), false};
 }
 
+// Bytewise access (an array not aligned to its element) assembles the
+// element's bits in an unsigned integer with shifts, little-endian, and
+// converts with the type's own bit casts. On the device the bytes are
+// volatile: 16-bit elements at odd addresses came back with their low byte
+// lost (an H200 with CUDA 13.0: 0xbeef summed as 0xbe00) whether the bytes
+// were gathered with memcpy or with shifts, as if the byte accesses had
+// been merged into one aligned access.
+template <size_t N>
+struct Bits;
+template <>
+struct Bits<1> {
+  using type = uint8_t;
+};
+template <>
+struct Bits<2> {
+  using type = uint16_t;
+};
+template <>
+struct Bits<4> {
+  using type = uint32_t;
+};
+template <>
+struct Bits<8> {
+  using type = uint64_t;
+};
+
+template <class T>
+CRV_HD T from_bits(typename Bits<sizeof(T)>::type u) {
+  T v;
+  std::memcpy(&v, &u, sizeof v);  // integers and floats: same-size scalars
+  return v;
+}
+template <>
+CRV_HD __half from_bits<__half>(uint16_t u) {
+  __half_raw r;
+  r.x = u;
+  return __half(r);
+}
+template <>
+CRV_HD __nv_bfloat16 from_bits<__nv_bfloat16>(uint16_t u) {
+  __nv_bfloat16_raw r;
+  r.x = u;
+  return __nv_bfloat16(r);
+}
+
+template <class T>
+CRV_HD typename Bits<sizeof(T)>::type to_bits(T v) {
+  typename Bits<sizeof(T)>::type u;
+  std::memcpy(&u, &v, sizeof u);
+  return u;
+}
+template <>
+CRV_HD uint16_t to_bits<__half>(__half v) {
+  return static_cast<__half_raw>(v).x;
+}
+template <>
+CRV_HD uint16_t to_bits<__nv_bfloat16>(__nv_bfloat16 v) {
+  return static_cast<__nv_bfloat16_raw>(v).x;
+}
+
 template <class T>
 CRV_HD T load(const Byte* p, bool bytewise) {
-  T v;
 #ifdef __CUDA_ARCH__
   if (!bytewise) return *reinterpret_cast<const T*>(p);
-  Byte tmp[sizeof(T)];
-  for (size_t k = 0; k < sizeof(T); ++k) tmp[k] = p[k];
-  memcpy(&v, tmp, sizeof v);
-#else
-  std::memcpy(&v, p, sizeof v);
 #endif
-  return v;
+  using U = typename Bits<sizeof(T)>::type;
+#ifdef __CUDA_ARCH__
+  const volatile Byte* bytes = p;
+#else
+  const Byte* bytes = p;
+#endif
+  U u = 0;
+  for (size_t k = 0; k < sizeof(T); ++k)
+    u = static_cast<U>(u | static_cast<U>(static_cast<U>(bytes[k]) << (8 * k)));
+  return from_bits<T>(u);
 }
 
 template <class T>
@@ -96,12 +159,14 @@ CRV_HD void store(Byte* p, T v, bool bytewise) {
     *reinterpret_cast<T*>(p) = v;
     return;
   }
-  Byte tmp[sizeof(T)];
-  memcpy(tmp, &v, sizeof v);
-  for (size_t k = 0; k < sizeof(T); ++k) p[k] = tmp[k];
-#else
-  std::memcpy(p, &v, sizeof v);
 #endif
+  auto u = to_bits<T>(v);
+#ifdef __CUDA_ARCH__
+  volatile Byte* bytes = p;
+#else
+  Byte* bytes = p;
+#endif
+  for (size_t k = 0; k < sizeof(T); ++k) bytes[k] = static_cast<Byte>(u >> (8 * k));
 }
 
 template <class T>

@@ -76,6 +76,9 @@ int fail_rc(int rc, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line: a launcher that stops the job when one worker fails
+  // still shows why it failed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool probe = argc > 1 && std::strcmp(argv[1], "--probe") == 0;
   int rounds = argc > 1 && !probe ? std::atoi(argv[1]) : 3;
   int devices = 0;
