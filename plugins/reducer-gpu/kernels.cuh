@@ -77,11 +77,12 @@ inline Layout plan(size_t count, size_t elem, const void* dst, const void* const
 
 // Bytewise access (an array not aligned to its element) assembles the
 // element's bits in an unsigned integer with shifts, little-endian, and
-// converts with the type's own bit casts. On the device the bytes are
-// volatile: 16-bit elements at odd addresses came back with their low byte
-// lost (an H200 with CUDA 13.0: 0xbeef summed as 0xbe00) whether the bytes
-// were gathered with memcpy or with shifts, as if the byte accesses had
-// been merged into one aligned access.
+// converts with the type's own bit casts. On the device each byte is stored
+// from a 32-bit register by inline PTX: a byte store straight from the
+// 16-bit register that a float16/bfloat16 conversion wrote stored another
+// register half's low byte (an H200, CUDA 13.0: 0x4001 at an odd address
+// came out as 0x4002, 0xbeef as 0xbe00; the high byte, shifted first, was
+// right).
 template <size_t N>
 struct Bits;
 template <>
@@ -161,12 +162,14 @@ CRV_HD void store(Byte* p, T v, bool bytewise) {
   }
 #endif
   auto u = to_bits<T>(v);
+  for (size_t k = 0; k < sizeof(T); ++k) {
 #ifdef __CUDA_ARCH__
-  volatile Byte* bytes = p;
+    unsigned int byte = static_cast<unsigned int>((u >> (8 * k)) & 0xffu);
+    asm volatile("st.u8 [%0], %1;" : : "l"(p + k), "r"(byte) : "memory");
 #else
-  Byte* bytes = p;
+    p[k] = static_cast<Byte>(u >> (8 * k));
 #endif
-  for (size_t k = 0; k < sizeof(T); ++k) bytes[k] = static_cast<Byte>(u >> (8 * k));
+  }
 }
 
 template <class T>
