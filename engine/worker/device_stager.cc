@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "caravan/caravan.h"
@@ -34,7 +35,15 @@ struct DeviceStager::DeviceOp final : Worker::Op {
   char* device = nullptr;
   Staging* staging = nullptr;  // null: the worker never touches the values
   bool sends = false, gets = false;
+  // The worker's op on the staging buffer; for a whole-tensor op set by the
+  // staging thread (under mu) once the copy out has ended.
   std::shared_ptr<Worker::Op> inner;
+  // A worker that takes the tensor in one piece: what to submit it with.
+  struct Whole {
+    size_t count;
+    int dtype, priority, root;
+  };
+  std::optional<Whole> whole;
   std::vector<std::pair<size_t, size_t>> parts;
   std::function<void(size_t)> release;
   size_t next = 0;  // the staging thread's: partitions sent so far
@@ -42,7 +51,8 @@ struct DeviceStager::DeviceOp final : Worker::Op {
   std::atomic<size_t> stored{0};
   std::atomic<bool> back_recorded{false};
 
-  std::mutex mu;  // code, error, finished, result
+  std::mutex mu;  // code, error, finished, result, inner of a whole-tensor op
+  std::condition_variable cv;  // inner set or code set
   int code = 0;
   std::string error;
   bool finished = false;  // the staging buffer is given back
@@ -54,6 +64,7 @@ struct DeviceStager::DeviceOp final : Worker::Op {
       code = c;
       error = what + " failed: " + why;
     }
+    cv.notify_all();
   }
 };
 
@@ -221,38 +232,32 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
     std::optional<Worker::Pipelined> p =
         worker_.submit_pipelined(name, s.host, count, dtype, priority, root, stored);
     if (!p) {
-      // The whole tensor first: this worker sends it in one piece.
-      if (op->sends) {
-        if (s.ready.empty()) s.ready.push_back(device_->event_create());
-        device_->copy(s.host, op->device, bytes, d2h_);
-        device_->event_record(s.ready[0], d2h_);
-        auto deadline = Clock::now() + std::chrono::seconds(op_timeout_s_);
-        while (!device_->event_done(s.ready[0])) {
-          if (Clock::now() > deadline)
-            throw Error(CARAVAN_ERR_TIMEOUT,
-                        "tensor '" + name + "': the copy to host memory did not end within " +
-                            std::to_string(op_timeout_s_) +
-                            " s (CARAVAN_OP_TIMEOUT); is the caller's stream stuck?");
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
-        }
-      }
+      // The whole tensor in one piece: the staging thread submits it once
+      // its copy out has ended, so the caller does not wait for its stream.
       op->parts = {{0, bytes}};
-      op->inner = worker_.submit(name, s.host, count, dtype, priority, root);
-      return op;
-    }
-    op->inner = p->op;
-    op->parts = std::move(p->parts);
-    op->release = std::move(p->release);
-    if (!op->sends) {
-      for (size_t i = 0; i < op->parts.size(); ++i) op->release(i);
-      op->next = op->parts.size();
-      return op;
-    }
-    while (s.ready.size() < op->parts.size()) s.ready.push_back(device_->event_create());
-    for (size_t i = 0; i < op->parts.size(); ++i) {
-      auto [offset, n] = op->parts[i];
-      device_->copy(s.host + offset, op->device + offset, n, d2h_);
-      device_->event_record(s.ready[i], d2h_);
+      if (!op->sends) {
+        op->inner = worker_.submit(name, s.host, count, dtype, priority, root);
+        return op;
+      }
+      if (s.ready.empty()) s.ready.push_back(device_->event_create());
+      device_->copy(s.host, op->device, bytes, d2h_);
+      device_->event_record(s.ready[0], d2h_);
+      op->whole = DeviceOp::Whole{count, dtype, priority, root};
+    } else {
+      op->inner = p->op;
+      op->parts = std::move(p->parts);
+      op->release = std::move(p->release);
+      if (!op->sends) {
+        for (size_t i = 0; i < op->parts.size(); ++i) op->release(i);
+        op->next = op->parts.size();
+        return op;
+      }
+      while (s.ready.size() < op->parts.size()) s.ready.push_back(device_->event_create());
+      for (size_t i = 0; i < op->parts.size(); ++i) {
+        auto [offset, n] = op->parts[i];
+        device_->copy(s.host + offset, op->device + offset, n, d2h_);
+        device_->event_record(s.ready[i], d2h_);
+      }
     }
   } catch (...) {
     // Not started (nothing was released): the buffer is free again.
@@ -278,7 +283,25 @@ void DeviceStager::run() {
     lock.unlock();
     bool progressed = false, over = false;
     try {
-      while (op->next < op->parts.size() &&
+      if (op->whole && device_->event_done(op->staging->ready[0])) {
+        std::shared_ptr<Worker::Op> inner;
+        try {
+          inner = worker_.submit(op->name, op->staging->host, op->whole->count, op->whole->dtype,
+                                 op->whole->priority, op->whole->root);
+        } catch (const Error& e) {
+          op->fail(e.code(), e.what());
+        } catch (const std::exception& e) {
+          op->fail(CARAVAN_ERR_INTERNAL, e.what());
+        }
+        {
+          std::lock_guard<std::mutex> op_lock(op->mu);
+          op->inner = std::move(inner);
+        }
+        op->cv.notify_all();
+        op->next = op->parts.size();
+        progressed = true;
+      }
+      while (!op->whole && op->next < op->parts.size() &&
              device_->event_done(op->staging->ready[op->next])) {
         op->release(op->next++);
         progressed = true;
@@ -295,6 +318,9 @@ void DeviceStager::run() {
       }
     } catch (const Error& e) {
       op->fail(e.code(), e.what());
+      over = true;
+    } catch (const std::exception& e) {
+      op->fail(CARAVAN_ERR_INTERNAL, e.what());
       over = true;
     }
     // The copy in flight takes microseconds: look again soon.
@@ -318,17 +344,31 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
     return op.result;
   };
   int code;
+  std::shared_ptr<Worker::Op> inner;
   {
-    std::lock_guard<std::mutex> lock(op.mu);
+    std::unique_lock<std::mutex> lock(op.mu);
     if (op.finished) {
       if (op.result < 0) *error = op.error;
       return op.result;
     }
+    // A whole-tensor op is submitted by the staging thread: wait for it
+    // (the staging thread fails it at the op deadline).
+    auto started = [&] { return op.inner || op.code != 0; };
+    if (!started()) {
+      if (!block) return 0;
+      op.cv.wait_for(lock, std::chrono::seconds(op_timeout_s_) + std::chrono::seconds(1), started);
+    }
     code = op.code;
+    inner = op.inner;
+    if (!code && !inner) {
+      code = op.code = CARAVAN_ERR_TIMEOUT;
+      op.error = op.what + " failed: it was not copied out of device memory within " +
+                 std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT)";
+    }
   }
   if (code != 0) return finish(code, false);
   std::string inner_error;
-  int rc = block ? worker_.wait(*op.inner, &inner_error) : worker_.poll(*op.inner, &inner_error);
+  int rc = block ? worker_.wait(*inner, &inner_error) : worker_.poll(*inner, &inner_error);
   if (rc < 0) {
     {
       std::lock_guard<std::mutex> lock(op.mu);

@@ -9,8 +9,9 @@
 //
 // Every device call goes through the device reducer plugin's services
 // (DeviceMemory): libcaravan links no CUDA. A worker that cannot send
-// partitions one by one (the local group) gets the whole tensor staged
-// first; a job of one worker needs no staging at all (the sum is the data).
+// partitions one by one (the local group) gets the whole tensor, submitted
+// by the staging thread once its copy out has ended; a job of one worker
+// needs no staging at all (the sum is the data).
 #pragma once
 
 #include <condition_variable>
