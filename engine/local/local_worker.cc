@@ -8,30 +8,15 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/local/local_op.h"
 #include "engine/local/tensor_segment.h"
 
 namespace caravan {
 
-struct LocalWorker::LocalOp final : Worker::Op {
-  LocalTensor* tensor = nullptr;
-  char* data = nullptr;
-  uint64_t round = 0;
-  int priority = 0;
-  int root = kSum;
-  SteadyClock::time_point deadline;
-  // Local rank 0's machine-sum thread only:
-  bool summed = false;
-  std::shared_ptr<Operation> remote;  // the machine's push_pull through the servers
-  std::shared_ptr<std::atomic<bool>> remote_done = std::make_shared<std::atomic<bool>>(false);
-  // Guarded by LocalWorker::mu_:
-  bool done = false;
-  int code = 0;
-  std::string error;
-};
 
 namespace {
 
-constexpr int kPending = 1;  // collect(): not done yet
+
 
 std::string job_key(const JobConfig& c) {
   // The scheduler's address names the job on every machine; without one,
@@ -47,11 +32,11 @@ std::string machine_name(const JobConfig& c) {
   return host;
 }
 
+}  // namespace
+
 std::string round_of(const LocalTensor& t, uint64_t round) {
   return "tensor '" + t.name + "' round " + std::to_string(round);
 }
-
-}  // namespace
 
 LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool joins_job)
     : config_(config), joins_job_(joins_job), num_machines_(config.num_workers) {
@@ -100,6 +85,7 @@ LocalWorker::~LocalWorker() {
   // First, so the others hear of it before this process tears down.
   if (!group_->left()) group_->abandon();
   stop_machine_sum();
+  free_device_sides();
   // The job before the group: stopping the node may still report finished
   // sends, which ring the group's doorbell in shared memory.
   member_.reset();
@@ -108,9 +94,25 @@ LocalWorker::~LocalWorker() {
 
 std::shared_ptr<Worker::Op> LocalWorker::submit(const std::string& name, void* data, size_t count,
                                                 int dtype, int priority, int root) {
+  std::shared_ptr<LocalOp> op = start_op(name, count, dtype, priority, root);
+  op->data = static_cast<char*>(data);
+  TensorSegment& seg = *op->tensor->segment;
+  int me = group_->local_rank();
+  // Local rank 0 sums straight from the caller's buffer; the others copy
+  // theirs into their slot (for a broadcast, only its root).
+  if (!is_root() && (root == kSum || root == rank())) std::memcpy(seg.slot(me), data, seg.bytes());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(op);
+  }
+  seg.contribute(me, op->round + 1, root);  // rings the doorbell
+  return op;
+}
+
+std::shared_ptr<LocalWorker::LocalOp> LocalWorker::start_op(const std::string& name, size_t count,
+                                                            int dtype, int priority, int root) {
   group_->check();
   auto op = std::make_shared<LocalOp>();
-  op->data = static_cast<char*>(data);
   op->priority = priority;
   op->root = root;
   op->deadline = SteadyClock::now() + std::chrono::seconds(config_.op_timeout_s);
@@ -129,16 +131,6 @@ std::shared_ptr<Worker::Op> LocalWorker::submit(const std::string& name, void* d
     op->tensor = &t;
     op->round = t.rounds - 1;
   }
-  TensorSegment& seg = *op->tensor->segment;
-  int me = group_->local_rank();
-  // Local rank 0 sums straight from the caller's buffer; the others copy
-  // theirs into their slot (for a broadcast, only its root).
-  if (!is_root() && (root == kSum || root == rank())) std::memcpy(seg.slot(me), data, seg.bytes());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back(op);
-  }
-  seg.contribute(me, op->round + 1, root);  // rings the doorbell
   return op;
 }
 
@@ -182,7 +174,10 @@ void LocalWorker::run_machine_sum() {
     }
     auto wake = SteadyClock::time_point::max();
     for (auto& op : ops) {
-      if (!advance(op)) wake = std::min(wake, op->deadline);
+      if (advance(op)) continue;
+      // An op waiting for the device has no doorbell to wake it: look again soon.
+      wake = std::min(wake, op->poll_soon ? SteadyClock::now() + std::chrono::microseconds(20)
+                                          : op->deadline);
     }
     bell.sleep_until(ticket, wake);
   }
@@ -225,6 +220,7 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
     }
     if (!missing.empty()) return false;
     LocalTensor& t = *op->tensor;
+    if (op->side) return advance_on_device(op);
     try {
       if (!gather(*op)) return true;
       op->summed = true;
@@ -246,6 +242,7 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
       return true;
     }
   }
+  if (op->side) return advance_on_device(op);
   if (op->remote_done->load()) {
     int rc = member_->client().poll(*op->remote, &why);
     publish(*op, rc < 0 ? rc : 0, rc < 0 ? why : "");
@@ -264,19 +261,24 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
 bool LocalWorker::gather(LocalOp& op) {
   TensorSegment& seg = *op.tensor->segment;
   LocalTensor& t = *op.tensor;
+  // Device push_pulls summed on the device contribute kDeviceSum (local_device.cc).
+  int mine = op.side ? kDeviceSum : op.root;
   for (int r = 1; r < group_->local_size(); ++r) {
     int theirs = seg.root_of(r);
-    if (theirs == op.root) continue;
+    if (theirs == mine) continue;
     auto says = [](int root) {
-      return root == kSum ? std::string("push_pull") : "broadcast from rank " + std::to_string(root);
+      return root == kSum         ? std::string("push_pull of host memory")
+             : root == kDeviceSum ? std::string("push_pull of device memory")
+                                  : "broadcast from rank " + std::to_string(root);
     };
     std::string msg = "local ranks of machine " + group_->machine() + " disagree on " +
-                      round_of(t, op.round) + ": " + group_->who(0) + " calls " + says(op.root) +
+                      round_of(t, op.round) + ": " + group_->who(0) + " calls " + says(mine) +
                       ", " + group_->who(r) + " " + says(theirs);
     seg.refuse(CARAVAN_ERR_MISMATCH, msg);
     complete(op, CARAVAN_ERR_MISMATCH, msg);
     return false;
   }
+  if (op.side) return gather_on_device(op);
   if (op.root == kSum) {
     std::vector<const void*> sources{op.data};
     for (int r = 1; r < group_->local_size(); ++r) sources.push_back(seg.slot(r));
@@ -295,7 +297,7 @@ bool LocalWorker::gather(LocalOp& op) {
 // The round's result, for every local rank.
 void LocalWorker::publish(LocalOp& op, int code, const std::string& error) {
   TensorSegment& seg = *op.tensor->segment;
-  if (code == 0) std::memcpy(op.data, seg.slot(0), seg.bytes());
+  if (code == 0 && !op.side) std::memcpy(op.data, seg.slot(0), seg.bytes());
   seg.publish_result(op.round + 1, code, error);
   complete(op, code, error);
 }
@@ -348,7 +350,13 @@ int LocalWorker::collect(LocalOp& op, bool block, std::string* error) {
       seg.refuse(code, why);
     } else if (seg.results() > op.round) {
       code = seg.result(&why);
-      if (code == 0) std::memcpy(op.data, seg.slot(0), seg.bytes());
+      if (code == 0 && op.side) {
+        int rc = finish_on_device(op, block, &why);
+        if (rc == kPending) return kPending;
+        code = rc;
+      } else if (code == 0) {
+        std::memcpy(op.data, seg.slot(0), seg.bytes());
+      }
     }
   } catch (const Error& e) {
     code = e.code();
@@ -386,10 +394,18 @@ int LocalWorker::poll(Op& base, std::string* error) {
     int rc = collect(op, false, error);
     return rc == kPending ? 0 : (rc == 0 ? 1 : rc);
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!op.done) return 0;
-  if (op.code != 0) *error = op.error;
-  return op.code != 0 ? op.code : 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!op.done) return 0;
+    if (op.code != 0) *error = op.error;
+    if (op.code != 0) return op.code;
+  }
+  if (op.side) {
+    int rc = finish_on_device(op, false, error);
+    if (rc == kPending) return 0;
+    if (rc != 0) return rc;
+  }
+  return 1;
 }
 
 int LocalWorker::wait(Op& base, std::string* error) {
@@ -404,7 +420,9 @@ int LocalWorker::wait(Op& base, std::string* error) {
     return CARAVAN_ERR_TIMEOUT;
   }
   if (op.code != 0) *error = op.error;
-  return op.code;
+  if (op.code != 0 || !op.side) return op.code;
+  lock.unlock();
+  return finish_on_device(op, true, error);
 }
 
 void LocalWorker::leave() {

@@ -12,17 +12,27 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/base/config.h"
 #include "engine/local/local_config.h"
 #include "engine/local/local_group.h"
 #include "engine/local/tensor_registry.h"
+#include "engine/reducer/device_memory.h"
 #include "engine/reducer/reducer.h"
 #include "engine/worker/job_member.h"
 #include "engine/worker/worker.h"
 
 namespace caravan {
+
+class TensorSegment;
+
+// collect() and finish_on_device(): not done yet.
+constexpr int kPending = 1;
+// What a local rank contributes as its "root" for a push_pull of device
+// memory summed on the device (kSum: of host memory; >= 0: a broadcast's).
+constexpr int kDeviceSum = -2;
 
 class LocalWorker final : public Worker {
  public:
@@ -34,6 +44,13 @@ class LocalWorker final : public Worker {
 
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
                              int priority, int root) override;
+  // A push_pull of device memory with every local rank passing device
+  // memory: summed on the device by local rank 0, which reads the others'
+  // copies through IPC (local_device.cc). nullptr for a broadcast or a
+  // device reducer without IPC.
+  std::shared_ptr<Op> submit_on_device(const std::string& name, void* data, size_t count,
+                                       int dtype, int priority, int root, void* stream,
+                                       const std::shared_ptr<DeviceMemory>& device) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
   void leave() override;
@@ -44,6 +61,20 @@ class LocalWorker final : public Worker {
 
  private:
   struct LocalOp;
+  struct DeviceSide;
+  std::shared_ptr<LocalOp> start_op(const std::string& name, size_t count, int dtype,
+                                    int priority, int root);
+  // Device ops (local_device.cc):
+  DeviceSide& device_side(LocalTensor& t);
+  void open_peer(DeviceSide& d, TensorSegment& seg, int r);
+  // Local rank 0: sums on the device; false when the op is done (failed).
+  bool gather_on_device(LocalOp& op);
+  // Local rank 0: the next step of a summed device op; true once done.
+  bool advance_on_device(const std::shared_ptr<LocalOp>& op);
+  // Every rank: the copy of the result into the caller's tensor has ended
+  // (waiting for it with `block`); 0, kPending-like 1, or a negative error.
+  int finish_on_device(LocalOp& op, bool block, std::string* error);
+  void free_device_sides() noexcept;
   bool is_root() const { return group_->local_rank() == 0; }
   std::string overdue(const LocalOp& op, const std::vector<int>& missing) const;
   std::string within_op_timeout() const;
@@ -75,6 +106,12 @@ class LocalWorker final : public Worker {
   TensorRegistry tensors_;
 
   // pending_, stop_ and every op's result; taken before the registry's mutex when both are.
+  // Device tensors summed on the device: the device reducer's calls, this
+  // process's stream for them, and each tensor's buffers and events.
+  std::shared_ptr<DeviceMemory> device_;
+  void* device_stream_ = nullptr;
+  std::unordered_map<std::string, std::unique_ptr<DeviceSide>> device_sides_;  // under mu_
+
   std::mutex mu_;
   std::condition_variable done_cv_;
   std::vector<std::shared_ptr<LocalOp>> pending_;  // local rank 0: not yet done

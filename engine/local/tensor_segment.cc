@@ -1,5 +1,6 @@
 #include "engine/local/tensor_segment.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -14,7 +15,8 @@ namespace caravan {
 namespace {
 
 constexpr uint64_t kTensorMagic = 0x3152534e544e5643ull;  // "CVNTNSR1"
-constexpr uint32_t kLayoutVersion = 2;  // 2: a root per local rank
+constexpr uint32_t kLayoutVersion = 3;  // 2: a root per local rank; 3: device handles
+constexpr size_t kHandleBytes = 128;    // CARAVAN_REDUCER_MAX_IPC_HANDLE_V1
 constexpr size_t kMessageBytes = 1024;
 constexpr size_t kSlotAlign = 64;  // a cache line: vector sums run at full speed
 
@@ -27,6 +29,17 @@ void copy_message(char* dst, const std::string& text) {
 }
 
 }  // namespace
+
+// A local rank's device buffer and event for the tensor, as IPC handles
+// (device tensors summed on the device).
+struct DeviceHandles {
+  std::atomic<uint32_t> written;  // 1 once the handles below are
+  uint32_t memory_bytes;
+  uint32_t event_bytes;
+  uint32_t unused;
+  char memory[kHandleBytes];
+  char event[kHandleBytes];
+};
 
 struct TensorBlock {
   uint64_t magic;
@@ -56,7 +69,16 @@ struct TensorBlock {
   std::atomic<int32_t>* roots() {
     return reinterpret_cast<std::atomic<int32_t>*>(contributed() + local_size);
   }
-  char* name() { return reinterpret_cast<char*>(roots() + local_size); }
+  DeviceHandles* handles() {
+    return reinterpret_cast<DeviceHandles*>(reinterpret_cast<char*>(this) +
+                                            handles_offset(local_size));
+  }
+  char* name() { return reinterpret_cast<char*>(handles() + local_size); }
+  static size_t handles_offset(uint32_t size) {
+    size_t end = sizeof(TensorBlock) + size * sizeof(std::atomic<uint64_t>) +
+                 size * sizeof(std::atomic<int32_t>);
+    return align_up(end, alignof(DeviceHandles));
+  }
 };
 
 static_assert(sizeof(TensorBlock) % alignof(std::atomic<uint64_t>) == 0,
@@ -75,8 +97,8 @@ TensorSegment::TensorSegment(const LocalGroup& group, const std::string& name, s
       segment_ = std::move(*seg);
       break;
     }
-    size_t header = sizeof(TensorBlock) + size * sizeof(std::atomic<uint64_t>) +
-                    size * sizeof(std::atomic<int32_t>) + name.size() + 1;
+    size_t header = TensorBlock::handles_offset(static_cast<uint32_t>(size)) +
+                    size * sizeof(DeviceHandles) + name.size() + 1;
     size_t offset = align_up(header, kSlotAlign);
     size_t stride = align_up(bytes_, kSlotAlign);
     SharedSegment fresh =
@@ -96,6 +118,7 @@ TensorSegment::TensorSegment(const LocalGroup& group, const std::string& name, s
     b->slots_offset = offset;
     for (int r = 0; r < size; ++r) new (&b->contributed()[r]) std::atomic<uint64_t>(0);
     for (int r = 0; r < size; ++r) new (&b->roots()[r]) std::atomic<int32_t>(-1);
+    for (int r = 0; r < size; ++r) new (&b->handles()[r]) DeviceHandles();
     std::memcpy(b->name(), name.data(), name.size());
     if (fresh.publish(segment_name_)) {
       segment_ = std::move(fresh);
@@ -157,6 +180,30 @@ void TensorSegment::contribute(int r, uint64_t rounds, int root) {
   block()->roots()[r].store(root, std::memory_order_relaxed);
   block()->contributed()[r].store(rounds, std::memory_order_release);
   group_.doorbell().ring();
+}
+
+void TensorSegment::set_device_handles(int r, const std::string& memory,
+                                       const std::string& event) {
+  DeviceHandles& h = block()->handles()[r];
+  if (memory.size() > kHandleBytes || event.size() > kHandleBytes)
+    throw Error(CARAVAN_ERR_INTERNAL, "an IPC handle of " +
+                                          std::to_string(std::max(memory.size(), event.size())) +
+                                          " bytes does not fit the tensor segment's " +
+                                          std::to_string(kHandleBytes));
+  std::memcpy(h.memory, memory.data(), memory.size());
+  std::memcpy(h.event, event.data(), event.size());
+  h.memory_bytes = static_cast<uint32_t>(memory.size());
+  h.event_bytes = static_cast<uint32_t>(event.size());
+  h.written.store(1, std::memory_order_release);
+  group_.doorbell().ring();
+}
+
+bool TensorSegment::device_handles(int r, std::string* memory, std::string* event) const {
+  const DeviceHandles& h = block()->handles()[r];
+  if (h.written.load(std::memory_order_acquire) != 1) return false;
+  memory->assign(h.memory, h.memory_bytes);
+  event->assign(h.event, h.event_bytes);
+  return true;
 }
 
 uint64_t TensorSegment::results() const { return block()->results.load(std::memory_order_acquire); }

@@ -39,6 +39,12 @@ class TensorSegment {
   void contribute(int local_rank, uint64_t rounds, int root);
   int root_of(int local_rank) const;
 
+  // Device tensors summed on the device: local rank r's device buffer and
+  // event for this tensor, as IPC handles, set once. device_handles() is
+  // false until local rank r has set them.
+  void set_device_handles(int local_rank, const std::string& memory, const std::string& event);
+  bool device_handles(int local_rank, std::string* memory, std::string* event) const;
+
   uint64_t results() const;
   // The code of the last published result, with its message in *error.
   int result(std::string* error) const;

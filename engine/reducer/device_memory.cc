@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "caravan/plugin/reducer_v1.h"
+#include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
@@ -17,6 +18,9 @@ namespace {
 // The engine calls everything up to event_done, the last 1.1 entry.
 constexpr size_t kUsedTableSize =
     offsetof(caravan_reducer_ops_v1, event_done) + sizeof(caravan_reducer_ops_v1::event_done);
+// The IPC entries are optional: used when the table reaches them all.
+constexpr size_t kIpcTableSize = offsetof(caravan_reducer_ops_v1, ipc_event_open) +
+                                 sizeof(caravan_reducer_ops_v1::ipc_event_open);
 
 class PluginDeviceMemory final : public DeviceMemory {
  public:
@@ -45,6 +49,9 @@ class PluginDeviceMemory final : public DeviceMemory {
       refuse(why);
     }
     description_ = name_ + (p.kernel ? std::string(" (") + p.kernel + ")" : "");
+    has_ipc_ = (p.caps & CARAVAN_REDUCER_CAP_DEVICE_IPC) && ops_->struct_size >= kIpcTableSize &&
+               ops_->device_alloc && ops_->device_free && ops_->ipc_export && ops_->ipc_open &&
+               ops_->ipc_close && ops_->ipc_event_create && ops_->ipc_event_open;
   }
   ~PluginDeviceMemory() override {
     if (ctx_) ops_->finalize(ctx_);
@@ -86,6 +93,45 @@ class PluginDeviceMemory final : public DeviceMemory {
     check(ops_->event_done(ctx_, e, &done), "event_done");
     return done != 0;
   }
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, int dtype,
+                Stream s) override {
+    check(ops_->sum_many(ctx_, dst, srcs, num_srcs, count, static_cast<caravan_dtype>(dtype), s),
+          "sum_many of " + std::to_string(num_srcs) + " arrays of " + std::to_string(count) + " " +
+              dtype_name(dtype));
+  }
+
+  bool has_ipc() const override { return has_ipc_; }
+  void* device_alloc(size_t bytes) override {
+    void* p = nullptr;
+    check(ops_->device_alloc(ctx_, bytes, &p), "device_alloc of " + std::to_string(bytes) + " bytes");
+    return p;
+  }
+  void device_free(void* ptr) override { check(ops_->device_free(ctx_, ptr), "device_free"); }
+  std::string ipc_export(const void* ptr) override {
+    char h[CARAVAN_REDUCER_MAX_IPC_HANDLE_V1];
+    size_t len = sizeof h;
+    check(ops_->ipc_export(ctx_, ptr, h, &len), "ipc_export");
+    return std::string(h, len);
+  }
+  void* ipc_open(const std::string& handle) override {
+    void* p = nullptr;
+    check(ops_->ipc_open(ctx_, handle.data(), handle.size(), &p), "ipc_open");
+    return p;
+  }
+  void ipc_close(void* ptr) override { check(ops_->ipc_close(ctx_, ptr), "ipc_close"); }
+  Event ipc_event_create(std::string* handle) override {
+    char h[CARAVAN_REDUCER_MAX_IPC_HANDLE_V1];
+    size_t len = sizeof h;
+    void* e = nullptr;
+    check(ops_->ipc_event_create(ctx_, &e, h, &len), "ipc_event_create");
+    handle->assign(h, len);
+    return e;
+  }
+  Event ipc_event_open(const std::string& handle) override {
+    void* e = nullptr;
+    check(ops_->ipc_event_open(ctx_, handle.data(), handle.size(), &e), "ipc_event_open");
+    return e;
+  }
 
  private:
   [[noreturn]] void refuse(const std::string& why) const {
@@ -100,7 +146,8 @@ class PluginDeviceMemory final : public DeviceMemory {
              std::to_string(kUsedTableSize) + " bytes): it cannot stage device tensors");
     const void* entries[] = {
         reinterpret_cast<const void*>(ops_->init),          reinterpret_cast<const void*>(ops_->finalize),
-        reinterpret_cast<const void*>(ops_->properties),    reinterpret_cast<const void*>(ops_->memory_device),
+        reinterpret_cast<const void*>(ops_->properties),    reinterpret_cast<const void*>(ops_->sum_many),
+        reinterpret_cast<const void*>(ops_->memory_device),
         reinterpret_cast<const void*>(ops_->host_alloc),    reinterpret_cast<const void*>(ops_->host_free),
         reinterpret_cast<const void*>(ops_->stream_create), reinterpret_cast<const void*>(ops_->stream_destroy),
         reinterpret_cast<const void*>(ops_->copy),          reinterpret_cast<const void*>(ops_->event_create),
@@ -124,6 +171,7 @@ class PluginDeviceMemory final : public DeviceMemory {
   HostServices host_;
   void* ctx_ = nullptr;
   std::string description_;
+  bool has_ipc_ = false;
 };
 
 }  // namespace

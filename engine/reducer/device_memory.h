@@ -32,6 +32,21 @@ class DeviceMemory {
   virtual void event_record(Event e, Stream s) = 0;
   virtual void stream_wait(Stream s, Event e) = 0;
   virtual bool event_done(Event e) = 0;
+  // dst = srcs[0] + ... on the device, enqueued on `s`.
+  virtual void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                        int dtype, Stream s) = 0;
+
+  // Between the worker processes of one machine (CUDA IPC): false when the
+  // plugin has no such entries (CAP_DEVICE_IPC).
+  virtual bool has_ipc() const = 0;
+  virtual void* device_alloc(size_t bytes) = 0;
+  virtual void device_free(void* ptr) = 0;
+  // Handles are opaque bytes another process of the machine opens.
+  virtual std::string ipc_export(const void* ptr) = 0;
+  virtual void* ipc_open(const std::string& handle) = 0;
+  virtual void ipc_close(void* ptr) = 0;
+  virtual Event ipc_event_create(std::string* handle) = 0;
+  virtual Event ipc_event_open(const std::string& handle) = 0;
 };
 
 // Loads `choice` (CARAVAN_DEVICE_REDUCER) and checks that it offers the

@@ -68,7 +68,7 @@ struct DeviceStager::DeviceOp final : Worker::Op {
   }
 };
 
-DeviceStager::DeviceStager(Worker& worker, std::unique_ptr<DeviceMemory> device, int op_timeout_s,
+DeviceStager::DeviceStager(Worker& worker, std::shared_ptr<DeviceMemory> device, int op_timeout_s,
                            size_t cache_bytes)
     : worker_(worker),
       device_(std::move(device)),
@@ -198,6 +198,11 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
   if (!worker_.moves_values()) {
     // The sum over one worker, or its own broadcast, is the data itself.
     op->inner = worker_.submit(name, data, count, dtype, priority, root);
+    return op;
+  }
+  if (auto own = worker_.submit_on_device(name, data, count, dtype, priority, root, stream,
+                                         device_)) {
+    op->inner = std::move(own);
     return op;
   }
   int rank = worker_.rank();

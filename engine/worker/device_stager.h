@@ -8,10 +8,12 @@
 //   on the h2d stream; the handle is done when the last copy back is.
 //
 // Every device call goes through the device reducer plugin's services
-// (DeviceMemory): libcaravan links no CUDA. A worker that cannot send
-// partitions one by one (the local group) gets the whole tensor, submitted
-// by the staging thread once its copy out has ended; a job of one worker
-// needs no staging at all (the sum is the data).
+// (DeviceMemory): libcaravan links no CUDA. A worker that sums device
+// memory itself (the local group, through IPC: Worker::submit_on_device)
+// gets the tensor as it is; one that takes whole host tensors (a local
+// group's broadcast, or a device reducer without IPC) gets the whole tensor,
+// submitted by the staging thread once its copy out has ended; a job of one
+// worker needs no staging at all (the sum is the data).
 #pragma once
 
 #include <condition_variable>
@@ -34,7 +36,7 @@ class DeviceStager {
  public:
   // `cache_bytes` (CARAVAN_STAGING_BYTES) bounds the staging buffers kept
   // for reuse between steps; every wait ends after `op_timeout_s`.
-  DeviceStager(Worker& worker, std::unique_ptr<DeviceMemory> device, int op_timeout_s,
+  DeviceStager(Worker& worker, std::shared_ptr<DeviceMemory> device, int op_timeout_s,
                size_t cache_bytes);
   ~DeviceStager();
 
@@ -62,7 +64,9 @@ class DeviceStager {
   int check_done(DeviceOp& op, std::string* error, bool block);
 
   Worker& worker_;
-  std::unique_ptr<DeviceMemory> device_;
+  // Shared with a worker that sums on the device (the local group), which
+  // may outlive the stager.
+  std::shared_ptr<DeviceMemory> device_;
   int op_timeout_s_;
   size_t cache_bytes_;
   DeviceMemory::Stream d2h_ = nullptr;

@@ -14,6 +14,7 @@
 namespace caravan {
 
 struct JobConfig;
+class DeviceMemory;
 
 // Worker::submit's `root` for a push_pull: every worker gets the sum.
 constexpr int kSum = -1;
@@ -60,6 +61,15 @@ class Worker {
                                                     int root,
                                                     std::function<void(size_t index)> stored) {
     return std::nullopt;
+  }
+  // A push_pull of device memory `data` that this worker sums on the device
+  // itself (the local group, through IPC), ordered after the work queued
+  // on `stream`; `device` gives the device calls. nullptr when it does not:
+  // the caller stages the tensor through host memory instead.
+  virtual std::shared_ptr<Op> submit_on_device(const std::string& name, void* data, size_t count,
+                                               int dtype, int priority, int root, void* stream,
+                                               const std::shared_ptr<DeviceMemory>& device) {
+    return nullptr;
   }
   // False when push_pull never reads or writes the data (a job of one
   // worker, where the sum is the data itself): device memory needs no

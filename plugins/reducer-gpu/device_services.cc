@@ -1,6 +1,7 @@
 // The GPU reducer's device memory services (reducer ABI 1.1): what the
 // engine needs to carry a CUDA tensor through host memory. Every call is
 // asynchronous on the device; none waits for device work.
+#include <cstring>
 #include <string>
 
 #include "reducer.h"
@@ -84,6 +85,86 @@ bool GpuReducer::event_done(void* event) {
   if (err == cudaErrorNotReady) return false;
   cuda_check(err, "cudaEventQuery");
   return true;
+}
+
+// ---- Between the processes of one machine ----
+
+namespace {
+
+void need_length(size_t len, size_t want, const char* what) {
+  if (len != want)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::string("gpu reducer: ") + what + " of " +
+                                                     std::to_string(len) + " bytes, expected " +
+                                                     std::to_string(want));
+}
+
+}  // namespace
+
+void* GpuReducer::device_alloc(size_t bytes) {
+  DeviceScope scope(device_);
+  void* p = nullptr;
+  cuda_check(cudaMalloc(&p, bytes), ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str());
+  return p;
+}
+
+void GpuReducer::device_free(void* ptr) {
+  DeviceScope scope(device_);
+  cuda_check(cudaFree(ptr), "cudaFree");
+}
+
+size_t GpuReducer::ipc_export(const void* ptr, void* handle_out, size_t capacity) {
+  static_assert(sizeof(cudaIpcMemHandle_t) <= CARAVAN_REDUCER_MAX_IPC_HANDLE_V1,
+                "a CUDA IPC handle fits the ABI's bound");
+  DeviceScope scope(device_);
+  cudaIpcMemHandle_t h;
+  cuda_check(cudaIpcGetMemHandle(&h, const_cast<void*>(ptr)), "cudaIpcGetMemHandle");
+  std::memcpy(handle_out, &h, sizeof h);
+  return sizeof h;
+}
+
+void* GpuReducer::ipc_open(const void* handle, size_t len) {
+  need_length(len, sizeof(cudaIpcMemHandle_t), "an IPC memory handle");
+  DeviceScope scope(device_);
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  // Peer access is turned on when the memory lives on another GPU of the machine.
+  cuda_check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+  return p;
+}
+
+void GpuReducer::ipc_close(void* ptr) {
+  DeviceScope scope(device_);
+  cuda_check(cudaIpcCloseMemHandle(ptr), "cudaIpcCloseMemHandle");
+}
+
+void* GpuReducer::ipc_event_create(void* handle_out, size_t capacity, size_t* len) {
+  static_assert(sizeof(cudaIpcEventHandle_t) <= CARAVAN_REDUCER_MAX_IPC_HANDLE_V1,
+                "a CUDA IPC event handle fits the ABI's bound");
+  DeviceScope scope(device_);
+  cudaEvent_t e = nullptr;
+  // CUDA requires interprocess events to record no timing.
+  cuda_check(cudaEventCreateWithFlags(&e, cudaEventInterprocess | cudaEventDisableTiming),
+             "cudaEventCreate (interprocess)");
+  cudaIpcEventHandle_t h;
+  cudaError_t err = cudaIpcGetEventHandle(&h, e);
+  if (err != cudaSuccess) {
+    cudaEventDestroy(e);
+    cuda_check(err, "cudaIpcGetEventHandle");
+  }
+  std::memcpy(handle_out, &h, sizeof h);
+  *len = sizeof h;
+  return e;
+}
+
+void* GpuReducer::ipc_event_open(const void* handle, size_t len) {
+  need_length(len, sizeof(cudaIpcEventHandle_t), "an IPC event handle");
+  DeviceScope scope(device_);
+  cudaIpcEventHandle_t h;
+  std::memcpy(&h, handle, sizeof h);
+  cudaEvent_t e = nullptr;
+  cuda_check(cudaIpcOpenEventHandle(&e, h), "cudaIpcOpenEventHandle");
+  return e;
 }
 
 }  // namespace caravan::reducer_gpu

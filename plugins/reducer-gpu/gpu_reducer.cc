@@ -124,7 +124,7 @@ GpuReducer::GpuReducer(const caravan_host_v1* host) : host_(host) {
 caravan_reducer_properties_v1 GpuReducer::properties() const {
   caravan_reducer_properties_v1 p{};
   p.caps = CARAVAN_REDUCER_CAP_DEVICE_MEMORY | CARAVAN_REDUCER_CAP_ASYNC_STREAM |
-           CARAVAN_REDUCER_CAP_DEVICE_SERVICES |
+           CARAVAN_REDUCER_CAP_DEVICE_SERVICES | CARAVAN_REDUCER_CAP_DEVICE_IPC |
            (kHasNccl ? CARAVAN_REDUCER_CAP_LOCAL_GROUP : 0);
   p.dtypes = (1u << CARAVAN_DTYPE_COUNT) - 1u;
   p.kernel = kernel_;

@@ -51,6 +51,14 @@ class GpuReducer {
   void event_record(void* event, void* stream);
   void stream_wait(void* stream, void* event);
   bool event_done(void* event);
+  // Between the worker processes of one machine (CUDA IPC), in device_services.cc.
+  void* device_alloc(size_t bytes);
+  void device_free(void* ptr);
+  size_t ipc_export(const void* ptr, void* handle_out, size_t capacity);
+  void* ipc_open(const void* handle, size_t len);
+  void ipc_close(void* ptr);
+  void* ipc_event_create(void* handle_out, size_t capacity, size_t* len);
+  void* ipc_event_open(const void* handle, size_t len);
 
  private:
   Host host_;

@@ -119,7 +119,9 @@ TEST(ReducerGpu, Descriptor) {
        {(const void*)o.memory_device, (const void*)o.host_alloc, (const void*)o.host_free,
         (const void*)o.stream_create, (const void*)o.stream_destroy, (const void*)o.copy,
         (const void*)o.event_create, (const void*)o.event_destroy, (const void*)o.event_record,
-        (const void*)o.stream_wait, (const void*)o.event_done})
+        (const void*)o.stream_wait, (const void*)o.event_done, (const void*)o.device_alloc,
+        (const void*)o.device_free, (const void*)o.ipc_export, (const void*)o.ipc_open,
+        (const void*)o.ipc_close, (const void*)o.ipc_event_create, (const void*)o.ipc_event_open})
     EXPECT_NE(f, nullptr);
   EXPECT_EQ(d->abi_minor, 1u);
   // The local group comes all together or not at all.
@@ -160,6 +162,7 @@ TEST(ReducerGpu, PropertiesAndParams) {
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_MEMORY);
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_ASYNC_STREAM);
   EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_SERVICES);
+  EXPECT_TRUE(p.caps & CARAVAN_REDUCER_CAP_DEVICE_IPC);
   EXPECT_FALSE(p.caps & CARAVAN_REDUCER_CAP_HOST_MEMORY);
   EXPECT_EQ(static_cast<bool>(p.caps & CARAVAN_REDUCER_CAP_LOCAL_GROUP),
             ops().local_join != nullptr);
@@ -476,4 +479,39 @@ TEST(ReducerGpu, DeviceServicesStageATensor) {
   for (void* st : {caller, d2h, h2d}) EXPECT_EQ(o.stream_destroy(r.ctx, st), CARAVAN_STATUS_OK);
   EXPECT_EQ(o.host_free(r.ctx, pinned), CARAVAN_STATUS_OK);
   CUDA_OK(cudaFree(dev));
+}
+
+// The IPC entries in one process: handles of the CUDA sizes, an
+// interprocess event that records and passes like any other, and memory
+// that is freed. Opening them takes another process: DeviceTensors.*Local*
+// and Python.*TwoLocalWorkers sum through them.
+TEST(ReducerGpu, IpcHandlesInOneProcess) {
+  SKIP_WITHOUT_DEVICE();
+  Instance r;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  const auto& o = ops();
+  void* mem = nullptr;
+  ASSERT_EQ(o.device_alloc(r.ctx, 1 << 20, &mem), CARAVAN_STATUS_OK) << r.host.error;
+  unsigned char handle[CARAVAN_REDUCER_MAX_IPC_HANDLE_V1];
+  size_t len = sizeof handle;
+  ASSERT_EQ(o.ipc_export(r.ctx, mem, handle, &len), CARAVAN_STATUS_OK) << r.host.error;
+  EXPECT_EQ(len, sizeof(cudaIpcMemHandle_t));
+  size_t small = 8;
+  EXPECT_EQ(o.ipc_export(r.ctx, mem, handle, &small), CARAVAN_STATUS_INVALID_ARGUMENT);
+  void* event = nullptr;
+  len = sizeof handle;
+  ASSERT_EQ(o.ipc_event_create(r.ctx, &event, handle, &len), CARAVAN_STATUS_OK) << r.host.error;
+  EXPECT_EQ(len, sizeof(cudaIpcEventHandle_t));
+  void* stream = nullptr;
+  ASSERT_EQ(o.stream_create(r.ctx, &stream), CARAVAN_STATUS_OK);
+  ASSERT_EQ(o.event_record(r.ctx, event, stream), CARAVAN_STATUS_OK);
+  int done = 0;
+  while (o.event_done(r.ctx, event, &done) == CARAVAN_STATUS_OK && !done) {
+  }
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(o.ipc_open(r.ctx, handle, 3, &mem), CARAVAN_STATUS_INVALID_ARGUMENT)
+      << "a handle of the wrong length is refused";
+  EXPECT_EQ(o.event_destroy(r.ctx, event), CARAVAN_STATUS_OK);
+  EXPECT_EQ(o.stream_destroy(r.ctx, stream), CARAVAN_STATUS_OK);
+  EXPECT_EQ(o.device_free(r.ctx, mem), CARAVAN_STATUS_OK);
 }

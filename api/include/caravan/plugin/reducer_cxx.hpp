@@ -34,6 +34,13 @@
 //   void event_record(void* event, void* stream);
 //   void stream_wait(void* stream, void* event);
 //   bool event_done(void* event);
+// and, optionally, IPC between the processes of a machine (all or none;
+// properties() then claims CAP_DEVICE_IPC):
+//   void* device_alloc(size_t bytes);  void device_free(void* ptr);
+//   size_t ipc_export(const void* ptr, void* handle_out, size_t capacity);  // the length
+//   void* ipc_open(const void* handle, size_t len);  void ipc_close(void* ptr);
+//   void* ipc_event_create(void* handle_out, size_t capacity, size_t* len);
+//   void* ipc_event_open(const void* handle, size_t len);
 // Its destructor is finalize. Before a member runs, the table has checked
 // (INVALID_ARGUMENT, or UNSUPPORTED for a dtype): dtype is one of
 // caravan_dtype's values; an array pointer is not NULL when count > 0 (dst
@@ -67,6 +74,12 @@ struct HasDeviceServices : std::false_type {};
 template <class R>
 struct HasDeviceServices<R, std::void_t<decltype(std::declval<R&>().event_done(
                                 static_cast<void*>(nullptr)))>> : std::true_type {};
+
+template <class R, class = void>
+struct HasDeviceIpc : std::false_type {};
+template <class R>
+struct HasDeviceIpc<R, std::void_t<decltype(std::declval<R&>().ipc_event_open(
+                           static_cast<const void*>(nullptr), size_t{}))>> : std::true_type {};
 
 template <class R>
 struct ReducerOpsV1 {
@@ -269,6 +282,73 @@ struct ReducerOpsV1 {
     });
   }
 
+  static caravan_status device_alloc(void* ctx, size_t bytes, void** out) {
+    return with(ctx, [&](R& r) {
+      need(out, 1, "out");
+      if (bytes == 0)
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                    std::string(R::kName) + ": device_alloc of 0 bytes");
+      *out = nullptr;
+      *out = r.device_alloc(bytes);
+    });
+  }
+  static caravan_status device_free(void* ctx, void* ptr) {
+    return with(ctx, [&](R& r) {
+      if (ptr) r.device_free(ptr);
+    });
+  }
+  static void need_capacity(const size_t* len) {
+    need(len, 1, "handle_len");
+    if (*len < CARAVAN_REDUCER_MAX_IPC_HANDLE_V1)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  std::string(R::kName) + ": an IPC handle needs " +
+                      std::to_string(CARAVAN_REDUCER_MAX_IPC_HANDLE_V1) + " bytes, given " +
+                      std::to_string(*len));
+  }
+  static caravan_status ipc_export(void* ctx, const void* ptr, void* handle_out,
+                                   size_t* handle_len) {
+    return with(ctx, [&](R& r) {
+      need(ptr, 1, "ptr");
+      need(handle_out, 1, "handle_out");
+      need_capacity(handle_len);
+      *handle_len = r.ipc_export(ptr, handle_out, *handle_len);
+    });
+  }
+  static caravan_status ipc_open(void* ctx, const void* handle, size_t handle_len,
+                                 void** ptr_out) {
+    return with(ctx, [&](R& r) {
+      need(handle, 1, "handle");
+      need(ptr_out, 1, "ptr_out");
+      *ptr_out = nullptr;
+      *ptr_out = r.ipc_open(handle, handle_len);
+    });
+  }
+  static caravan_status ipc_close(void* ctx, void* ptr) {
+    return with(ctx, [&](R& r) {
+      need(ptr, 1, "ptr");
+      r.ipc_close(ptr);
+    });
+  }
+  static caravan_status ipc_event_create(void* ctx, void** event_out, void* handle_out,
+                                         size_t* handle_len) {
+    return with(ctx, [&](R& r) {
+      need(event_out, 1, "event_out");
+      need(handle_out, 1, "handle_out");
+      need_capacity(handle_len);
+      size_t len = 0;
+      *event_out = r.ipc_event_create(handle_out, *handle_len, &len);
+      *handle_len = len;
+    });
+  }
+  static caravan_status ipc_event_open(void* ctx, const void* handle, size_t handle_len,
+                                       void** event_out) {
+    return with(ctx, [&](R& r) {
+      need(handle, 1, "handle");
+      need(event_out, 1, "event_out");
+      *event_out = r.ipc_event_open(handle, handle_len);
+    });
+  }
+
   // The local group's and the device services' entries are named only
   // when R has them: their bodies would not compile otherwise.
   static constexpr caravan_reducer_ops_v1 make_table() {
@@ -301,6 +381,15 @@ struct ReducerOpsV1 {
       t.event_record = event_record;
       t.stream_wait = stream_wait;
       t.event_done = event_done;
+    }
+    if constexpr (HasDeviceIpc<R>::value) {
+      t.device_alloc = device_alloc;
+      t.device_free = device_free;
+      t.ipc_export = ipc_export;
+      t.ipc_open = ipc_open;
+      t.ipc_close = ipc_close;
+      t.ipc_event_create = ipc_event_create;
+      t.ipc_event_open = ipc_event_open;
     }
     return t;
   }

@@ -38,6 +38,12 @@ extern "C" {
 /* Since 1.1: offers the device memory services (memory_device to
  * event_done), so the engine can stage a device tensor through host memory. */
 #define CARAVAN_REDUCER_CAP_DEVICE_SERVICES (1ull << 4)
+/* Since 1.1: offers device_alloc to ipc_event_open, so the worker processes
+ * of one machine can sum each other's device tensors (CUDA IPC). */
+#define CARAVAN_REDUCER_CAP_DEVICE_IPC (1ull << 5)
+
+/* Largest handle ipc_export and ipc_event_create write. */
+#define CARAVAN_REDUCER_MAX_IPC_HANDLE_V1 128
 
 /* Largest id local_id() writes. */
 #define CARAVAN_REDUCER_MAX_LOCAL_ID_V1 256
@@ -154,6 +160,33 @@ typedef struct caravan_reducer_ops_v1 {
   caravan_status (*event_record)(void* ctx, void* event, void* stream);
   caravan_status (*stream_wait)(void* ctx, void* stream, void* event);
   caravan_status (*event_done)(void* ctx, void* event, int* done_out);
+
+  /* ---- Since 1.1: between the processes of one machine (CAP_DEVICE_IPC) --
+   * Device memory and events another worker process of the machine can
+   * use, for summing the machine's device tensors on the device. NULL, with
+   * no CAP_DEVICE_IPC bit, in a reducer without them. */
+
+  /* Device memory of `bytes` (> 0) on the reducer's device; device_free
+   * takes it back (after the work using it is done). */
+  caravan_status (*device_alloc)(void* ctx, size_t bytes, void** out);
+  caravan_status (*device_free)(void* ctx, void* ptr);
+
+  /* A handle to memory from device_alloc that another process opens with
+   * ipc_open. *handle_len is the capacity of handle_out on entry (at least
+   * CARAVAN_REDUCER_MAX_IPC_HANDLE_V1) and the handle's length on return.
+   * ipc_open fails (INVALID_ARGUMENT) in the process that exported it. */
+  caravan_status (*ipc_export)(void* ctx, const void* ptr, void* handle_out, size_t* handle_len);
+  caravan_status (*ipc_open)(void* ctx, const void* handle, size_t handle_len, void** ptr_out);
+  caravan_status (*ipc_close)(void* ctx, void* ptr);
+
+  /* An event other processes of the machine can wait for, with its handle
+   * (capacity and length as for ipc_export); another process opens it with
+   * ipc_event_open. Both kinds are used with event_record, stream_wait and
+   * event_done, and freed with event_destroy. */
+  caravan_status (*ipc_event_create)(void* ctx, void** event_out, void* handle_out,
+                                     size_t* handle_len);
+  caravan_status (*ipc_event_open)(void* ctx, const void* handle, size_t handle_len,
+                                   void** event_out);
 } caravan_reducer_ops_v1;
 
 /* What the engine calls today: init, finalize, properties, sum and
@@ -162,7 +195,10 @@ typedef struct caravan_reducer_ops_v1 {
  * CARAVAN_REDUCER_CAP_HOST_MEMORY; and, on a worker given a device tensor,
  * the device memory services of the device reducer (CARAVAN_DEVICE_REDUCER,
  * default "gpu"), which needs CAP_DEVICE_MEMORY and CAP_DEVICE_SERVICES
- * with memory_device to event_done inside struct_size and not NULL. It does not call
+ * with memory_device to event_done inside struct_size and not NULL; with
+ * BYTEPS_LOCAL_SIZE > 1, the machine's device push_pulls are summed on the
+ * device when that reducer also has CAP_DEVICE_IPC with device_alloc to
+ * ipc_event_open, otherwise in host memory. It does not call
  * yet, though every reducer offers them and the conformance kit checks them:
  *  - sum2: a server's first push becomes the round's accumulator without a
  *    copy, so every later push is a sum() into it; dst = a + b has no place
