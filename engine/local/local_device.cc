@@ -41,6 +41,8 @@ std::shared_ptr<Worker::Op> LocalWorker::submit_on_device(
     if (!device_) {
       device_stream_ = device->stream_create();
       device_ = device;
+      CARAVAN_LOG(INFO) << "push_pulls of device memory are summed on the device by local rank 0 ("
+                        << device_->description() << ", buffers shared through IPC)";
     }
   }
   std::shared_ptr<LocalOp> op = start_op(name, count, dtype, priority, kSum);
