@@ -1,4 +1,5 @@
 #include "engine/base/config.h"
+#include "engine/base/settings.h"
 
 #include <cctype>
 
@@ -110,6 +111,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.resend_timeout_ms = env::boolean("PS_RESEND", false) ? resend_timeout : 0;
   c.drop_percent = static_cast<int>(env::integer("PS_DROP_MSG", 0, 100, 0));
   c.job_token = auth::JobToken::from_env();
+  warn_unknown_settings();
   if (c.heartbeat_interval_s > 0 && c.heartbeat_timeout_s <= c.heartbeat_interval_s)
     throw config_error("PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
                        " must be longer than PS_HEARTBEAT_INTERVAL=" +

@@ -1,10 +1,17 @@
 #include "engine/plugin/host_services.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <vector>
 
 #include "engine/base/log.h"
+#include "engine/base/settings.h"
 #include "engine/plugin/loader.h"
+
+extern char** environ;
 
 namespace caravan {
 namespace {
@@ -18,7 +25,7 @@ std::string upper(std::string s) {
 
 HostServices::HostServices(caravan_plugin_kind kind, const std::string& plugin_name)
     : label_(std::string(plugin_kind_name(kind)) + " " + plugin_name),
-      prefix_("CARAVAN_" + upper(plugin_kind_name(kind)) + "_" + upper(plugin_name) + "_") {
+      prefix_(plugin_param_prefix(kind, plugin_name)) {
   table_.struct_size = sizeof(caravan_host_v1);
   table_.host_ctx = this;
   table_.log = &HostServices::log;
@@ -76,6 +83,38 @@ std::string describe_plugin_failure(caravan_status status) {
   std::string detail = HostServices::take_error();
   std::string s = plugin_status_name(status);
   return detail.empty() ? s : s + ": " + detail;
+}
+
+}  // namespace caravan
+
+namespace caravan {
+
+std::string plugin_param_prefix(caravan_plugin_kind kind, const std::string& plugin_name) {
+  return "CARAVAN_" + upper(plugin_kind_name(kind)) + "_" + upper(plugin_name) + "_";
+}
+
+void warn_undeclared_params(caravan_plugin_kind kind, const caravan_plugin_descriptor& d) {
+  static std::mutex mu;
+  static std::set<std::string> warned;  // plugins already checked
+  std::string prefix = plugin_param_prefix(kind, d.name ? d.name : "");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!warned.insert(prefix).second) return;
+  }
+  std::vector<std::string> declared;
+  for (size_t i = 0; i < d.num_params && d.params; ++i)
+    if (d.params[i].name) declared.push_back(prefix + upper(d.params[i].name));
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry = *e;
+    std::string name = entry.substr(0, entry.find('='));
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (std::find(declared.begin(), declared.end(), name) != declared.end()) continue;
+    std::string near = nearest_name(name, declared);
+    CARAVAN_LOG(WARNING) << name << " is set but " << plugin_kind_name(kind) << " plugin '"
+                         << d.name << "' has no such parameter"
+                         << (near.empty() ? " (caravan-info lists its parameters)"
+                                          : "; did you mean " + near + "?");
+  }
 }
 
 }  // namespace caravan

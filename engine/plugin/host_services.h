@@ -32,6 +32,15 @@ class HostServices {
   caravan_host_v1 table_;
 };
 
+// "CARAVAN_REDUCER_CPU_": what a plugin's parameter names are prefixed with
+// in the environment.
+std::string plugin_param_prefix(caravan_plugin_kind kind, const std::string& plugin_name);
+
+// Once per process and plugin: warns of each set variable with the
+// plugin's prefix that names none of its declared parameters (with the
+// nearest one when it looks like a typo).
+void warn_undeclared_params(caravan_plugin_kind kind, const caravan_plugin_descriptor& d);
+
 // "plugin says: ..." when the plugin explained itself, else the status name.
 std::string describe_plugin_failure(caravan_status status);
 const char* plugin_status_name(caravan_status status);

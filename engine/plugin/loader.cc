@@ -1,5 +1,7 @@
 #include "engine/plugin/loader.h"
 
+#include "engine/plugin/host_services.h"
+
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -131,6 +133,7 @@ std::unique_ptr<PluginLibrary> load_plugin(caravan_plugin_kind kind, uint32_t ol
                         << lib->descriptor->name << "' " << lib->descriptor->version << " (ABI "
                         << lib->descriptor->abi_major << "." << lib->descriptor->abi_minor
                         << ") from " << path;
+      warn_undeclared_params(kind, *lib->descriptor);
       return lib;
     }
     tried << "\n  " << path << ": " << why;
