@@ -21,17 +21,6 @@ namespace {
 constexpr size_t kUsedTableSize =
     offsetof(caravan_reducer_ops_v1, sum_many) + sizeof(caravan_reducer_ops_v1::sum_many);
 
-std::string capability_names(uint64_t caps) {
-  static const std::pair<uint64_t, const char*> kNames[] = {
-      {CARAVAN_REDUCER_CAP_HOST_MEMORY, "host memory"},
-      {CARAVAN_REDUCER_CAP_DEVICE_MEMORY, "device memory"},
-      {CARAVAN_REDUCER_CAP_ASYNC_STREAM, "async stream"},
-      {CARAVAN_REDUCER_CAP_LOCAL_GROUP, "local group"}};
-  std::string text;
-  for (const auto& [bit, name] : kNames)
-    if (caps & bit) text += (text.empty() ? "" : ", ") + std::string(name);
-  return text.empty() ? "none" : text;
-}
 
 class PluginReducer final : public Reducer {
  public:
@@ -91,7 +80,7 @@ class PluginReducer final : public Reducer {
       refuse("failed to report its properties: " + describe_plugin_failure(s));
     // A device-memory reducer would be handed host pointers and no stream.
     if (!(p.caps & CARAVAN_REDUCER_CAP_HOST_MEMORY))
-      refuse("cannot sum host memory (its capabilities: " + capability_names(p.caps) +
+      refuse("cannot sum host memory (its capabilities: " + reducer_capability_names(p.caps) +
              "), and the engine hands reducers host memory only: choose a host reducer such "
              "as CARAVAN_REDUCER=cpu");
     description_ = name_ + (p.kernel ? std::string(" (") + p.kernel + ")" : "");
@@ -113,6 +102,20 @@ class PluginReducer final : public Reducer {
 };
 
 }  // namespace
+
+std::string reducer_capability_names(uint64_t caps) {
+  static const std::pair<uint64_t, const char*> kNames[] = {
+      {CARAVAN_REDUCER_CAP_HOST_MEMORY, "host memory"},
+      {CARAVAN_REDUCER_CAP_DEVICE_MEMORY, "device memory"},
+      {CARAVAN_REDUCER_CAP_ASYNC_STREAM, "async stream"},
+      {CARAVAN_REDUCER_CAP_LOCAL_GROUP, "local group"},
+      {CARAVAN_REDUCER_CAP_DEVICE_SERVICES, "device services"},
+      {CARAVAN_REDUCER_CAP_DEVICE_IPC, "device IPC"}};
+  std::string text;
+  for (const auto& [bit, name] : kNames)
+    if (caps & bit) text += (text.empty() ? "" : ", ") + std::string(name);
+  return text.empty() ? "none" : text;
+}
 
 std::unique_ptr<Reducer> open_reducer(const std::string& choice, const std::string& plugin_path) {
   auto lib = load_plugin(CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, choice,

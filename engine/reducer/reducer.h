@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,9 @@ class Reducer {
   virtual void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
                         caravan_dtype dtype) = 0;
 };
+
+// "host memory, async stream": the CARAVAN_REDUCER_CAP_* bits by name.
+std::string reducer_capability_names(uint64_t caps);
 
 // Loads `choice` (CARAVAN_REDUCER) and creates an instance.
 std::unique_ptr<Reducer> open_reducer(const std::string& choice, const std::string& plugin_path);

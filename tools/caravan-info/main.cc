@@ -23,6 +23,7 @@
 #include "engine/base/settings.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
+#include "engine/reducer/reducer.h"
 
 namespace caravan {
 namespace {
@@ -43,20 +44,6 @@ std::string value_here(const std::string& name) {
   return std::string("'") + v + "'";
 }
 
-std::string reducer_caps(uint64_t caps) {
-  static const std::pair<uint64_t, const char*> kNames[] = {
-      {CARAVAN_REDUCER_CAP_HOST_MEMORY, "host memory"},
-      {CARAVAN_REDUCER_CAP_DEVICE_MEMORY, "device memory"},
-      {CARAVAN_REDUCER_CAP_ASYNC_STREAM, "async stream"},
-      {CARAVAN_REDUCER_CAP_LOCAL_GROUP, "local group"},
-      {CARAVAN_REDUCER_CAP_DEVICE_SERVICES, "device services"},
-      {CARAVAN_REDUCER_CAP_DEVICE_IPC, "device IPC"}};
-  std::string text;
-  for (const auto& [bit, name] : kNames)
-    if (caps & bit) text += (text.empty() ? "" : ", ") + std::string(name);
-  return text.empty() ? "none" : text;
-}
-
 // A reducer's capabilities need an instance: started and stopped here.
 std::string reducer_capabilities(const PluginLibrary& lib) {
   const auto* ops = static_cast<const caravan_reducer_ops_v1*>(lib.descriptor->ops);
@@ -67,7 +54,7 @@ std::string reducer_capabilities(const PluginLibrary& lib) {
   caravan_reducer_properties_v1 p{};
   p.struct_size = sizeof p;
   std::string text = ops->properties(ctx, &p) == CARAVAN_STATUS_OK
-                         ? reducer_caps(p.caps) + (p.kernel ? std::string("; kernel ") + p.kernel : "")
+                         ? reducer_capability_names(p.caps) + (p.kernel ? std::string("; kernel ") + p.kernel : "")
                          : "properties failed: " + describe_plugin_failure(s);
   ops->finalize(ctx);
   return text;
