@@ -93,6 +93,9 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.device_reducer =
       plugin_choice("CARAVAN_DEVICE_REDUCER", env::get("CARAVAN_DEVICE_REDUCER").value_or("gpu"));
   c.staging_bytes = env::integer("CARAVAN_STAGING_BYTES", 0, INT64_MAX, int64_t{4} << 30);
+  if (env::get("BYTEPS_TELEMETRY_ON")) c.telemetry = env::boolean("BYTEPS_TELEMETRY_ON", false) ? 1 : 0;
+  c.telemetry_window_s =
+      static_cast<double>(env::integer("CARAVAN_TELEMETRY_WINDOW_S", 1, 86400, 10));
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));

@@ -33,6 +33,9 @@ struct JobConfig {
   std::string plugin_path;  // CARAVAN_PLUGIN_PATH
   std::string device_reducer;  // CARAVAN_DEVICE_REDUCER: stages device tensors ("gpu")
   int64_t staging_bytes = int64_t{4} << 30;  // CARAVAN_STAGING_BYTES: staging kept for reuse
+  // BYTEPS_TELEMETRY_ON: -1 unset (recorded, not logged), 0 off, 1 logged every window.
+  int telemetry = -1;
+  double telemetry_window_s = 10;  // CARAVAN_TELEMETRY_WINDOW_S
 
   int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
   int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO

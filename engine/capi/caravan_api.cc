@@ -1,5 +1,7 @@
 // The public C API (caravan.h): argument checks, the process-wide worker
 // state, and the translation of exceptions into error codes and messages.
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -9,6 +11,7 @@
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/capi/telemetry.h"
 #include "engine/reducer/device_memory.h"
 #include "engine/worker/device_stager.h"
 #include "engine/worker/worker.h"
@@ -16,6 +19,11 @@
 struct caravan_handle_s {
   std::shared_ptr<caravan::Worker::Op> op;
   bool device = false;  // the DeviceStager's op
+  // For telemetry (push_pulls only): recorded once, when seen done.
+  std::string tensor;
+  size_t bytes = 0;
+  std::chrono::steady_clock::time_point submitted;
+  bool counted = true;
 };
 
 namespace caravan {
@@ -30,6 +38,7 @@ struct State {
   std::mutex device_mu;
   std::unique_ptr<DeviceStager> stager;
   std::string stager_error;  // why it could not be made, said again for every tensor
+  std::unique_ptr<Telemetry> telemetry;  // null: BYTEPS_TELEMETRY_ON=0
 
   int size() const { return worker->size(); }
   // The stager, made on first use; throws naming `tensor` when it cannot be.
@@ -121,6 +130,13 @@ int check_tensor(const char* name, void* data, size_t count, caravan_dtype dtype
   return 0;
 }
 
+// A push_pull seen done: into the telemetry, once.
+void count(State& s, caravan_handle_s& h) {
+  if (h.counted || !s.telemetry) return;
+  h.counted = true;
+  s.telemetry->record(h.tensor, h.bytes, h.submitted, std::chrono::steady_clock::now());
+}
+
 int not_initialized() {
   return fail(CARAVAN_ERR_NOT_INITIALIZED, "caravan_init() has not been called (or caravan_shutdown() was)");
 }
@@ -145,6 +161,12 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
     if (!broadcast) root = kSum;
     auto h = std::make_unique<caravan_handle_s>();
     h->device = device;
+    if (!broadcast && s->telemetry) {
+      h->tensor = name;
+      h->bytes = count * dtype_size(dtype);
+      h->submitted = std::chrono::steady_clock::now();
+      h->counted = false;
+    }
     if (device)
       h->op = s->device_stager(name).submit(name, data, count, dtype, priority, root, stream);
     else
@@ -168,6 +190,8 @@ int caravan_init(void) {
     Log::configure_from_env();
     auto s = std::make_shared<State>();
     s->worker = start_worker(&s->config);
+    if (s->config.telemetry != 0)
+      s->telemetry = std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
     g_state = std::move(s);
     return 0;
   });
@@ -274,6 +298,7 @@ int caravan_poll(caravan_handle h) {
     if (!s) return not_initialized();
     std::string error;
     int rc = h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
+    if (rc == 1) count(*s, *h);
     return rc < 0 ? fail(rc, error) : rc;
   });
 }
@@ -287,7 +312,31 @@ int caravan_wait(caravan_handle h) {
     std::string error;
     int rc = owned->device ? s->device_stager("").wait(*owned->op, &error)
                            : s->worker->wait(*owned->op, &error);
+    if (rc == 0) count(*s, *owned);
     return rc < 0 ? fail(rc, error) : 0;
+  });
+}
+
+int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out) {
+  return guarded([&]() -> int {
+    if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (out->struct_size < sizeof(caravan_pushpull_stats))
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                  "out->struct_size is " + std::to_string(out->struct_size) + ", expected at least " +
+                      std::to_string(sizeof(caravan_pushpull_stats)));
+    auto s = state();
+    if (!s) return not_initialized();
+    if (!s->telemetry)
+      return fail(CARAVAN_ERR_STATE, "push_pull telemetry is off (BYTEPS_TELEMETRY_ON=0)");
+    Telemetry::Stats t = s->telemetry->stats(name ? name : "");
+    out->window_s = t.window_s;
+    out->operations = t.operations;
+    out->bytes = t.bytes;
+    out->mbytes_per_s = t.mbytes_per_s;
+    out->p50_us = t.p50_us;
+    out->p90_us = t.p90_us;
+    out->p99_us = t.p99_us;
+    return 0;
   });
 }
 

@@ -52,7 +52,25 @@ _SIGNATURES = {
     "caravan_broadcast_device": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_ptr], 2),
     "caravan_broadcast_device_async":
         ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_ptr, _c_handle_p], 2),
+    "caravan_get_pushpull_stats": ([_c_str, _c_ptr], 2),
 }
+
+
+class PushPullStats(ctypes.Structure):
+    """caravan_pushpull_stats (caravan.h)."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("window_s", ctypes.c_double),
+                ("operations", ctypes.c_ulonglong), ("bytes", ctypes.c_ulonglong),
+                ("mbytes_per_s", ctypes.c_double), ("p50_us", ctypes.c_double),
+                ("p90_us", ctypes.c_double), ("p99_us", ctypes.c_double)]
+
+
+def pushpull_stats(name=None):
+    """The telemetry of tensor `name` (every tensor when None)."""
+    out = PushPullStats()
+    out.struct_size = ctypes.sizeof(out)
+    call("caravan_get_pushpull_stats", name.encode("utf-8") if name else None, ctypes.byref(out),
+         what="push_pull telemetry")
+    return out
 
 _lock = threading.Lock()
 _library = None

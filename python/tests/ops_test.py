@@ -4,7 +4,7 @@ Every dtype Caravan and torch share, summed and averaged (integers by floor
 division, negative values included); the new-tensor, in-place and
 asynchronous forms with poll() and synchronize(); non-contiguous tensors;
 0-d and empty tensors; generated names; Compression.fp16; the gradient
-through push_pull. Errors, each
+through push_pull; telemetry (get_pushpull_speed, pushpull_stats). Errors, each
 naming the tensor: calls before init(), dtypes Caravan cannot sum, a meta
 tensor, a name reused with another shape or dtype. (CUDA tensors: cuda_test.py.)
 """
@@ -130,8 +130,26 @@ def errors(rank):
                                                          name="fixed"), "fixed", "int32")
     check_raises(TypeError, lambda: bps.synchronize(42), "handle")
     check_raises(TypeError, lambda: bps.push_pull(torch.zeros(1), name=7), "name")
-    for fn in (bps.suspend, lambda: bps.resume(1, 1), bps.get_pushpull_speed):
+    for fn in (bps.suspend, lambda: bps.resume(1, 1)):
         check_raises(NotImplementedError, fn, "not")
+
+
+def telemetry():
+    """get_pushpull_speed() as BytePS returns it, and the per-tensor figures."""
+    import time
+    before = bps.pushpull_stats("telemetry.t")
+    check(before["operations"] == 0, "no push_pull of telemetry.t yet: %s" % before)
+    for _ in range(3):
+        bps.push_pull(torch.ones(1000), name="telemetry.t")
+    t = bps.pushpull_stats("telemetry.t")
+    check(t["operations"] == 3 and t["bytes"] == 12000 and 0 < t["p50_us"] <= t["p99_us"],
+          "three push_pulls of 4000 bytes: %s" % t)
+    ms, speed = bps.get_pushpull_speed()
+    check(abs(ms - time.time() * 1000) < 60000 and speed > 0,
+          "get_pushpull_speed() = (%s, %s)" % (ms, speed))
+    total = bps.pushpull_stats()
+    check(total["operations"] >= t["operations"] and total["bytes"] >= t["bytes"],
+          "every tensor counts at least telemetry.t's: %s" % total)
 
 
 def main():
@@ -142,6 +160,7 @@ def main():
     check(0 <= rank < size, "rank %d of %d" % (rank, size))
     every_dtype(rank, size)
     shapes_and_forms(rank, size)
+    telemetry()
     errors(rank)
     done(rank, "push_pull on %d workers" % size)
     bps.shutdown()

@@ -170,6 +170,25 @@ int caravan_broadcast_device_async(const char* name, void* data, size_t count,
 int caravan_broadcast_device(const char* name, void* data, size_t count, caravan_dtype dtype,
                              int root_rank, int priority, void* stream);
 
+/* push_pull telemetry: finished push_pulls of the last window
+ * (CARAVAN_TELEMETRY_WINDOW_S, default 10 s), each counted from submission
+ * to completion as the caller saw it (caravan_wait() returned or
+ * caravan_poll() said 1). */
+typedef struct caravan_pushpull_stats {
+  size_t struct_size; /* set by the caller: sizeof(caravan_pushpull_stats) */
+  double window_s;    /* the span covered: the window, or the job's life if shorter */
+  unsigned long long operations;
+  unsigned long long bytes;
+  double mbytes_per_s;                    /* bytes / window_s / 1e6 */
+  double p50_us, p90_us, p99_us;          /* latency percentiles; 0 without operations */
+} caravan_pushpull_stats;
+
+/* Fills *out with the figures of tensor `name`, or of every tensor when
+ * `name` is NULL or empty. Never blocks. Errors: INVALID_ARGUMENT (out NULL
+ * or struct_size too small), NOT_INITIALIZED, STATE (BYTEPS_TELEMETRY_ON=0
+ * turned telemetry off). */
+int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out);
+
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string
  * stays valid until the next Caravan call on this thread. Never NULL. */

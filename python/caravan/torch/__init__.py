@@ -6,7 +6,7 @@
     bps.broadcast_parameters(model.state_dict(), root_rank=0)
     bps.broadcast_optimizer_state(optimizer, root_rank=0)
 
-CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
+CPU and CUDA tensors of dtype float32, float64, float16, bfloat16, int32, int64,
 uint8 and int8. The package is a thin layer over libcaravan's C API,
 called through ctypes; see docs/byteps-migration.md.
 """
@@ -16,8 +16,8 @@ from .compression import Compression
 from .functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .ops import (Handle, broadcast, broadcast_async, broadcast_async_inplace, broadcast_inplace,
                   declare, get_pushpull_speed, init, local_rank, local_size, poll, push_pull,
-                  push_pull_async, push_pull_async_inplace, push_pull_inplace, rank, resume,
-                  shutdown, size, suspend, synchronize)
+                  push_pull_async, push_pull_async_inplace, push_pull_inplace, pushpull_stats,
+                  rank, resume, shutdown, size, suspend, synchronize)
 from .optimizer import DistributedOptimizer
 from . import parallel
 
@@ -26,6 +26,7 @@ __all__ = [
     "Compression", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
     "Handle", "broadcast", "broadcast_async", "broadcast_async_inplace", "broadcast_inplace",
     "declare", "get_pushpull_speed", "init", "local_rank", "local_size", "poll", "push_pull",
-    "push_pull_async", "push_pull_async_inplace", "push_pull_inplace", "rank", "resume",
+    "push_pull_async", "push_pull_async_inplace", "push_pull_inplace", "pushpull_stats", "rank",
+    "resume",
     "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer", "parallel",
 ]

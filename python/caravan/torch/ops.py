@@ -14,6 +14,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 
 import torch
 
@@ -164,9 +165,19 @@ def async_mode():
 
 
 def get_pushpull_speed():
-    raise NotImplementedError(
-        "caravan.torch.get_pushpull_speed(): push_pull telemetry is not offered by the Python "
-        "layer yet")
+    """(milliseconds since the epoch, MB/s): the push_pull throughput of this
+    worker over the last telemetry window (CARAVAN_TELEMETRY_WINDOW_S, default
+    10 s), as BytePS returns it. pushpull_stats() has the latencies too."""
+    _require_init("caravan.torch.get_pushpull_speed()")
+    return int(time.time() * 1000), _capi.pushpull_stats().mbytes_per_s
+
+
+def pushpull_stats(name=None):
+    """Telemetry of tensor `name`, or of every tensor: a dict of window_s,
+    operations, bytes, mbytes_per_s, p50_us, p90_us, p99_us."""
+    _require_init("caravan.torch.pushpull_stats()")
+    s = _capi.pushpull_stats(name)
+    return {f: getattr(s, f) for f, _ in s._fields_ if f != "struct_size"}
 
 
 # ---- tensors ---------------------------------------------------------------
