@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "plot.h"
 #include "tcp_baseline.h"
 #ifdef CARAVAN_BENCH_CUDA
 #include <cuda_runtime_api.h>
@@ -35,7 +36,8 @@ const char kUsage[] =
     "  --no-baseline    skip the raw TCP loopback measurements\n"
     "  --device D       cpu (default), or cuda: each size from host memory, then the same\n"
     "                   from CUDA device memory (caravan_push_pull_device), with the ratio\n"
-    "  --csv            also print the results as CSV\n";
+    "  --csv            also print the results as CSV\n"
+    "  --plot FILE.png  also draw bandwidth against size, with the baselines (gnuplot)\n";
 
 // Big sizes stop early so a run stays short; the budget is in bytes per
 // round so all workers agree on it without talking.
@@ -49,6 +51,7 @@ struct Options {
   caravan_dtype dtype = CARAVAN_FLOAT32;
   bool baseline = true, csv = false;
   bool cuda = false;  // --device cuda
+  std::string plot;   // --plot FILE.png
 };
 
 [[noreturn]] void BadOption(const std::string& opt, const std::string& value,
@@ -100,7 +103,7 @@ Options ParseArgs(int argc, char** argv) {
     if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
       name = arg.substr(0, eq), value = arg.substr(eq + 1), inline_value = true;
     if (name != "--sizes" && name != "--iters" && name != "--warmup" && name != "--dtype" &&
-        name != "--inflight" && name != "--device") {
+        name != "--inflight" && name != "--device" && name != "--plot") {
       fprintf(stderr, "caravan-bench: unknown option '%s'\n%s", arg.c_str(), kUsage);
       exit(2);
     }
@@ -112,6 +115,11 @@ Options ParseArgs(int argc, char** argv) {
     else if (name == "--iters") o.iters = ParseLong(name, value, 1, 1000000);
     else if (name == "--warmup") o.warmup = ParseLong(name, value, 0, 1000000);
     else if (name == "--inflight") o.inflight = ParseLong(name, value, 1, 1024);
+    else if (name == "--plot") {
+      if (value.size() < 5 || value.compare(value.size() - 4, 4, ".png") != 0)
+        BadOption(name, value, "expected a file name ending in .png");
+      o.plot = value;
+    }
     else if (name == "--device") {
       if (value != "cpu" && value != "cuda") BadOption(name, value, "expected cpu or cuda");
 #ifndef CARAVAN_BENCH_CUDA
@@ -461,6 +469,34 @@ int main(int argc, char** argv) {
              r.pingpong > 0 ? r.pingpong : 0, r.echo > 0 ? r.echo : 0);
     fflush(stdout);
   }
+  int status = 0;
+  if (rank == 0 && !o.plot.empty()) {
+    std::vector<caravan_bench::Series> series(1);
+    series[0].title = "caravan push_pull (algbw)";
+    caravan_bench::Series cuda{"caravan push_pull from CUDA memory", {}},
+        tcp{"raw TCP stream", {}}, pingpong{"raw TCP ping-pong", {}},
+        echo{"raw TCP pipelined echo", {}};
+    for (const Row& r : rows) {
+      double x = static_cast<double>(r.bytes);
+      series[0].points.emplace_back(x, r.algbw);
+      if (r.cuda > 0) cuda.points.emplace_back(x, r.cuda);
+      if (r.tcp > 0) tcp.points.emplace_back(x, r.tcp);
+      if (r.pingpong > 0) pingpong.points.emplace_back(x, r.pingpong);
+      if (r.echo > 0) echo.points.emplace_back(x, r.echo);
+    }
+    for (auto* extra : {&cuda, &tcp, &pingpong, &echo})
+      if (!extra->points.empty()) series.push_back(*extra);
+    std::string title = "caravan-bench: " + std::to_string(workers) + " workers, " +
+                        EnvOr("DMLC_NUM_SERVER", "?") + " servers, " + VanName() + ", " +
+                        caravan_dtype_name(o.dtype);
+    std::string why = caravan_bench::plot_lines(o.plot, title, "GB/s", series);
+    if (why.empty()) {
+      printf("chart: %s\n", o.plot.c_str());
+    } else {
+      fprintf(stderr, "caravan-bench: --plot %s: %s\n", o.plot.c_str(), why.c_str());
+      status = 1;
+    }
+  }
   Must(caravan_shutdown(), "caravan_shutdown", "");
-  return 0;
+  return status;
 }

@@ -15,16 +15,18 @@
 #include <vector>
 
 #include "model_layers.h"
+#include "plot.h"
 
 namespace {
 
 const char kUsage[] =
     "usage: caravan-launch [...] -- caravan-replay-bench [--model resnet50|bert-large]\n"
-    "                                  [--steps N] [--warmup N]\n";
+    "                                  [--steps N] [--warmup N] [--plot FILE.png]\n";
 
 struct Options {
   std::string model = "resnet50";
   int steps = 10, warmup = 2;
+  std::string plot;  // --plot FILE.png: the step against the single tensor, as bars
 };
 
 void Must(int rc, const char* what) {
@@ -55,6 +57,7 @@ Options Parse(int argc, char** argv) {
     if (a == "--model") o.model = argv[++i];
     else if (a == "--steps") o.steps = IntArg("--steps", argv[++i]);
     else if (a == "--warmup") o.warmup = IntArg("--warmup", argv[++i]);
+    else if (a == "--plot") o.plot = argv[++i];
     else {
       std::fprintf(stderr, "caravan-replay-bench: unknown option '%s'\n%s", a.c_str(), kUsage);
       std::exit(2);
@@ -133,6 +136,10 @@ int main(int argc, char** argv) {
       step_s.push_back(s);
       whole_s.push_back(w);
     }
+    // Progress, for the long runs (bert-large, slow links).
+    if (rank == 0 && o.warmup + o.steps >= 10)
+      std::fprintf(stderr, "caravan-replay-bench: step %d of %d: %.1f ms\n", step + 1,
+                   o.warmup + o.steps, s * 1e3);
   }
   Must(caravan_shutdown(), "caravan_shutdown");
   if (rank != 0) return 0;
@@ -145,5 +152,19 @@ int main(int argc, char** argv) {
   std::printf("%-26s %12.1f %14.3f\n", "training step (all tensors)", step * 1e3, bytes / step / 1e9);
   std::printf("%-26s %12.1f %14.3f\n", "one tensor, same bytes", single * 1e3, bytes / single / 1e9);
   std::printf("step bandwidth / single-tensor bandwidth: %.2f\n", single / step);
+  if (!o.plot.empty()) {
+    std::string why = caravan_bench::plot_bars(
+        o.plot,
+        "caravan-replay-bench: " + o.model + ", " + std::to_string(workers) +
+            " workers, median of " + std::to_string(o.steps) + " steps",
+        "milliseconds",
+        {{"training step (" + std::to_string(layers.size()) + " tensors)", step * 1e3},
+         {"one tensor, same bytes", single * 1e3}});
+    if (!why.empty()) {
+      std::fprintf(stderr, "caravan-replay-bench: --plot %s: %s\n", o.plot.c_str(), why.c_str());
+      return 1;
+    }
+    std::printf("chart: %s\n", o.plot.c_str());
+  }
   return 0;
 }
