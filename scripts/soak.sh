@@ -101,9 +101,14 @@ echo "soak: $workers workers, $servers servers, seed $seed, ${seconds} s; sampli
 # sampler forks nothing but its sleep.
 t0_us=${EPOCHREALTIME/./}
 end_us=$((t0_us + seconds * 1000000 - sample_margin_ms * 1000))
+# A line of progress every SOAK_PROGRESS_S seconds (default 60), so a long
+# soak shows it is alive and how its memory goes.
+progress_us=$(( ${SOAK_PROGRESS_S:-60} * 1000000 ))
+next_progress_us=$((t0_us + progress_us))
 while :; do
   now_us=${EPOCHREALTIME/./}
   [ "$now_us" -lt "$end_us" ] || break
+  progress=""
   for pid in "${pids[@]}"; do
     # One read of the whole file: read line by line, /proc regenerates the
     # text between reads, and a line that changed length (State: R or S)
@@ -117,7 +122,12 @@ while :; do
     [ -n "$rss" ] ||
       fail "${label_of[$pid]} (pid $pid) exited during the soak, at $((elapsed_ms / 1000)) s"
     echo "$elapsed_ms ${label_of[$pid]} $rss" >>"$samples"
+    progress+=" ${label_of[$pid]} ${rss} kB;"
   done
+  if [ "$now_us" -ge "$next_progress_us" ]; then
+    echo "soak: $(( (now_us - t0_us) / 1000000 )) s of ${seconds} s, VmRSS:${progress%;}"
+    next_progress_us=$((next_progress_us + progress_us))
+  fi
   sleep "$period"
 done
 
