@@ -21,7 +21,6 @@
 // rank 0 publishes result n only after its event passed, so the sum no
 // longer reads anyone's buffer when they write round n + 1 into it.
 #include <chrono>
-#include <thread>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
@@ -99,7 +98,7 @@ void LocalWorker::open_peer(DeviceSide& d, TensorSegment& seg, int r) {
   d.peer_events[static_cast<size_t>(r)] = device_->ipc_event_open(event);
 }
 
-bool LocalWorker::gather_on_device(LocalOp& op) {
+void LocalWorker::gather_on_device(LocalOp& op) {
   TensorSegment& seg = *op.tensor->segment;
   DeviceSide& d = *op.side;
   std::vector<const void*> sources{op.data};
@@ -110,7 +109,6 @@ bool LocalWorker::gather_on_device(LocalOp& op) {
   }
   device_->sum_many(d.buffer, sources.data(), sources.size(), op.tensor->count, op.tensor->dtype,
                     device_stream_);
-  return true;
 }
 
 bool LocalWorker::advance_on_device(const std::shared_ptr<LocalOp>& op) {
@@ -199,16 +197,11 @@ int LocalWorker::finish_on_device(LocalOp& op, bool block, std::string* error) {
       device_->event_record(d.done, device_stream_);
       op.copying_back = true;
     }
-    while (!device_->event_done(d.done)) {
-      if (!block) return kPending;
-      if (SteadyClock::now() > op.deadline) {
-        *error = "the copy of " + round_of(*op.tensor, op.round) +
-                 "'s result into device memory did not end" + within_op_timeout();
-        return CARAVAN_ERR_TIMEOUT;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(10));
-    }
-    return 0;
+    if (block ? device_->wait(d.done, op.deadline) : device_->event_done(d.done)) return 0;
+    if (!block) return kPending;
+    *error = "the copy of " + round_of(*op.tensor, op.round) +
+             "'s result into device memory did not end" + within_op_timeout();
+    return CARAVAN_ERR_TIMEOUT;
   } catch (const Error& e) {
     *error = e.what();
     return e.code();
@@ -219,12 +212,7 @@ void LocalWorker::free_device_sides() noexcept {
   if (!device_) return;
   try {
     // Nothing may still run on what is freed below.
-    void* last = device_->event_create();
-    device_->event_record(last, device_stream_);
-    auto deadline = SteadyClock::now() + std::chrono::seconds(config_.op_timeout_s);
-    while (!device_->event_done(last) && SteadyClock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    device_->event_destroy(last);
+    device_->drain(device_stream_, SteadyClock::now() + std::chrono::seconds(config_.op_timeout_s));
     for (auto& [name, d] : device_sides_) {
       for (char* p : d->peer_buffers)
         if (p) device_->ipc_close(p);

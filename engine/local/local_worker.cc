@@ -278,7 +278,10 @@ bool LocalWorker::gather(LocalOp& op) {
     complete(op, CARAVAN_ERR_MISMATCH, msg);
     return false;
   }
-  if (op.side) return gather_on_device(op);
+  if (op.side) {
+    gather_on_device(op);
+    return true;
+  }
   if (op.root == kSum) {
     std::vector<const void*> sources{op.data};
     for (int r = 1; r < group_->local_size(); ++r) sources.push_back(seg.slot(r));

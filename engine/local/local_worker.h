@@ -67,8 +67,8 @@ class LocalWorker final : public Worker {
   // Device ops (local_device.cc):
   DeviceSide& device_side(LocalTensor& t);
   void open_peer(DeviceSide& d, TensorSegment& seg, int r);
-  // Local rank 0: sums on the device; false when the op is done (failed).
-  bool gather_on_device(LocalOp& op);
+  // Local rank 0: enqueues the machine's sum on the device (throws on failure).
+  void gather_on_device(LocalOp& op);
   // Local rank 0: the next step of a summed device op; true once done.
   bool advance_on_device(const std::shared_ptr<LocalOp>& op);
   // Every rank: the copy of the result into the caller's tensor has ended

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "caravan/plugin/reducer_v1.h"
@@ -175,6 +176,28 @@ class PluginDeviceMemory final : public DeviceMemory {
 };
 
 }  // namespace
+
+bool DeviceMemory::wait(Event e, std::chrono::steady_clock::time_point deadline) {
+  while (!event_done(e)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+  }
+  return true;
+}
+
+bool DeviceMemory::drain(Stream s, std::chrono::steady_clock::time_point deadline) {
+  Event last = event_create();
+  bool passed = false;
+  try {
+    event_record(last, s);
+    passed = wait(last, deadline);
+  } catch (...) {
+    event_destroy(last);
+    throw;
+  }
+  event_destroy(last);
+  return passed;
+}
 
 std::unique_ptr<DeviceMemory> open_device_memory(const std::string& choice,
                                                  const std::string& plugin_path) {

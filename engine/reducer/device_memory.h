@@ -4,6 +4,7 @@
 // plugin's table.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -32,6 +33,12 @@ class DeviceMemory {
   virtual void event_record(Event e, Stream s) = 0;
   virtual void stream_wait(Stream s, Event e) = 0;
   virtual bool event_done(Event e) = 0;
+  // Polls `e` until it has passed (true) or `deadline` (false): the engine
+  // never blocks inside the plugin, so a stuck device cannot hang it.
+  bool wait(Event e, std::chrono::steady_clock::time_point deadline);
+  // Waits, up to `deadline`, for the work queued so far on `s`; false when
+  // the deadline came first.
+  bool drain(Stream s, std::chrono::steady_clock::time_point deadline);
   // dst = srcs[0] + ... on the device, enqueued on `s`.
   virtual void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
                         int dtype, Stream s) = 0;

@@ -90,14 +90,8 @@ DeviceStager::~DeviceStager() {
   thread_.join();
   // Nothing may still copy from or into the buffers freed below.
   try {
-    DeviceMemory::Event last = device_->event_create();
-    for (DeviceMemory::Stream s : {d2h_, h2d_}) {
-      device_->event_record(last, s);
-      auto deadline = Clock::now() + std::chrono::seconds(op_timeout_s_);
-      while (!device_->event_done(last) && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    device_->event_destroy(last);
+    for (DeviceMemory::Stream s : {d2h_, h2d_})
+      device_->drain(s, Clock::now() + std::chrono::seconds(op_timeout_s_));
     for (auto& [name, s] : staging_) free_staging(*s);
     for (auto& s : failed_) free_staging(*s);
     device_->stream_destroy(d2h_);
@@ -393,16 +387,15 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
         device_->event_record(op.staging->back, h2d_);
         op.back_recorded = true;
       }
-      auto deadline = Clock::now() + std::chrono::seconds(op_timeout_s_);
-      while (!device_->event_done(op.staging->back)) {
-        if (!block) return 0;
-        if (Clock::now() > deadline) {
-          op.fail(CARAVAN_ERR_TIMEOUT, "the copy back to device memory did not end within " +
-                                           std::to_string(op_timeout_s_) +
-                                           " s (CARAVAN_OP_TIMEOUT)");
-          return finish(CARAVAN_ERR_TIMEOUT, false);
-        }
-        std::this_thread::sleep_for(std::chrono::microseconds(10));
+      bool passed = block ? device_->wait(op.staging->back,
+                                          Clock::now() + std::chrono::seconds(op_timeout_s_))
+                          : device_->event_done(op.staging->back);
+      if (!passed && !block) return 0;
+      if (!passed) {
+        op.fail(CARAVAN_ERR_TIMEOUT, "the copy back to device memory did not end within " +
+                                         std::to_string(op_timeout_s_) +
+                                         " s (CARAVAN_OP_TIMEOUT)");
+        return finish(CARAVAN_ERR_TIMEOUT, false);
       }
     } catch (const Error& e) {
       op.fail(e.code(), e.what());
