@@ -117,22 +117,24 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   if (staged) return op;
   {
     std::lock_guard<std::mutex> lock(send_mu_);
-    for (size_t i = 0; i < op->plan->partitions.size(); ++i)
-      send_policy_->add(PendingSend{priority, sequence_++,
-                                    [this, op, i, priority] { send_partition(op, i, priority); }});
+    for (size_t i = 0; i < op->plan->partitions.size(); ++i) queue(op, i);
   }
   pump();
   return op;
 }
 
 void PushPullClient::release(const std::shared_ptr<Operation>& op, size_t index) {
-  int priority = op->priority;
   {
     std::lock_guard<std::mutex> lock(send_mu_);
-    send_policy_->add(PendingSend{priority, sequence_++,
-                                  [this, op, index, priority] { send_partition(op, index, priority); }});
+    queue(op, index);
   }
   pump();
+}
+
+void PushPullClient::queue(const std::shared_ptr<Operation>& op, size_t index) {
+  int priority = op->priority;
+  send_policy_->add(PendingSend{priority, sequence_++,
+                                [this, op, index, priority] { send_partition(op, index, priority); }});
 }
 
 void PushPullClient::place_in_shared_memory(TensorPlan& plan) {

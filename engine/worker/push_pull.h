@@ -123,6 +123,8 @@ class PushPullClient {
   void place_in_shared_memory(TensorPlan& plan);
   // An operation that will never be sent: the tensor is free again.
   void withdraw(Operation& op);
+  // Hands partition `index` to the send policy (send_mu_ held).
+  void queue(const std::shared_ptr<Operation>& op, size_t index);
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
   // Copies partition `index`'s sum from answer `r` (or `slot`) into the

@@ -27,6 +27,5 @@ __all__ = [
     "Handle", "broadcast", "broadcast_async", "broadcast_async_inplace", "broadcast_inplace",
     "declare", "get_pushpull_speed", "init", "local_rank", "local_size", "poll", "push_pull",
     "push_pull_async", "push_pull_async_inplace", "push_pull_inplace", "pushpull_stats", "rank",
-    "resume",
-    "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer", "parallel",
+    "resume", "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer", "parallel",
 ]
