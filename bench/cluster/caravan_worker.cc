@@ -1,0 +1,58 @@
+// caravan-cluster-worker: the Caravan side of the emulated-cluster benchmark
+// (bench/cluster/run.sh). Each iteration push_pulls every tensor of the
+// workload, in backward order with BytePS priorities (layers nearer the
+// input higher), waits for all, and checks every element; rank 0 prints
+// the median step time. Run as every worker of a job.
+#include <caravan/caravan.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "workload.h"
+
+namespace {
+
+const char kProg[] = "caravan-cluster-worker";
+
+void must(int rc, const char* what) {
+  if (rc == 0) return;
+  std::fprintf(stderr, "%s: worker %d: %s failed: %s\n", kProg, caravan_rank(), what,
+               caravan_strerror(rc));
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace cluster_bench;
+  Options o = parse(kProg, argc, argv, [](const std::string&, const char*) { return false; });
+  must(caravan_init(), "caravan_init");
+  int rank = caravan_rank(), workers = caravan_size();
+  std::vector<std::vector<float>> grads;
+  double bytes = 0;
+  for (auto& l : o.layers) {
+    grads.emplace_back(l.elements);
+    bytes += static_cast<double>(l.elements) * sizeof(float);
+  }
+  std::vector<caravan_handle> handles(o.layers.size());
+  std::vector<double> seconds;
+  using Clock = std::chrono::steady_clock;
+  for (int it = 0; it < o.warmup + o.iters; ++it) {
+    for (auto& g : grads) fill(g.data(), g.size(), rank, it);
+    auto t0 = Clock::now();
+    for (size_t i = 0; i < o.layers.size(); ++i)
+      must(caravan_push_pull_async(o.layers[i].name.c_str(), grads[i].data(), grads[i].size(),
+                                   CARAVAN_FLOAT32, static_cast<int>(i), &handles[i]),
+           "caravan_push_pull_async");
+    for (auto& h : handles) must(caravan_wait(h), "caravan_wait");
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (size_t i = 0; i < o.layers.size(); ++i)
+      check(kProg, grads[i].data(), grads[i].size(), o.layers[i].name, rank, workers, it);
+    if (it >= o.warmup) seconds.push_back(s);
+  }
+  must(caravan_shutdown(), "caravan_shutdown");
+  if (rank == 0) print_result("caravan", o, workers, bytes, seconds);
+  return 0;
+}

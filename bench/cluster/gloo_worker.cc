@@ -1,0 +1,85 @@
+// caravan-gloo-ring: the baseline of the emulated-cluster benchmark
+// (bench/cluster/run.sh): Gloo's ring allreduce (the algorithm PyTorch's
+// Gloo backend runs on CPU tensors) over its TCP transport, one rank per
+// host. A model's gradients go as one fused buffer, the most favourable
+// case for a ring. Every element of every result is checked; rank 0 prints
+// the median time in the same form as caravan-cluster-worker.
+//   caravan-gloo-ring --rank R --size N --store DIR --iface IF --workload W
+#include <gloo/allreduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <vector>
+
+#include "workload.h"
+
+namespace {
+
+const char kProg[] = "caravan-gloo-ring";
+
+void sum_floats(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<float*>(out);
+  auto* x = static_cast<const float*>(a);
+  auto* y = static_cast<const float*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace cluster_bench;
+  int rank = -1, size = 0, timeout_s = 600;
+  std::string store_dir, iface;
+  Options o = parse(kProg, argc, argv, [&](const std::string& a, const char* v) {
+    if (a == "--rank") rank = count_arg(kProg, a, v);
+    else if (a == "--size") size = count_arg(kProg, a, v);
+    else if (a == "--timeout") timeout_s = count_arg(kProg, a, v);
+    else if (a == "--store") store_dir = v;
+    else if (a == "--iface") iface = v;
+    else return false;
+    return true;
+  });
+  if (size < 1 || rank < 0 || rank >= size)
+    usage_error(kProg, "--rank R --size N with 0 <= R < N are required");
+  if (store_dir.empty()) usage_error(kProg, "--store DIR (a directory every rank sees) is required");
+  try {
+    gloo::transport::tcp::attr attr;
+    if (!iface.empty()) attr.iface = iface;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::FileStore file_store(store_dir);
+    gloo::rendezvous::PrefixStore store(o.workload, file_store);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    context->setTimeout(std::chrono::seconds(timeout_s));
+    context->connectFullMesh(store, device);
+
+    size_t elements = 0;
+    for (auto& l : o.layers) elements += l.elements;
+    std::vector<float> buf(elements);
+    std::vector<double> seconds;
+    using Clock = std::chrono::steady_clock;
+    for (int it = 0; it < o.warmup + o.iters; ++it) {
+      fill(buf.data(), buf.size(), rank, it);
+      auto t0 = Clock::now();
+      gloo::AllreduceOptions opts(context);
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      opts.setOutput(buf.data(), buf.size());
+      opts.setReduceFunction(&sum_floats);
+      opts.setTag(static_cast<uint32_t>(it));
+      gloo::allreduce(opts);
+      double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      check(kProg, buf.data(), buf.size(), o.workload, rank, size, it);
+      if (it >= o.warmup) seconds.push_back(s);
+    }
+    if (rank == 0) print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: rank %d of %d: %s\n", kProg, rank, size, e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# The emulated-cluster benchmark: Caravan against Gloo's ring allreduce over
+# the same shaped links, in one invocation (docs/cluster-bench.md).
+#
+# usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
+#          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
+#          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
+#          [--keep-logs DIR] [--no-gloo]
+#
+# Hosts are network namespaces joined by a Linux bridge that lives in a
+# namespace of its own (nothing is added to this machine's network): N
+# worker hosts w0.., N server hosts s0.. and a scheduler host. Every host's
+# link is shaped with tc tbf to the rate in both directions (on the host's
+# side for what it sends, on the bridge's side for what it receives), so a
+# host sends and receives at most the rate at once, like a full-duplex NIC.
+#
+# For each rate and workload it runs, one after the other on the same links:
+#   gloo       Gloo's ring allreduce, one rank per worker host (a model's
+#              gradients as one fused buffer);
+#   dedicated  Caravan, one worker per worker host, one server per server host;
+#   colocated  Caravan, a worker and a server on each worker host.
+# and prints a table: the median step's algorithm bandwidth (bytes of the
+# workload / step time) of each, the ratio, and each one's fraction of its
+# link bound. The bounds: with dedicated servers each worker sends and
+# receives each byte once (bound = rate); a ring and colocated servers send
+# and receive 2(N-1)/N of it (bound = rate * N / (2(N-1))).
+#
+# --trace DIR writes DIR/<rate>-<workload>-<system>.csv: every host link's
+# bytes sent and received, sampled every 0.1 s (docs/cluster-bench.md reads
+# them), and the tbf queue statistics of every link after each run.
+# --env VAR=VALUE is given to every Caravan node (try a setting).
+#
+# Needs root (namespaces); exits 77 saying why where they cannot be made.
+# Everything it creates is removed on every exit path.
+set -u
+
+hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
+iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1
+extra_env=()
+die() { echo "cluster-bench: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hosts) hosts=${2:?}; shift ;;
+    --rates) rates=${2:?}; shift ;;
+    --workloads) workloads=${2:?}; shift ;;
+    --modes) modes=${2:?}; shift ;;
+    --iters) iters=${2:?}; shift ;;
+    --warmup) warmup=${2:?}; shift ;;
+    --bin) bin=${2:?}; shift ;;
+    --env) [[ ${2:-} == *=* ]] || die "--env wants VAR=VALUE, got '${2:-}'"; extra_env+=("$2"); shift ;;
+    --trace) trace_dir=${2:?}; shift ;;
+    --keep-logs) keep_logs=${2:?}; shift ;;
+    --no-gloo) gloo=0 ;;
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (--help lists them)" ;;
+  esac
+  shift
+done
+[[ $hosts =~ ^[0-9]+$ ]] && [ "$hosts" -ge 2 ] && [ "$hosts" -le 16 ] ||
+  die "--hosts '$hosts' is not a count from 2 to 16"
+[[ $iters =~ ^[0-9]+$ ]] && [ "$iters" -ge 1 ] || die "--iters '$iters' is not a count of at least 1"
+[[ $warmup =~ ^[0-9]+$ ]] || die "--warmup '$warmup' is not a count"
+IFS=, read -ra rate_list <<<"$rates"
+IFS=, read -ra workload_list <<<"$workloads"
+IFS=, read -ra mode_list <<<"$modes"
+for m in "${mode_list[@]}"; do
+  [ "$m" = dedicated ] || [ "$m" = colocated ] || die "--modes: '$m' is not dedicated or colocated"
+done
+
+# Bytes per second of a tc rate (kbit, mbit, gbit or bit).
+rate_bytes() {
+  awk -v r="$1" 'BEGIN {
+    if (match(r, /^[0-9.]+/)) { n = substr(r, 1, RLENGTH); u = substr(r, RLENGTH + 1) } else exit 1
+    m = (u == "gbit") ? 1e9 : (u == "mbit") ? 1e6 : (u == "kbit") ? 1e3 : (u == "bit") ? 1 : -1
+    if (m < 0 || n <= 0) exit 1
+    printf "%.0f", n * m / 8 }'
+}
+for r in "${rate_list[@]}"; do
+  rate_bytes "$r" >/dev/null || die "--rates: '$r' is not a tc rate such as 1gbit or 500mbit"
+done
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+[ -n "$bin" ] || bin=$root/build/bin
+server_bin=$bin/caravan-server worker_bin=$bin/caravan-cluster-worker gloo_bin=$bin/caravan-gloo-ring
+for b in "$server_bin" "$worker_bin"; do
+  [ -x "$b" ] || die "$b is not built (bash scripts/build.sh, or --bin DIR)"
+done
+if [ "$gloo" = 1 ] && [ ! -x "$gloo_bin" ]; then
+  die "$gloo_bin is not built: Gloo was not found at configure time (install libgloo-dev and rebuild, or --no-gloo)"
+fi
+for w in "${workload_list[@]}"; do  # the worker's own parser judges a workload
+  err=$("$worker_bin" --workload "$w" --iters 0 2>&1 | head -n 1 | grep -v "iters must be")
+  [ -z "$err" ] || die "--workloads: $err"
+done
+
+skip() { echo "cluster-bench: SKIP: $*"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
+command -v ip >/dev/null || skip "no 'ip' command (iproute2 is not installed)"
+command -v tc >/dev/null || skip "no 'tc' command (iproute2 is not installed)"
+
+prefix="cvcb$$"
+switch_ns="${prefix}sw"
+host_names=(sch)
+declare -A addr=([sch]=10.79.0.1)
+for ((i = 0; i < hosts; i++)); do
+  host_names+=("w$i" "s$i")
+  addr[w$i]=10.79.0.$((10 + i))
+  addr[s$i]=10.79.0.$((40 + i))
+done
+ns_of() { echo "${prefix}$1"; }
+
+work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
+created_ns=()
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  # A process left in a namespace keeps its interfaces alive; every
+  # process in these namespaces is one of ours.
+  for ns in "${created_ns[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+  if [ -n "$keep_logs" ]; then mkdir -p "$keep_logs" && cp -r "$work"/. "$keep_logs"/; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+setup() {
+  local err
+  err=$(timeout 10 "$@" 2>&1) || skip "set-up step '$*' failed: ${err:-timed out after 10 s}"
+}
+err=$(timeout 10 ip netns add "$switch_ns" 2>&1) || skip "'ip netns add' failed: ${err:-timed out}"
+created_ns+=("$switch_ns")
+setup ip -n "$switch_ns" link add br0 type bridge
+setup ip -n "$switch_ns" link set br0 up
+for h in "${host_names[@]}"; do
+  ns=$(ns_of "$h")
+  setup ip netns add "$ns"
+  created_ns+=("$ns")
+  setup ip -n "$ns" link set lo up
+  setup ip -n "$ns" link add eth1 type veth peer name "$h" netns "$switch_ns"
+  setup ip -n "$ns" addr add "${addr[$h]}/24" dev eth1
+  setup ip -n "$ns" link set eth1 up
+  setup ip -n "$switch_ns" link set "$h" master br0
+  setup ip -n "$switch_ns" link set "$h" up
+done
+
+# Shapes every link to rate $1, both directions. burst: what the link
+# carries in 2 ms, at least one 64 KiB GSO packet (with 0.5 ms, the
+# shaper's timer on a busy 2-core machine held a ring to half the rate). The host side's queue
+# (50 ms at the rate) stands for a NIC, which pushes back on the sockets
+# rather than dropping; the bridge side's (5 ms) for a switch port's buffer,
+# where incast overflows as it does in a real switch.
+shape() {
+  local rate=$1 bps burst host_limit port_limit h
+  bps=$(rate_bytes "$rate")
+  burst=$(( bps / 500 > 65536 ? bps / 500 : 65536 ))
+  host_limit=$(( bps / 20 > 4 * burst ? bps / 20 : 4 * burst ))
+  port_limit=$(( bps / 200 > 2 * burst ? bps / 200 : 2 * burst ))
+  for h in "${host_names[@]}"; do
+    setup ip netns exec "$(ns_of "$h")" tc qdisc replace dev eth1 root tbf rate "$rate" burst "$burst" limit "$host_limit"
+    setup ip netns exec "$switch_ns" tc qdisc replace dev "$h" root tbf rate "$rate" burst "$burst" limit "$port_limit"
+  done
+}
+
+# Samples every host link's counters (seen from the bridge side: what the
+# bridge port receives is what the host sent) into $1 until killed.
+start_sampler() {
+  ip netns exec "$switch_ns" bash -c '
+    echo "time_s,host,sent_bytes,received_bytes"
+    while :; do
+      t=$(date +%s.%N)
+      while read -r line; do
+        set -- ${line/:/ }
+        case $1 in br0|lo|Inter-|face) continue ;; esac
+        echo "$t,$1,$2,${10}"
+      done < <(tail -n +3 /proc/net/dev)
+      sleep 0.1
+    done' >"$1" 2>/dev/null &
+  sampler=$!
+  pids+=("$sampler")
+}
+stop_sampler() { kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; }
+
+# The tbf statistics (sent, dropped, overlimits, backlog) of every link.
+qdisc_stats() {
+  local h
+  for h in "${host_names[@]}"; do
+    echo "# $h egress (host side)"
+    ip netns exec "$(ns_of "$h")" tc -s qdisc show dev eth1
+    echo "# $h ingress (bridge side)"
+    ip netns exec "$switch_ns" tc -s qdisc show dev "$h"
+  done
+}
+
+# Starts "$@" in host $1's namespace with its output in $2, under deadline.
+start_in() {
+  local h=$1 log=$2
+  shift 2
+  timeout -k 5 "$deadline" ip netns exec "$(ns_of "$h")" "$@" >"$log" 2>&1 &
+  pids+=($!)
+  started+=($!)
+}
+
+# Waits for what start_in started; returns 1 naming each that failed.
+wait_started() {
+  local what=$1 p rc status=0
+  for p in "${started[@]}"; do
+    wait "$p"
+    rc=$?
+    if [ "$rc" -ne 0 ]; then
+      [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && echo "cluster-bench: $what: a process was still running after $deadline s" >&2
+      status=1
+    fi
+  done
+  started=()
+  return $status
+}
+
+# Prints the result line's field $2 from the logs matching $1.
+result_field() {
+  local line
+  line=$(grep -h "cluster-bench result:" $1 2>/dev/null | head -n 1)
+  [ -n "$line" ] || return 1
+  sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$line"
+}
+
+fail_run() {
+  echo "cluster-bench: FAIL: $1; the logs:" >&2
+  for f in $2; do echo "----- $f -----" >&2; tail -n 30 "$f" >&2; done
+  exit 1
+}
+
+run_gloo() {  # $1 rate, $2 workload; prints MB/s
+  local tag=$1-$2-gloo store=$work/store-$1-$2 i
+  mkdir -p "$store"
+  started=()
+  for ((i = 0; i < hosts; i++)); do
+    start_in "w$i" "$work/$tag-w$i.log" "$gloo_bin" --rank "$i" --size "$hosts" --store "$store" \
+      --iface eth1 --timeout "$deadline" --workload "$2" --iters "$iters" --warmup "$warmup"
+  done
+  wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
+  result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+}
+
+run_caravan() {  # $1 rate, $2 workload, $3 mode; prints MB/s
+  local tag=$1-$2-$3 i server_host
+  local job=(env DMLC_PS_ROOT_URI="${addr[sch]}" DMLC_PS_ROOT_PORT=9100 DMLC_NUM_WORKER="$hosts"
+             DMLC_NUM_SERVER="$hosts" DMLC_INTERFACE=eth1 CARAVAN_OP_TIMEOUT="$deadline"
+             "${extra_env[@]}")
+  started=()
+  start_in sch "$work/$tag-sch.log" "${job[@]}" DMLC_ROLE=scheduler "$server_bin"
+  for ((i = 0; i < hosts; i++)); do
+    server_host=s$i
+    [ "$3" = colocated ] && server_host=w$i
+    start_in "$server_host" "$work/$tag-server$i.log" "${job[@]}" DMLC_ROLE=server "$server_bin"
+    start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker "$worker_bin" \
+      --workload "$2" --iters "$iters" --warmup "$warmup"
+  done
+  wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
+  result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+}
+
+# Runs one system, with the sampler and the queue statistics when tracing.
+measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
+  local tag=$1-$2-$3 mbps
+  [ -n "$trace_dir" ] && start_sampler "$trace_dir/$tag.csv"
+  if [ "$3" = gloo ]; then mbps=$(run_gloo "$1" "$2"); else mbps=$(run_caravan "$1" "$2" "$3"); fi
+  local rc=$?
+  [ -n "$trace_dir" ] && { stop_sampler; qdisc_stats >"$trace_dir/$tag.qdisc"; }
+  [ $rc -eq 0 ] || exit 1
+  echo "$mbps"
+}
+
+[ -n "$trace_dir" ] && mkdir -p "$trace_dir"
+n=$hosts
+ring_share=$(awk -v n="$n" 'BEGIN { printf "%.6f", n / (2 * (n - 1)) }')
+echo "cluster-bench: $n worker hosts, $n server hosts (dedicated) or servers on the worker hosts" \
+  "(colocated); median of $iters iterations after $warmup warm-up; MB/s = workload bytes / step time"
+printf "%-8s %-11s %-10s %12s %12s %7s %14s %12s\n" rate workload servers "caravan MB/s" \
+  "gloo MB/s" ratio "caravan/bound" "gloo/bound"
+for rate in "${rate_list[@]}"; do
+  shape "$rate"
+  bps=$(rate_bytes "$rate")
+  for w in "${workload_list[@]}"; do
+    # Deadline: 8x the time a ring at the link rate would take, plus start-up.
+    case $w in  # the workload's bytes (bench/model_layers.h for the models)
+      resnet50) wb=102228128 ;;
+      bert-large) wb=1340567552 ;;
+      *) wb=$(( ${w%M} * 1048576 )) ;;
+    esac
+    deadline=$(awk -v b="$wb" -v r="$bps" -v k="$((iters + warmup))" 'BEGIN { printf "%d", 60 + 8 * k * 2 * b / r }')
+    gloo_mbps=""
+    if [ "$gloo" = 1 ]; then gloo_mbps=$(measure "$rate" "$w" gloo) || exit 1; fi
+    for m in "${mode_list[@]}"; do
+      mbps=$(measure "$rate" "$w" "$m") || exit 1
+      bound=$bps
+      [ "$m" = colocated ] && bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
+      awk -v r="$rate" -v w="$w" -v m="$m" -v c="$mbps" -v g="$gloo_mbps" -v b="$bound" \
+        -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
+          if (g == "") printf "%-8s %-11s %-10s %12.1f %12s %7s %14.2f %12s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-"
+          else printf "%-8s %-11s %-10s %12.1f %12.1f %7.2f %14.2f %12.2f\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb }'
+    done
+  done
+done

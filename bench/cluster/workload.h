@@ -1,0 +1,106 @@
+// The workloads of the emulated-cluster benchmark (bench/cluster/run.sh),
+// shared by its Caravan worker and its Gloo ring baseline so both move the
+// same bytes and check the same sums: one tensor of a given size, or a
+// model's gradient set (bench/model_layers.h) in backward order.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "../model_layers.h"
+
+namespace cluster_bench {
+
+struct Options {
+  std::string workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large"
+  int iters = 5, warmup = 1;
+  std::vector<caravan::models::Layer> layers;
+};
+
+inline const char* kWorkloads = "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large";
+
+[[noreturn]] inline void usage_error(const char* prog, const std::string& why) {
+  std::fprintf(stderr, "%s: %s\nusage: %s --workload W [--iters N] [--warmup N] ...\n  W: %s\n",
+               prog, why.c_str(), prog, kWorkloads);
+  std::exit(2);
+}
+
+inline int count_arg(const char* prog, const std::string& opt, const char* v) {
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (!*v || *end || n < 0 || n > 100000)
+    usage_error(prog, opt + " '" + v + "' is not a count from 0 to 100000");
+  return static_cast<int>(n);
+}
+
+// The tensors of a workload, largest index = first produced by backward.
+inline std::vector<caravan::models::Layer> workload_layers(const char* prog, const std::string& w) {
+  if (w == "resnet50") return caravan::models::resnet50();
+  if (w == "bert-large") return caravan::models::bert_large();
+  char* end = nullptr;
+  long mib = std::strtol(w.c_str(), &end, 10);
+  if (w.empty() || mib < 1 || mib > 4096 || std::string(end) != "M")
+    usage_error(prog, "--workload '" + w + "' is not one of: " + kWorkloads);
+  return {{"tensor-" + w, static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float)}};
+}
+
+// Parses the options both programs share; `extra` takes the others (it is
+// given the option and its value and returns false for an unknown one).
+template <typename Extra>
+Options parse(const char* prog, int argc, char** argv, Extra extra) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) usage_error(prog, "'" + a + "' needs a value");
+    const char* v = argv[++i];
+    if (a == "--workload") o.workload = v;
+    else if (a == "--iters") o.iters = count_arg(prog, a, v);
+    else if (a == "--warmup") o.warmup = count_arg(prog, a, v);
+    else if (!extra(a, v)) usage_error(prog, "unknown option '" + a + "'");
+  }
+  if (o.workload.empty()) usage_error(prog, "--workload is required");
+  if (o.iters < 1) usage_error(prog, "--iters must be at least 1");
+  o.layers = workload_layers(prog, o.workload);
+  return o;
+}
+
+// Worker r contributes (r + 1 + iteration % 3) everywhere: small integers,
+// so every float32 sum is exact whatever order the additions happen in.
+inline float contribution(int rank, int iter) { return static_cast<float>(rank + 1 + iter % 3); }
+
+inline void fill(float* v, size_t n, int rank, int iter) { std::fill(v, v + n, contribution(rank, iter)); }
+
+// Exits 1 naming the tensor and element when a sum is wrong.
+inline void check(const char* prog, const float* v, size_t n, const std::string& name, int rank,
+                  int workers, int iter) {
+  float want = 0;
+  for (int r = 0; r < workers; ++r) want += contribution(r, iter);
+  for (size_t i = 0; i < n; ++i)
+    if (v[i] != want) {
+      std::fprintf(stderr, "%s: rank %d iteration %d: %s[%zu] = %g, expected %g\n", prog, rank,
+                   iter, name.c_str(), i, v[i], want);
+      std::exit(1);
+    }
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The line run.sh reads: one per run, from rank 0.
+inline void print_result(const char* system, const Options& o, int workers, double bytes,
+                         const std::vector<double>& seconds) {
+  double med = median(seconds);
+  double best = *std::min_element(seconds.begin(), seconds.end());
+  std::printf("cluster-bench result: system=%s workload=%s workers=%d tensors=%zu bytes=%.0f "
+              "iters=%zu median_s=%.6f best_s=%.6f MBps=%.2f\n",
+              system, o.workload.c_str(), workers, o.layers.size(), bytes, seconds.size(), med,
+              best, bytes / med / 1e6);
+  std::fflush(stdout);
+}
+
+}  // namespace cluster_bench
