@@ -5,7 +5,7 @@
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
 #          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
-#          [--keep-logs DIR] [--no-gloo]
+#          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--no-gloo]
 #
 # Hosts are network namespaces joined by a Linux bridge that lives in a
 # namespace of its own (nothing is added to this machine's network): N
@@ -25,10 +25,13 @@
 # receives each byte once (bound = rate); a ring and colocated servers send
 # and receive 2(N-1)/N of it (bound = rate * N / (2(N-1))).
 #
-# --trace DIR writes DIR/<rate>-<workload>-<system>.csv: every host link's
-# bytes sent and received, sampled every 0.1 s (docs/cluster-bench.md reads
-# them), and the tbf queue statistics of every link after each run.
-# --env VAR=VALUE is given to every Caravan node (try a setting).
+# --trace DIR writes, per run, DIR/<rate>-<workload>-<system>.csv: every host
+# link's bytes sent and received, sampled every 0.1 s; .links: per host,
+# the bytes and how much of the run each direction was near the link rate
+# (link_summary.awk); .qdisc: every link's tbf statistics (drops, queue)
+# after the run, counted since the links were shaped.
+# --env VAR=VALUE is given to every Caravan node (try a setting);
+# --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
 #
 # Needs root (namespaces); exits 77 saying why where they cannot be made.
 # Everything it creates is removed on every exit path.
@@ -36,7 +39,7 @@ set -u
 
 hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
 iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1
-extra_env=()
+extra_env=() sysctls=()
 die() { echo "cluster-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
     --warmup) warmup=${2:?}; shift ;;
     --bin) bin=${2:?}; shift ;;
     --env) [[ ${2:-} == *=* ]] || die "--env wants VAR=VALUE, got '${2:-}'"; extra_env+=("$2"); shift ;;
+    --sysctl) [[ ${2:-} == *=* ]] || die "--sysctl wants KEY=VALUE, got '${2:-}'"; sysctls+=("$2"); shift ;;
     --trace) trace_dir=${2:?}; shift ;;
     --keep-logs) keep_logs=${2:?}; shift ;;
     --no-gloo) gloo=0 ;;
@@ -144,6 +148,7 @@ for h in "${host_names[@]}"; do
   setup ip -n "$ns" link set eth1 up
   setup ip -n "$switch_ns" link set "$h" master br0
   setup ip -n "$switch_ns" link set "$h" up
+  for kv in "${sysctls[@]}"; do setup ip netns exec "$ns" sysctl -q -w "$kv"; done
 done
 
 # Shapes every link to rate $1, both directions. burst: what the link
@@ -268,7 +273,12 @@ measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
   [ -n "$trace_dir" ] && start_sampler "$trace_dir/$tag.csv"
   if [ "$3" = gloo ]; then mbps=$(run_gloo "$1" "$2"); else mbps=$(run_caravan "$1" "$2" "$3"); fi
   local rc=$?
-  [ -n "$trace_dir" ] && { stop_sampler; qdisc_stats >"$trace_dir/$tag.qdisc"; }
+  if [ -n "$trace_dir" ]; then
+    stop_sampler
+    qdisc_stats >"$trace_dir/$tag.qdisc"
+    awk -F, -v rate_bytes="$(rate_bytes "$1")" -f "$root/bench/cluster/link_summary.awk" \
+      "$trace_dir/$tag.csv" >"$trace_dir/$tag.links"
+  fi
   [ $rc -eq 0 ] || exit 1
   echo "$mbps"
 }

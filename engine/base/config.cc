@@ -96,7 +96,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   if (env::get("BYTEPS_TELEMETRY_ON")) c.telemetry = env::boolean("BYTEPS_TELEMETRY_ON", false) ? 1 : 0;
   c.telemetry_window_s =
       static_cast<double>(env::integer("CARAVAN_TELEMETRY_WINDOW_S", 1, 86400, 10));
-  c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 4096000);
+  c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
   c.server_sum_threads =

@@ -37,7 +37,9 @@ struct JobConfig {
   int telemetry = -1;
   double telemetry_window_s = 10;  // CARAVAN_TELEMETRY_WINDOW_S
 
-  int64_t partition_bytes = 4096000;  // BYTEPS_PARTITION_BYTES
+  // BYTEPS_PARTITION_BYTES; 0 when unset: the job's shape chooses
+  // (default_partition_bytes in engine/worker/partition_plan.h).
+  int64_t partition_bytes = 0;
   int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO
   int server_sum_threads = 4;         // BYTEPS_SERVER_ENGINE_THREAD
   bool server_enable_schedule = false;  // BYTEPS_SERVER_ENABLE_SCHEDULE

@@ -1,6 +1,9 @@
 #include "engine/worker/job_member.h"
 
+#include <set>
+
 #include "engine/base/log.h"
+#include "engine/worker/partition_plan.h"
 
 namespace caravan {
 
@@ -14,9 +17,24 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
   options.on_failure = std::move(on_failure);
   node_ = std::make_unique<Node>(config, std::move(options));
   std::vector<ServerAddress> servers;
-  for (const NodeInfo* n : node_->nodes_of(Role::kServer))
+  std::set<std::string> hosts;
+  for (const NodeInfo* n : node_->nodes_of(Role::kServer)) {
     servers.push_back(ServerAddress{n->id, n->describe(), n->host == node_->self().host});
-  client_ = std::make_unique<PushPullClient>(node_->kv(), std::move(servers), config);
+    hosts.insert(n->host);
+  }
+  for (const NodeInfo* n : node_->nodes_of(Role::kWorker)) hosts.insert(n->host);
+  // Every worker sees the same nodes, so all choose the same partitions
+  // (and so the same keys).
+  JobConfig chosen = config;
+  if (chosen.partition_bytes == 0) {
+    chosen.partition_bytes = static_cast<int64_t>(default_partition_bytes(hosts.size() > 1));
+    CARAVAN_VLOG(1) << "tensors are cut into partitions of at most " << chosen.partition_bytes
+                      << " bytes (BYTEPS_PARTITION_BYTES is not set; the job's "
+                      << (hosts.size() > 1 ? "servers and workers span " + std::to_string(hosts.size()) + " hosts"
+                                           : "servers and workers are on one host")
+                      << ")";
+  }
+  client_ = std::make_unique<PushPullClient>(node_->kv(), std::move(servers), chosen);
 }
 
 JobMember::~JobMember() {

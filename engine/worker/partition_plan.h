@@ -22,6 +22,21 @@ struct Partition {
 // (the per-message cost would dominate) and are placed by name hash.
 constexpr size_t kSpreadMinBytes = 64 * 1024;
 
+// BYTEPS_PARTITION_BYTES when it is not set. Within one host the cost of
+// each message bounds a job, so partitions stay large (BytePS's default).
+// Across hosts the links do: a partition's sum can only go back once every
+// worker has pushed all of it, so the last partitions' round trips are
+// time the links spend half idle, and smaller partitions shorten them.
+// On 4+4 hosts with 1 Gbit/s links (bench/cluster/run.sh) 128 KiB took a
+// 4 MiB tensor from 0.70x Gloo's ring to 1.2x and a 64 MiB one from 1.15x
+// to 1.35x, where on loopback it would make 1-4 MiB tensors 30% slower
+// (docs/cluster-bench.md).
+constexpr size_t kOneHostPartitionBytes = 4096000;
+constexpr size_t kMultiHostPartitionBytes = 128 * 1024;
+inline size_t default_partition_bytes(bool job_spans_hosts) {
+  return job_spans_hosts ? kMultiHostPartitionBytes : kOneHostPartitionBytes;
+}
+
 std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
                                        size_t element_bytes, size_t partition_bytes,
                                        int num_servers);

@@ -167,6 +167,9 @@ run_job() {  # $1: phase name, used in log names
     case ${role[$n]} in
       worker)
         grep -q "all sums exact" "$log" || fail "$phase: $n did not report exact sums"
+        # BYTEPS_PARTITION_BYTES is unset: a job across hosts takes small partitions.
+        grep -q "partitions of at most 131072 bytes (BYTEPS_PARTITION_BYTES is not set; the job's servers and workers span 5 hosts)" "$log" ||
+          fail "$phase: $n did not choose the multi-host partition size"
         grep -q "joined the job as worker [0-9]* (pid [0-9]* at ${addr[$n]}," "$log" ||
           fail "$phase: $n did not join from its eth1 address ${addr[$n]}" ;;
       server)

@@ -85,7 +85,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.van, "zmq");
   EXPECT_EQ(c.reducer, "cpu");
   EXPECT_EQ(c.plugin_path, "");
-  EXPECT_EQ(c.partition_bytes, 4096000);
+  EXPECT_EQ(c.partition_bytes, 0);  // unset: the job's shape chooses (partition_plan.h)
   EXPECT_EQ(c.connect_timeout_s, 60);
   EXPECT_EQ(c.op_timeout_s, 600);
   EXPECT_FALSE(c.enable_ipc);
