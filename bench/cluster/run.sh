@@ -5,7 +5,7 @@
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
 #          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
-#          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--no-gloo]
+#          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--no-gloo]
 #
 # Hosts are network namespaces joined by a Linux bridge that lives in a
 # namespace of its own (nothing is added to this machine's network): N
@@ -30,6 +30,8 @@
 # the bytes and how much of the run each direction was near the link rate
 # (link_summary.awk); .qdisc: every link's tbf statistics (drops, queue)
 # after the run, counted since the links were shaped.
+# --plot FILE.png draws the table as grouped bars (gnuplot, Debian's
+# gnuplot-nox): Caravan and Gloo for each rate, workload and servers.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
 # --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
 #
@@ -38,7 +40,7 @@
 set -u
 
 hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
-iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1
+iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1 plot=""
 extra_env=() sysctls=()
 die() { echo "cluster-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -54,6 +56,7 @@ while [ $# -gt 0 ]; do
     --sysctl) [[ ${2:-} == *=* ]] || die "--sysctl wants KEY=VALUE, got '${2:-}'"; sysctls+=("$2"); shift ;;
     --trace) trace_dir=${2:?}; shift ;;
     --keep-logs) keep_logs=${2:?}; shift ;;
+    --plot) plot=${2:?}; shift ;;
     --no-gloo) gloo=0 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (--help lists them)" ;;
@@ -284,6 +287,10 @@ measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
 }
 
 [ -n "$trace_dir" ] && mkdir -p "$trace_dir"
+if [ -n "$plot" ]; then
+  command -v gnuplot >/dev/null || die "--plot: gnuplot not found (apt-get install gnuplot-nox)"
+  : >"$work/plot.dat"
+fi
 n=$hosts
 ring_share=$(awk -v n="$n" 'BEGIN { printf "%.6f", n / (2 * (n - 1)) }')
 echo "cluster-bench: $n worker hosts, $n server hosts (dedicated) or servers on the worker hosts" \
@@ -311,6 +318,25 @@ for rate in "${rate_list[@]}"; do
         -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
           if (g == "") printf "%-8s %-11s %-10s %12.1f %12s %7s %14.2f %12s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-"
           else printf "%-8s %-11s %-10s %12.1f %12.1f %7.2f %14.2f %12.2f\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb }'
+      [ -n "$plot" ] && echo "\"$w $m${rate_list[1]:+ $rate}\" $mbps ${gloo_mbps:-0}" >>"$work/plot.dat"
     done
   done
 done
+
+if [ -n "$plot" ]; then
+  gnuplot <<EOF || die "--plot: gnuplot failed"
+set terminal pngcairo size 1000,560 noenhanced
+set output "$plot"
+set title "Caravan against Gloo's ring allreduce: $n worker hosts, ${rates} links, median of $iters steps"
+set ylabel "MB/s (workload bytes / step time)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.6
+set grid ytics
+set yrange [0:*]
+set xtics rotate by -20
+plot "$work/plot.dat" using 2:xtic(1) title "Caravan", "" using 3 title "Gloo ring"
+EOF
+  head -c 8 "$plot" | od -An -c | grep -q "P   N   G" || die "--plot: gnuplot wrote no PNG to $plot"
+  echo "chart: $plot"
+fi
