@@ -96,6 +96,16 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   if (env::get("BYTEPS_TELEMETRY_ON")) c.telemetry = env::boolean("BYTEPS_TELEMETRY_ON", false) ? 1 : 0;
   c.telemetry_window_s =
       static_cast<double>(env::integer("CARAVAN_TELEMETRY_WINDOW_S", 1, 86400, 10));
+  c.trace_on = env::boolean("BYTEPS_TRACE_ON", false);
+  c.trace_start_step = static_cast<int>(env::integer("BYTEPS_TRACE_START_STEP", 0, 1 << 30, 10));
+  c.trace_end_step = static_cast<int>(env::integer("BYTEPS_TRACE_END_STEP", 1, 1 << 30, 20));
+  if (c.trace_on && c.trace_end_step <= c.trace_start_step)
+    throw config_error("BYTEPS_TRACE_END_STEP=" + std::to_string(c.trace_end_step) +
+                       " must be greater than BYTEPS_TRACE_START_STEP=" +
+                       std::to_string(c.trace_start_step) + " (the steps traced are START to END-1)");
+  c.trace_dir = env::get("BYTEPS_TRACE_DIR").value_or("./trace");
+  if (c.trace_dir.empty()) throw config_error("BYTEPS_TRACE_DIR is set but empty");
+  c.trace_max_events = env::integer("CARAVAN_TRACE_MAX_EVENTS", 1, 1000000000, 1000000);
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));

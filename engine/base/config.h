@@ -36,6 +36,12 @@ struct JobConfig {
   // BYTEPS_TELEMETRY_ON: -1 unset (recorded, not logged), 0 off, 1 logged every window.
   int telemetry = -1;
   double telemetry_window_s = 10;  // CARAVAN_TELEMETRY_WINDOW_S
+  // The timeline (engine/base/timeline.h).
+  bool trace_on = false;            // BYTEPS_TRACE_ON
+  int trace_start_step = 10;        // BYTEPS_TRACE_START_STEP
+  int trace_end_step = 20;          // BYTEPS_TRACE_END_STEP (not traced itself)
+  std::string trace_dir = "./trace";  // BYTEPS_TRACE_DIR
+  int64_t trace_max_events = 1000000;  // CARAVAN_TRACE_MAX_EVENTS
 
   // BYTEPS_PARTITION_BYTES; 0 when unset: the job's shape chooses
   // (default_partition_bytes in engine/worker/partition_plan.h).

@@ -49,6 +49,11 @@ const std::vector<Setting>& known_settings() {
       {"BYTEPS_TELEMETRY_ON", "recorded, not logged",
        "1: log push_pull throughput and latency every window; 0: record nothing"},
       {"CARAVAN_TELEMETRY_WINDOW_S", "10", "seconds of push_pulls that telemetry figures cover"},
+      {"BYTEPS_TRACE_ON", "0", "1: write the timeline of every partition's stages (Chrome trace)"},
+      {"BYTEPS_TRACE_START_STEP", "10", "first step (push_pull of a tensor) traced"},
+      {"BYTEPS_TRACE_END_STEP", "20", "the step at which tracing stops (not traced)"},
+      {"BYTEPS_TRACE_DIR", "./trace", "where the timeline files go"},
+      {"CARAVAN_TRACE_MAX_EVENTS", "1000000", "timeline events held per process; more are counted, not kept"},
       {"PS_VERBOSE", "0", "1: control-plane events; 2: every message and partition"},
       {"CARAVAN_CONNECT_TIMEOUT", "60", "seconds for start-up: scheduler, registration, van probes"},
       {"CARAVAN_OP_TIMEOUT", "600", "seconds a push_pull, barrier or shutdown may wait"},
@@ -67,10 +72,6 @@ const std::vector<Setting>& known_settings() {
 
 const std::vector<UnsupportedSetting>& unsupported_settings() {
   static const std::vector<UnsupportedSetting> kUnsupported = {
-      {"BYTEPS_TRACE_ON", "the timeline trace is not implemented yet"},
-      {"BYTEPS_TRACE_START_STEP", "the timeline trace is not implemented yet"},
-      {"BYTEPS_TRACE_END_STEP", "the timeline trace is not implemented yet"},
-      {"BYTEPS_TRACE_DIR", "the timeline trace is not implemented yet"},
       {"BYTEPS_MIN_COMPRESS_BYTES", "gradient compression is not implemented yet"},
       {"BYTEPS_PCIE_SWITCH_SIZE",
        "the local group sums on local rank 0's GPU through CUDA IPC, without PCIe switch levels"},

@@ -2,6 +2,7 @@
 
 #include "engine/server/push_pull_request.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/base/dtype.h"
@@ -22,6 +23,10 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
       ipc_(config.enable_ipc),
       segments_(config.num_workers),
       orphans_(ipc::server_prefix(config.root_uri, config.root_port, kv.id())) {
+  int rank = (kv.id() - server_id(0)) / 2;
+  timeline_ = Timeline::from_config(
+      config, config.trace_dir + "/server" + std::to_string(rank) + "/comm.json",
+      "server " + std::to_string(rank));
   for (int i = 0; i < config.server_sum_threads; ++i) {
     sum_threads_.push_back(std::make_unique<SumThread>());
     SumThread* t = sum_threads_.back().get();
@@ -74,19 +79,47 @@ void SumServer::answer_error(const wire::Header& request, int code, const std::s
   kv_.respond(request, std::move(r), nullptr);
 }
 
-void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& vals) {
+void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& vals,
+                       TracedRound traced) {
   KVMessage out;
   auto key_copy = std::make_shared<uint64_t>(key);
   out.keys = Blob{key_copy.get(), sizeof(uint64_t), key_copy};
   out.vals = vals;  // shares ownership: freed after the last send
   out.head.dtype = request.dtype;
-  kv_.respond(request, std::move(out), nullptr);
+  KVEndpoint::SentHandler on_sent;
+  if (traced.round >= 0) {
+    // The answer's time on the wire: from the round's sum to the van done.
+    timeline_->begin(static_cast<int>(traced.round));
+    on_sent = [timeline = timeline_, row = trace_row(key),
+               args = trace_args(key, static_cast<uint64_t>(traced.round), request, vals.len),
+               from = traced.complete_us](caravan_status) mutable {
+      timeline->add("answer", row, from, Timeline::now_us(), std::move(args));
+      timeline->end();
+    };
+  }
+  kv_.respond(request, std::move(out), std::move(on_sent));
 }
 
 void SumServer::answer_in_place(const wire::Header& request, uint64_t key,
-                                const ipc::SlotDescriptor& at) {
+                                const ipc::SlotDescriptor& at, TracedRound traced) {
   auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(at));
-  answer(request, key, Blob{where->data(), where->size(), where});
+  answer(request, key, Blob{where->data(), where->size(), where}, traced);
+}
+
+std::string SumServer::trace_row(uint64_t key) { return "key " + std::to_string(key); }
+
+std::string SumServer::trace_args(uint64_t key, uint64_t round, const wire::Header& sender,
+                                  size_t bytes) const {
+  int rank = -1;
+  worker_rank_of(sender.sender, num_workers_, &rank);
+  return "\"key\":\"" + std::to_string(key) + "\",\"bytes\":" + std::to_string(bytes) +
+         ",\"priority\":" + std::to_string(sender.priority) + ",\"peer\":\"worker " +
+         std::to_string(rank) + "\",\"step\":" + std::to_string(round);
+}
+
+void SumServer::trace(const char* stage, uint64_t key, uint64_t round, const wire::Header& sender,
+                      size_t bytes, int64_t from_us, int64_t to_us) {
+  timeline_->add(stage, trace_row(key), from_us, to_us, trace_args(key, round, sender, bytes));
 }
 
 void SumServer::attach(const KVMessage& req, int rank) {
@@ -136,7 +169,8 @@ void SumServer::handle(KVMessage&& req) {
   }
   {
     std::lock_guard<std::mutex> lock(t->mu);
-    t->queue.push_back(Queued{std::move(req), checked, sequence_++, std::move(source)});
+    t->queue.push_back(Queued{std::move(req), checked, sequence_++, std::move(source),
+                              timeline_ ? Timeline::now_us() : 0});
   }
   t->cv.notify_one();
 }
@@ -279,6 +313,16 @@ void SumServer::sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t
                   "worker " + std::to_string(rank) + " pushed key " + std::to_string(key) +
                       " twice in one round");
   r.pushed[static_cast<size_t>(rank)] = true;
+  int64_t sum_from = 0;
+  if (timeline_) {
+    if (r.waiting.empty()) {
+      // A round begins: the step of this key (per tensor, as BytePS counts).
+      timeline_->saw_step(static_cast<int>(std::min<uint64_t>(k.rounds, INT32_MAX)));
+      r.traced = timeline_->traced(static_cast<int>(std::min<uint64_t>(k.rounds, INT32_MAX)));
+      if (r.traced) timeline_->begin(static_cast<int>(k.rounds));
+    }
+    if (r.traced) sum_from = Timeline::now_us();
+  }
   if (r.waiting.empty()) {
     // The first push becomes the accumulator: no copy, and a fresh buffer
     // for every round.
@@ -287,20 +331,28 @@ void SumServer::sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t
     reducer_.sum(r.sum.data, req.vals.data, req.vals.len / esize,
                  static_cast<caravan_dtype>(h.dtype));
   }
+  if (r.traced) {
+    // receive: queued for this summation thread; sum: adding it in.
+    trace("receive", key, k.rounds, h, req.vals.len, q.arrived_us, sum_from);
+    trace("sum", key, k.rounds, h, req.vals.len, sum_from, Timeline::now_us());
+  }
   r.waiting.push_back(Waiter{h, std::move(q.source)});
   if (static_cast<int>(r.waiting.size()) < num_workers_) return;
 
   Round done = std::move(r);
   r = Round{};
   r.pushed.assign(static_cast<size_t>(num_workers_), false);
+  TracedRound traced = kUntraced;
+  if (done.traced) traced = TracedRound{static_cast<int64_t>(k.rounds), Timeline::now_us()};
   ++k.rounds;
   CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)
       << "sample key " << key << " sum of round " << k.rounds << ": "
       << sample_values(done.sum.data, done.sum.len, h.dtype);
-  finish_round(done, key);
+  finish_round(done, key, traced);
+  if (done.traced) timeline_->end();
 }
 
-void SumServer::finish_round(Round& done, uint64_t key) {
+void SumServer::finish_round(Round& done, uint64_t key, TracedRound traced) {
   // Every copy is made before the first answer goes out: once answered, a
   // worker may start its next round, overwriting its slot, which may be
   // the accumulator.
@@ -322,9 +374,9 @@ void SumServer::finish_round(Round& done, uint64_t key) {
       std::memcpy(w.source.slot.data, done.sum.data, done.sum.len);
   for (const Waiter& w : done.waiting) {
     if (w.source.place)
-      answer_in_place(w.head, key, *w.source.place);
+      answer_in_place(w.head, key, *w.source.place, traced);
     else
-      answer(w.head, key, for_van);
+      answer(w.head, key, for_van, traced);
   }
 }
 

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "engine/base/config.h"
+#include "engine/base/timeline.h"
 #include "engine/ipc/segment_table.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"
@@ -77,6 +78,7 @@ class SumServer {
     int root = -1;  // broadcast
     std::vector<Waiter> waiting;
     std::vector<bool> pushed;  // by worker rank
+    bool traced = false;  // a step the timeline keeps (BYTEPS_TRACE_ON)
   };
   enum class Use { kUnknown, kSum, kBroadcast };
   struct KeyState {
@@ -95,6 +97,7 @@ class SumServer {
     PushPullRequest checked;  // what handle() found, so no one parses it again
     uint64_t sequence;
     Source source;
+    int64_t arrived_us = 0;  // for the timeline, when tracing
   };
   // One of the threads that sum (BytePS calls them engine threads), with
   // the requests queued for it and the keys it owns.
@@ -108,21 +111,37 @@ class SumServer {
     std::thread thread;
   };
 
+  // A round the timeline keeps (`round` >= 0, its sum complete at
+  // `complete_us`): the answer's send becomes an event.
+  struct TracedRound {
+    int64_t round;  // -1: not traced
+    int64_t complete_us;
+  };
+  static constexpr TracedRound kUntraced{-1, 0};
+
   void run(SumThread& t);
   Queued take(SumThread& t);  // t.mu held, queue not empty
   // Maps the segment an attach request announces and answers it.
   void attach(const KVMessage& request, int rank);
   void process(SumThread& t, Queued&& q);
   void sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize);
-  void finish_round(Round& done, uint64_t key);
+  void finish_round(Round& done, uint64_t key, TracedRound traced);
   void relay(KeyState& k, uint64_t key, Queued&& q, int rank);
   // Refuses the key from now on, and answers the workers waiting in its
   // round with the reason.
   void poison(KeyState& k, const std::string& why);
   void sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize);
-  void answer(const wire::Header& request, uint64_t key, const Blob& vals);
+  void answer(const wire::Header& request, uint64_t key, const Blob& vals, TracedRound traced = kUntraced);
   // The sum is in the request's slot already: tells the worker where.
-  void answer_in_place(const wire::Header& request, uint64_t key, const ipc::SlotDescriptor& at);
+  void answer_in_place(const wire::Header& request, uint64_t key, const ipc::SlotDescriptor& at,
+                       TracedRound traced = kUntraced);
+  // A timeline event of key `key` (round `round`) with worker `sender`.
+  void trace(const char* stage, uint64_t key, uint64_t round, const wire::Header& sender,
+             size_t bytes, int64_t from_us, int64_t to_us);
+  // The event's row and arguments.
+  static std::string trace_row(uint64_t key);
+  std::string trace_args(uint64_t key, uint64_t round, const wire::Header& sender,
+                         size_t bytes) const;
   void refuse(const KVMessage& request, int code, const std::string& why);
   void answer_error(const wire::Header& request, int code, const std::string& why);
 
@@ -138,6 +157,9 @@ class SumServer {
   std::unordered_map<uint64_t, SumThread*> owner_;  // receive thread only
   uint64_t sequence_ = 0;                        // receive thread only
   std::once_flag stopped_;
+  // Null unless BYTEPS_TRACE_ON=1. Shared with the answers' send handlers,
+  // which the van may run after this server is gone (at close).
+  std::shared_ptr<Timeline> timeline_;
 };
 
 }  // namespace caravan

@@ -22,7 +22,11 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
     servers.push_back(ServerAddress{n->id, n->describe(), n->host == node_->self().host});
     hosts.insert(n->host);
   }
-  for (const NodeInfo* n : node_->nodes_of(Role::kWorker)) hosts.insert(n->host);
+  int workers_here = 0;
+  for (const NodeInfo* n : node_->nodes_of(Role::kWorker)) {
+    hosts.insert(n->host);
+    if (n->host == node_->self().host) ++workers_here;
+  }
   // Every worker sees the same nodes, so all choose the same partitions
   // (and so the same keys).
   JobConfig chosen = config;
@@ -34,7 +38,14 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
                                            : "servers and workers are on one host")
                       << ")";
   }
-  client_ = std::make_unique<PushPullClient>(node_->kv(), std::move(servers), chosen);
+  // The process that push_pulls for a machine is its local rank 0. BytePS's
+  // layout, <dir>/<local_rank>/comm.json, unless workers of the job share
+  // this host (caravan-launch): then each gets a folder of its own.
+  std::string trace = config.trace_dir;
+  if (workers_here > 1) trace += "/worker" + std::to_string(node_->self().rank);
+  client_ = std::make_unique<PushPullClient>(
+      node_->kv(), std::move(servers), chosen,
+      Timeline::from_config(config, trace + "/0/comm.json", node_->self().describe()));
 }
 
 JobMember::~JobMember() {

@@ -1,5 +1,6 @@
 #include "engine/worker/push_pull.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -22,14 +23,15 @@ long long micros_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers,
-                               const JobConfig& config)
+                               const JobConfig& config, std::unique_ptr<Timeline> timeline)
     : kv_(kv),
       servers_(std::move(servers)),
       rank_((kv.id() - worker_id(0)) / 2),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
       sample_tensor_(config.debug_sample_tensor),
-      send_policy_(make_send_policy(config.scheduling_credit)) {
+      send_policy_(make_send_policy(config.scheduling_credit)),
+      timeline_(std::move(timeline)) {
   if (!config.enable_ipc) return;
   for (const ServerAddress& s : servers_) {
     if (s.same_host) {
@@ -100,6 +102,18 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op->on_done = std::move(on_done);
     op->stored = std::move(stored);
     op->priority = priority;
+    if (timeline_) {
+      op->step = timeline_->next_step(name);
+      op->traced = timeline_->traced(op->step);
+      if (op->traced) {
+        timeline_->begin(op->step);
+        size_t n = plan.partitions.size();
+        op->queued_us.assign(n, 0);
+        op->send_us.assign(n, 0);
+        op->sent_us.assign(n, 0);
+        op->answer_us.assign(n, 0);
+      }
+    }
   }
   // Outside mu_: placing may wait for a server's answer, which the
   // receive thread delivers, and the receive thread takes mu_ when an
@@ -132,6 +146,10 @@ void PushPullClient::release(const std::shared_ptr<Operation>& op, size_t index)
 }
 
 void PushPullClient::queue(const std::shared_ptr<Operation>& op, size_t index) {
+  if (op->traced) {
+    std::lock_guard<std::mutex> lock(op->mu);
+    op->queued_us[index] = Timeline::now_us();
+  }
   int priority = op->priority;
   send_policy_->add(PendingSend{priority, sequence_++,
                                 [this, op, index, priority] { send_partition(op, index, priority); }});
@@ -154,6 +172,7 @@ void PushPullClient::place_in_shared_memory(TensorPlan& plan) {
 }
 
 void PushPullClient::withdraw(Operation& op) {
+  if (op.traced) timeline_->end();
   {
     std::lock_guard<std::mutex> lock(mu_);
     op.plan->in_flight = false;
@@ -189,6 +208,15 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
                                     int priority) {
   const Partition& part = op->plan->partitions[index];
   const std::string& name = op->plan->name;
+  if (op->traced) {
+    int64_t now = Timeline::now_us(), queued;
+    {
+      std::lock_guard<std::mutex> lock(op->mu);
+      op->send_us[index] = now;
+      queued = op->queued_us[index];
+    }
+    trace_stage(*op, index, "queue", queued, now);
+  }
   bool sample = !sample_tensor_.empty() && name == sample_tensor_;
   const ipc::Slot* slot = op->plan->slots.empty() ? nullptr : &op->plan->slots[index];
   if (slot && !slot->data) slot = nullptr;
@@ -242,6 +270,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       return;
     }
     op->answered[index] = true;
+    if (op->traced) op->answer_us[index] = Timeline::now_us();
     if (op->first_answer_us < 0) op->first_answer_us = micros_since(op->submitted);
     if (!op->sent[index]) {
       op->early_sums[index] = std::make_unique<KVMessage>(std::move(r));
@@ -249,6 +278,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     }
     lock.unlock();
     store_sum(*op, index, slot, r, sample);
+    if (op->traced) trace_stored(*op, index);
     finish_event(*op, 0, "");
   };
   // Credit is freed when the van is done sending, not when the sum comes
@@ -257,15 +287,22 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   auto on_sent = [this, op, index, &server, slot, sample](caravan_status s) {
     partition_finished();
     std::unique_ptr<KVMessage> early;
+    int64_t send_us = 0, sent_us = 0;
     {
       std::lock_guard<std::mutex> lock(op->mu);
       op->last_sent_us = micros_since(op->submitted);
       op->sent[index] = true;
+      if (op->traced) {
+        sent_us = op->sent_us[index] = Timeline::now_us();
+        send_us = op->send_us[index];
+      }
       if (!op->abandoned) early = std::move(op->early_sums[index]);
       op->early_sums[index].reset();
     }
+    if (op->traced) trace_stage(*op, index, "push", send_us, sent_us);
     if (early) {
       store_sum(*op, index, slot, *early, sample);
+      if (op->traced) trace_stored(*op, index);
       finish_event(*op, 0, "");
     }
     if (s == CARAVAN_STATUS_OK)
@@ -282,6 +319,32 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     finish_event(*op, e.code(), e.what());
     finish_event(*op, e.code(), e.what());
   }
+}
+
+void PushPullClient::trace_stage(Operation& op, size_t index, const char* stage,
+                                 int64_t from_us, int64_t to_us) {
+  const Partition& part = op.plan->partitions[index];
+  timeline_->add(stage, op.plan->name, from_us, to_us,
+                 "\"tensor\":" + Timeline::json_string(op.plan->name) + ",\"key\":\"" +
+                     std::to_string(part.key) + "\",\"partition\":" + std::to_string(index) +
+                     ",\"bytes\":" + std::to_string(part.bytes) +
+                     ",\"priority\":" + std::to_string(op.priority) + ",\"peer\":" +
+                     Timeline::json_string(servers_[static_cast<size_t>(part.server)].name) +
+                     ",\"step\":" + std::to_string(op.step) + ",\"op\":\"" + op.what() + "\"");
+}
+
+void PushPullClient::trace_stored(Operation& op, size_t index) {
+  int64_t sent, answer;
+  {
+    std::lock_guard<std::mutex> lock(op.mu);
+    sent = op.sent_us[index];
+    answer = op.answer_us[index];
+  }
+  // The pull: from the push leaving to the sum arriving (the server's wait
+  // for the other workers, its summation, the answer on the wire). A sum
+  // can arrive before the van reports the push sent; then it is empty.
+  trace_stage(op, index, "pull", sent, std::max(sent, answer));
+  trace_stage(op, index, "copy back", std::max(sent, answer), Timeline::now_us());
 }
 
 void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
@@ -322,6 +385,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
   CARAVAN_VLOG(2) << op.what() << ": '" << op.plan->name << "' done: " << op.plan->partitions.size()
                   << " partitions, first sum back after " << op.first_answer_us
                   << " us, last partition sent after " << op.last_sent_us << " us";
+  if (op.traced) timeline_->end();
   {
     std::lock_guard<std::mutex> lock(mu_);
     op.plan->in_flight = false;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/base/config.h"
+#include "engine/base/timeline.h"
 #include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
@@ -89,13 +90,21 @@ class Operation {
   // of each partition whose result is in `data`. May be empty.
   std::function<void(size_t index)> stored;
   int priority = 0;
+  // The timeline (BYTEPS_TRACE_ON): this push_pull's step of its tensor
+  // and, when that step is traced, per partition when each stage began
+  // (Timeline::now_us), under mu.
+  int step = -1;
+  bool traced = false;
+  std::vector<int64_t> queued_us, send_us, sent_us, answer_us;
 };
 
 class PushPullClient {
  public:
   // Reads partition_bytes, op_timeout_s, scheduling_credit,
   // debug_sample_tensor and enable_ipc from `config`.
-  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config);
+  // `timeline`: where the stages of traced steps go (null: not tracing).
+  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config,
+                 std::unique_ptr<Timeline> timeline = nullptr);
 
   // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
   // (0..num_workers-1, checked by the caller); throws caravan::Error for
@@ -137,6 +146,11 @@ class PushPullClient {
   // The van is done sending a partition: frees its scheduling credit.
   void partition_finished();
   std::string outstanding(const Operation& op) const;
+  // Timeline events of a traced operation's partition (op.traced).
+  void trace_stage(Operation& op, size_t index, const char* stage, int64_t from_us,
+                   int64_t to_us);
+  // Its sum is stored: its pull and copy back.
+  void trace_stored(Operation& op, size_t index);
 
   KVEndpoint& kv_;
   std::vector<ServerAddress> servers_;
@@ -157,6 +171,7 @@ class PushPullClient {
   std::mutex send_mu_;  // send_policy_ and sequence_ (pump() sends outside it)
   std::unique_ptr<SendPolicy> send_policy_;
   uint64_t sequence_ = 0;
+  std::unique_ptr<Timeline> timeline_;
 };
 
 }  // namespace caravan
