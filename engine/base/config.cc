@@ -106,6 +106,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.trace_dir = env::get("BYTEPS_TRACE_DIR").value_or("./trace");
   if (c.trace_dir.empty()) throw config_error("BYTEPS_TRACE_DIR is set but empty");
   c.trace_max_events = env::integer("CARAVAN_TRACE_MAX_EVENTS", 1, 1000000000, 1000000);
+  c.metrics_port = static_cast<int>(env::integer("CARAVAN_METRICS_PORT", 0, 65535, -1));
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));

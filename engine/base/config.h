@@ -42,6 +42,7 @@ struct JobConfig {
   int trace_end_step = 20;          // BYTEPS_TRACE_END_STEP (not traced itself)
   std::string trace_dir = "./trace";  // BYTEPS_TRACE_DIR
   int64_t trace_max_events = 1000000;  // CARAVAN_TRACE_MAX_EVENTS
+  int metrics_port = -1;  // CARAVAN_METRICS_PORT: -1 unset, 0 any free port
 
   // BYTEPS_PARTITION_BYTES; 0 when unset: the job's shape chooses
   // (default_partition_bytes in engine/worker/partition_plan.h).

@@ -53,6 +53,8 @@ const std::vector<Setting>& known_settings() {
       {"BYTEPS_TRACE_START_STEP", "10", "first step (push_pull of a tensor) traced"},
       {"BYTEPS_TRACE_END_STEP", "20", "the step at which tracing stops (not traced)"},
       {"BYTEPS_TRACE_DIR", "./trace", "where the timeline files go"},
+      {"CARAVAN_METRICS_PORT", "unset: no endpoint",
+       "Prometheus /metrics: scheduler on it, server r on +1+r, worker r on +1+servers+r"},
       {"CARAVAN_TRACE_MAX_EVENTS", "1000000", "timeline events held per process; more are counted, not kept"},
       {"PS_VERBOSE", "0", "1: control-plane events; 2: every message and partition"},
       {"CARAVAN_CONNECT_TIMEOUT", "60", "seconds for start-up: scheduler, registration, van probes"},

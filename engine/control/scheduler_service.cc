@@ -1,3 +1,4 @@
+#include "engine/base/metrics.h"
 #include "engine/control/scheduler_service.h"
 
 #include <unistd.h>
@@ -43,6 +44,7 @@ void SchedulerService::on_heartbeat_tick() {
       if (it == last_seen_.end()) continue;
       auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - it->second).count();
       if (silent >= config_.heartbeat_timeout_s) {
+        metrics::registry().peers_lost.add();
         abort_job("lost " + n.describe() + ": no heartbeat for " + std::to_string(silent) +
                   " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
                   "); the process hangs, is stopped, or its network is down");
@@ -137,6 +139,7 @@ void SchedulerService::evict(int conn, const std::string& why) {
     if (it == m->end()) continue;
     NodeInfo n = it->second;
     m->erase(it);
+    metrics::registry().peers_lost.add();
     abort_job("lost " + n.describe() + ": " + why);
   }
 }
@@ -245,6 +248,7 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
     // others waiting for the start-up deadline.
     NodeInfo n = it->second;
     pending_.erase(it);
+    metrics::registry().peers_lost.add();
     abort_job("lost " + n.describe() + " during start-up: " + why);
     return;
   }
@@ -256,6 +260,7 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
     cv_.notify_all();
     return;
   }
+  metrics::registry().peers_lost.add();
   abort_job("lost " + n.describe() + ": its control connection closed (" + why +
             "); the process exited or crashed before shutdown");
 }

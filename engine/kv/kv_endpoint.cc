@@ -1,3 +1,4 @@
+#include "engine/base/metrics.h"
 #include "engine/kv/kv_endpoint.h"
 
 #include <array>
@@ -108,7 +109,14 @@ uint64_t slot_of(const caravan_segment_v2& keys) {
 void KVEndpoint::van_send(int recipient, const std::shared_ptr<Outgoing>& out, bool first) {
   auto send = std::make_shared<VanSend>(out, first);
   caravan_segment_v2 segments[5];
-  for (size_t i = 0; i < 4; ++i) segments[i] = out->segment(i);
+  size_t bytes = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    segments[i] = out->segment(i);
+    bytes += segments[i].len;
+  }
+  metrics::Registry& m = metrics::registry();
+  m.messages_sent.add();
+  m.bytes_sent.add(bytes);
   uint64_t slot = slot_of(segments[1]);
   if (!seal_) {
     van_.send(static_cast<uint64_t>(recipient), slot, segments, 4, std::move(send));
@@ -380,6 +388,13 @@ void KVEndpoint::on_probe(const wire::Header& h, const std::string& peer) {
 void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   std::shared_ptr<Van::Received> r(std::move(received));
   const std::string& peer = r->peer;
+  {
+    size_t bytes = 0;
+    for (size_t i = 0; i < r->num_segments; ++i) bytes += r->segments[i].len;
+    metrics::Registry& m = metrics::registry();
+    m.messages_received.add();
+    m.bytes_received.add(bytes);
+  }
   auto drop = [&](const std::string& why) {
     CARAVAN_LOG(WARNING) << "dropping a malformed message from " << peer << ": " << why;
   };

@@ -1,3 +1,4 @@
+#include "engine/base/metrics.h"
 #include "engine/kv/reliability.h"
 
 #include <unistd.h>
@@ -81,6 +82,7 @@ void Reliability::tick() {
   for (auto& [sig, resend] : due) {
     CARAVAN_VLOG(1) << "resending message " << sig.timestamp << " to node " << sig.recipient
                     << ": no acknowledgement within " << timeout_.count() << " ms (PS_RESEND_TIMEOUT)";
+    metrics::registry().resends.add();
     resend();
   }
 }

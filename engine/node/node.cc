@@ -7,6 +7,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/metrics.h"
 #include "engine/base/net.h"
 #include "engine/numa/cpu_binding.h"
 
@@ -66,6 +67,8 @@ void Node::join(NodeOptions& options) {
   prove_van_paths();
   link_.barrier(kServerGroup + kWorkerGroup, false, config_.connect_timeout_s);
   CARAVAN_VLOG(1) << "joined the job as " << self_.describe();
+  metrics_ = serve_metrics(config_, self_.role, self_.rank,
+                           std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
 }
 
 // A van connects lazily: a wrong advertised address (a decoy interface, a
@@ -128,6 +131,7 @@ std::vector<const NodeInfo*> Node::nodes_of(Role role) const {
 }
 
 void Node::on_failure(const std::string& why) {
+  metrics::registry().peers_lost.add();
   if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
   // A van may keep messages queued for a peer that died (and keep reading
   // the caller's memory for them); closing every path settles them now, so

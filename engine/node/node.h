@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/metrics_server.h"
 #include "engine/base/config.h"
 #include "engine/control/node_info.h"
 #include "engine/control/scheduler_link.h"
@@ -64,6 +65,7 @@ class Node {
   std::vector<NodeInfo> table_;
   std::unique_ptr<KVEndpoint> kv_;
   std::vector<int> peers_;  // van connections this node opened
+  std::unique_ptr<MetricsServer> metrics_;  // CARAVAN_METRICS_PORT; null when unset
 };
 
 }  // namespace caravan

@@ -6,6 +6,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/metrics_server.h"
 #include "engine/control/scheduler_service.h"
 #include "engine/node/node.h"
 #include "engine/reducer/reducer.h"
@@ -14,6 +15,7 @@
 namespace caravan {
 
 int run_scheduler(const JobConfig& config) {
+  auto metrics = serve_metrics(config, Role::kScheduler, 0, "scheduler");
   SchedulerService service(config);
   return service.run();
 }

@@ -1,3 +1,4 @@
+#include "engine/base/metrics.h"
 #include "engine/server/sum_server.h"
 
 #include "engine/server/push_pull_request.h"
@@ -160,6 +161,8 @@ void SumServer::handle(KVMessage&& req) {
   std::string why;
   if (!parse_push_pull_request(req, num_workers_, &checked, &why))
     return refuse(req, CARAVAN_ERR_SERVER, why);
+  metrics::registry().server_pushes.add();
+  metrics::registry().server_push_bytes.add(req.vals.len);
   SumThread*& t = owner_[checked.key];
   if (!t) {
     t = sum_threads_.front().get();
@@ -353,6 +356,8 @@ void SumServer::sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t
 }
 
 void SumServer::finish_round(Round& done, uint64_t key, TracedRound traced) {
+  metrics::registry().server_rounds.add();
+  metrics::registry().server_answer_bytes.add(done.sum.len * done.waiting.size());
   // Every copy is made before the first answer goes out: once answered, a
   // worker may start its next round, overwriting its slot, which may be
   // the accumulator.

@@ -1,3 +1,4 @@
+#include "engine/base/metrics.h"
 #include "engine/worker/push_pull.h"
 
 #include <algorithm>
@@ -369,7 +370,7 @@ std::string PushPullClient::wrong_slot(const KVMessage& r, const ipc::Slot& slot
 }
 
 void PushPullClient::finish_event(Operation& op, int code, const std::string& error) {
-  bool now_done = false;
+  bool now_done = false, succeeded = false;
   {
     std::lock_guard<std::mutex> lock(op.mu);
     if (code != 0 && op.code == 0) {
@@ -379,6 +380,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     if (--op.events_left == 0) {
       op.done = true;
       now_done = true;
+      succeeded = op.code == 0;
     }
   }
   if (!now_done) return;
@@ -386,6 +388,13 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
                   << " partitions, first sum back after " << op.first_answer_us
                   << " us, last partition sent after " << op.last_sent_us << " us";
   if (op.traced) timeline_->end();
+  if (succeeded) {
+    metrics::Registry& m = metrics::registry();
+    m.operations.add();
+    m.operation_bytes.add(op.plan->count * dtype_size(op.plan->dtype));
+    m.operation_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - op.submitted).count());
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     op.plan->in_flight = false;
