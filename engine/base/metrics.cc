@@ -63,26 +63,32 @@ std::string render(const std::string& node_label) {
   }
   out << hn << "_sum{" << labels << "} " << static_cast<double>(read(h.sum_ns)) / 1e9 << "\n"
       << hn << "_count{" << labels << "} " << read(h.count) << "\n";
-  counter(out, labels, "caravan_server_pushes_total", "pushes this server received",
-          r.server_pushes);
-  counter(out, labels, "caravan_server_push_bytes_total", "bytes of the pushes this server received",
-          r.server_push_bytes);
-  counter(out, labels, "caravan_server_rounds_total", "rounds this server summed (sync mode)",
-          r.server_rounds);
-  counter(out, labels, "caravan_server_answer_bytes_total", "bytes of the sums this server sent",
-          r.server_answer_bytes);
-  counter(out, labels, "caravan_messages_sent_total", "data messages handed to the van",
-          r.messages_sent);
-  counter(out, labels, "caravan_bytes_sent_total", "bytes of the data messages handed to the van",
-          r.bytes_sent);
-  counter(out, labels, "caravan_messages_received_total", "data messages received from the van",
-          r.messages_received);
-  counter(out, labels, "caravan_bytes_received_total", "bytes of the data messages received",
-          r.bytes_received);
-  counter(out, labels, "caravan_resends_total", "messages sent again for want of an acknowledgement (PS_RESEND)",
-          r.resends);
-  counter(out, labels, "caravan_peers_lost_total", "times this node found a peer or the scheduler lost",
-          r.peers_lost);
+  struct Named {
+    const char* name;
+    const char* help;
+    Counter Registry::*counter;
+  };
+  static const Named kCounters[] = {
+      {"caravan_server_pushes_total", "pushes this server received", &Registry::server_pushes},
+      {"caravan_server_push_bytes_total", "bytes of the pushes this server received",
+       &Registry::server_push_bytes},
+      {"caravan_server_rounds_total", "rounds this server summed (sync mode)",
+       &Registry::server_rounds},
+      {"caravan_server_answer_bytes_total", "bytes of the sums this server sent",
+       &Registry::server_answer_bytes},
+      {"caravan_messages_sent_total", "data messages handed to the van", &Registry::messages_sent},
+      {"caravan_bytes_sent_total", "bytes of the data messages handed to the van",
+       &Registry::bytes_sent},
+      {"caravan_messages_received_total", "data messages received from the van",
+       &Registry::messages_received},
+      {"caravan_bytes_received_total", "bytes of the data messages received",
+       &Registry::bytes_received},
+      {"caravan_resends_total", "messages sent again for want of an acknowledgement (PS_RESEND)",
+       &Registry::resends},
+      {"caravan_peers_lost_total", "times this node found a peer or the scheduler lost",
+       &Registry::peers_lost},
+  };
+  for (const Named& c : kCounters) counter(out, labels, c.name, c.help, r.*c.counter);
   return out.str();
 }
 
