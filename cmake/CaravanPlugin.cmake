@@ -20,7 +20,10 @@ function(caravan_add_plugin kind name)
   target_link_options(${target} PRIVATE -Wl,--no-undefined
     -Wl,--version-script=${CARAVAN_PLUGIN_EXPORTS_MAP})
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${CARAVAN_PLUGIN_EXPORTS_MAP})
-  install(TARGETS ${target} LIBRARY DESTINATION ${CARAVAN_PLUGIN_INSTALL_DIR})
+  # One Debian package per plugin (caravan-van-zmq, ...): a machine without
+  # RDMA or CUDA installs none of what it cannot load.
+  install(TARGETS ${target} LIBRARY DESTINATION ${CARAVAN_PLUGIN_INSTALL_DIR} COMPONENT ${kind}-${name})
+  set_property(GLOBAL APPEND PROPERTY CARAVAN_PLUGIN_COMPONENTS ${kind}-${name})
 endfunction()
 
 # caravan_plugin_option(VAR DESCRIPTION): a tri-state AUTO/ON/OFF switch.
