@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/ipc/segment_names.h"
+#include "cluster_env.h"
 #include "job.h"
 
 extern char** environ;
@@ -26,6 +27,9 @@ namespace caravan::launch {
 namespace {
 
 constexpr int kMaxProcesses = 4096;  // a typo like --workers 100000 must not fork-bomb
+// --from-env without DMLC_PS_ROOT_PORT (or k8s's MASTER_PORT): every rank
+// must agree on it without talking, so it is fixed.
+constexpr int kFromEnvDefaultPort = 9000;
 
 const char kUsage[] =
     "usage: caravan-launch [options] -- COMMAND [ARGS...]\n"
@@ -45,6 +49,12 @@ const char kUsage[] =
     "                     (default: caravan-server beside caravan-launch, else on PATH)\n"
     "  --host ADDR        address of the scheduler and every node (default 127.0.0.1)\n"
     "  --timeout SECONDS  stop the job and fail after this long (default 0 = never)\n"
+    "  --from-env MANAGER play this process's part of a job that a cluster manager\n"
+    "                     started (mpi, slurm, k8s or auto): ranks 0..S-1 are servers\n"
+    "                     (S = DMLC_NUM_SERVER, default one per host), the others\n"
+    "                     workers, and rank 0 runs the scheduler too; the scheduler's\n"
+    "                     address is DMLC_PS_ROOT_URI, else the manager's (see\n"
+    "                     docs/cluster-launch.md). Not with --workers/--servers/--host.\n"
     "  --help             show this help\n";
 
 struct Options {
@@ -54,6 +64,8 @@ struct Options {
   std::string server_bin;
   std::string host = "127.0.0.1";
   double timeout = 0;
+  std::string from_env;  // --from-env: mpi, slurm, k8s, auto
+  std::vector<std::string> given;  // the valued options given, for conflicts
   std::vector<std::string> command;
 };
 
@@ -110,7 +122,7 @@ Options ParseArgs(int argc, char** argv) {
       inline_value = true;
     }
     static const std::set<std::string> kValued = {"--workers", "--servers", "--server-bin",
-                                                  "--host", "--timeout"};
+                                                  "--host", "--timeout", "--from-env"};
     if (!kValued.count(name)) {
       if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
       UsageError("unexpected argument '" + arg + "': put the command after '--'");
@@ -119,7 +131,11 @@ Options ParseArgs(int argc, char** argv) {
       if (i + 1 >= argc) UsageError("option " + name + " needs a value");
       value = argv[++i];
     }
-    if (name == "--workers") {
+    o.given.push_back(name);
+    if (name == "--from-env") {
+      if (value.empty()) UsageError("invalid --from-env value '': expected mpi, slurm, k8s or auto");
+      o.from_env = value;
+    } else if (name == "--workers") {
       o.workers = ParseCount(name, value);
     } else if (name == "--servers") {
       o.servers = ParseCount(name, value);
@@ -135,6 +151,12 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (!have_command) UsageError("missing '-- COMMAND': give the program to run after '--'");
   if (o.command.empty()) UsageError("missing COMMAND after '--'");
+  if (!o.from_env.empty()) {
+    for (const char* opt : {"--workers", "--servers", "--host"})
+      if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
+        UsageError(std::string(opt) + " has no meaning with --from-env: the cluster manager's "
+                   "ranks and DMLC_NUM_SERVER decide the job's shape");
+  }
   if (o.spmd && !o.server_bin.empty()) {
     UsageError("--server-bin '" + o.server_bin + "' has no effect with --spmd");
   }
@@ -221,7 +243,9 @@ int PickFreePort(const std::string& host) {
   return port;
 }
 
-std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
+// This environment without the variables the launcher sets per child, with
+// the build tree's Python packages first on PYTHONPATH when run from one.
+std::vector<std::string> InheritedEnv(bool* have_node_host_out) {
   // Set per child below; a stale value inherited from the shell would lie.
   static const std::set<std::string> kManaged = {
       "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
@@ -253,6 +277,13 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
                base.end());
     base.push_back("PYTHONPATH=" + packages + (old && *old ? ":" + std::string(old) : ""));
   }
+  *have_node_host_out = have_node_host;
+  return base;
+}
+
+std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
+  bool have_node_host = false;
+  std::vector<std::string> base = InheritedEnv(&have_node_host);
   base.push_back("DMLC_PS_ROOT_URI=" + o.host);
   base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
   base.push_back("DMLC_NUM_WORKER=" + std::to_string(o.workers));
@@ -281,6 +312,80 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
   return plan;
 }
 
+// --from-env: this process's part of the job (docs/cluster-launch.md).
+// Exits 2 naming the variable at fault when the job cannot be placed.
+std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_bin) {
+  ClusterPlace place;
+  try {
+    place = read_cluster_env(o.from_env, [](const char* n) { return getenv(n); });
+  } catch (const std::exception& e) {
+    UsageError(e.what());
+  }
+  auto number_var = [](const char* name, long max, const char* what) -> int {
+    const char* v = getenv(name);
+    if (!v || !*v) return -1;
+    char* end = nullptr;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n > max) UsageError(std::string(name) + "='" + v + "' is not " + what);
+    return static_cast<int>(n);
+  };
+  int servers = number_var("DMLC_NUM_SERVER", kMaxProcesses, "a count");
+  if (servers < 0) {
+    if (place.hosts < 1)
+      UsageError("--from-env " + place.manager + " (" + place.source +
+                 "): cannot tell how many hosts the job has; set DMLC_NUM_SERVER");
+    servers = place.hosts;  // one server per host
+  }
+  if (servers < 1 || servers >= place.size)
+    UsageError("--from-env " + place.manager + ": DMLC_NUM_SERVER=" + std::to_string(servers) +
+               " with " + std::to_string(place.size) +
+               " processes leaves no worker: start more processes or set fewer servers");
+  int workers = place.size - servers;
+  std::string root = getenv("DMLC_PS_ROOT_URI") && *getenv("DMLC_PS_ROOT_URI")
+                         ? getenv("DMLC_PS_ROOT_URI") : place.root_host;
+  if (root.empty()) {
+    if (place.hosts != 1)
+      UsageError("--from-env " + place.manager + " (" + place.source +
+                 "): set DMLC_PS_ROOT_URI to the address of rank 0's host, where the scheduler "
+                 "runs (with mpirun: -x DMLC_PS_ROOT_URI=HOST)");
+    root = "127.0.0.1";  // every rank on this host
+  }
+  int port = number_var("DMLC_PS_ROOT_PORT", 65535, "a port");
+  if (port <= 0) port = place.root_port > 0 ? place.root_port : kFromEnvDefaultPort;
+
+  bool have_node_host = false;
+  std::vector<std::string> base = InheritedEnv(&have_node_host);
+  base.push_back("DMLC_PS_ROOT_URI=" + root);
+  base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
+  base.push_back("DMLC_NUM_WORKER=" + std::to_string(workers));
+  base.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
+  if (!have_node_host && place.hosts == 1) base.push_back("DMLC_NODE_HOST=127.0.0.1");
+
+  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
+  std::vector<ChildSpec> plan;
+  auto add = [&](std::string name, const std::vector<std::string>& argv,
+                 std::vector<std::string> extra) {
+    ChildSpec c{std::move(name), argv, base};
+    c.env.insert(c.env.end(), extra.begin(), extra.end());
+    plan.push_back(std::move(c));
+  };
+  std::string role;
+  if (place.rank == 0) add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
+  if (place.rank < servers) {
+    role = "server " + std::to_string(place.rank);
+    add(role, server_argv, {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(place.rank)});
+  } else {
+    int id = place.rank - servers;
+    role = "worker " + std::to_string(id);
+    add(role, o.command,
+        {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(id), "BYTEPS_FORCE_DISTRIBUTED=1"});
+  }
+  fprintf(stderr, "caravan-launch: %s (%s): %s%s of %d workers and %d servers, scheduler at %s:%d\n",
+          place.manager.c_str(), place.source.c_str(), role.c_str(),
+          place.rank == 0 ? " and the scheduler" : "", workers, servers, root.c_str(), port);
+  return plan;
+}
+
 int Main(int argc, char** argv) {
   // Pipes made later must not land on 0-2, where dup2 in the child would be
   // a no-op that leaves close-on-exec set.
@@ -297,6 +402,11 @@ int Main(int argc, char** argv) {
           "give --server-bin PATH, or --spmd if COMMAND plays every role");
     }
     server_bin = *found;
+  }
+  if (!o.from_env.empty()) {
+    JobOutcome out = RunJob(PlanFromEnv(o, server_bin), o.timeout);
+    if (out.exit_code != 0) fprintf(stderr, "caravan-launch: failed: %s\n", out.reason.c_str());
+    return out.exit_code;
   }
   int port = PickFreePort(o.host);
   if (port < 0) return 1;
