@@ -19,6 +19,18 @@ int read_int(const GetEnv& getenv, const char* name) {
   return static_cast<int>(n);
 }
 
+// Reads the rank and size from the variables named; false when either is
+// not set.
+bool read_rank_size(const GetEnv& getenv, const char* rank_var, const char* size_var,
+                    ClusterPlace* p) {
+  p->rank = read_int(getenv, rank_var);
+  p->size = read_int(getenv, size_var);
+  if (p->rank < 0 || p->size < 0) return false;
+  p->source = std::string(rank_var) + "=" + std::to_string(p->rank) + " of " + size_var + "=" +
+              std::to_string(p->size);
+  return true;
+}
+
 const char* first_set(const GetEnv& getenv, std::initializer_list<const char*> names,
                       const char** which) {
   for (const char* n : names)
@@ -41,10 +53,7 @@ ClusterPlace from_mpi(const GetEnv& getenv) {
     throw std::runtime_error(
         "--from-env mpi: no rank and size (OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, or "
         "PMIX_RANK/PMI_RANK and PMI_SIZE); is this process started by mpirun?");
-  p.rank = read_int(getenv, rank_var);
-  p.size = read_int(getenv, size_var);
-  p.source = std::string(rank_var) + "=" + std::to_string(p.rank) + " of " + size_var + "=" +
-             std::to_string(p.size);
+  read_rank_size(getenv, rank_var, size_var, &p);
   // Open MPI says how many ranks share this host; with the same number on
   // every host (mpirun's usual mapping) that gives the hosts.
   int local_size = read_int(getenv, "OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -55,13 +64,10 @@ ClusterPlace from_mpi(const GetEnv& getenv) {
 ClusterPlace from_slurm(const GetEnv& getenv) {
   ClusterPlace p;
   p.manager = "slurm";
-  p.rank = read_int(getenv, "SLURM_PROCID");
-  p.size = read_int(getenv, "SLURM_NTASKS");
-  if (p.rank < 0 || p.size < 0)
+  if (!read_rank_size(getenv, "SLURM_PROCID", "SLURM_NTASKS", &p))
     throw std::runtime_error(
         "--from-env slurm: SLURM_PROCID and SLURM_NTASKS are not both set; is this process "
         "started by srun?");
-  p.source = "SLURM_PROCID=" + std::to_string(p.rank) + " of SLURM_NTASKS=" + std::to_string(p.size);
   int nodes = read_int(getenv, "SLURM_JOB_NUM_NODES");
   if (nodes < 0) nodes = read_int(getenv, "SLURM_NNODES");
   if (nodes > 0) p.hosts = nodes;
@@ -79,14 +85,11 @@ ClusterPlace from_slurm(const GetEnv& getenv) {
 ClusterPlace from_k8s(const GetEnv& getenv) {
   ClusterPlace p;
   p.manager = "k8s";
-  p.rank = read_int(getenv, "RANK");
-  p.size = read_int(getenv, "WORLD_SIZE");
   const char* addr = getenv("MASTER_ADDR");
-  if (p.rank < 0 || p.size < 0 || !addr || !*addr)
+  if (!read_rank_size(getenv, "RANK", "WORLD_SIZE", &p) || !addr || !*addr)
     throw std::runtime_error(
         "--from-env k8s: RANK, WORLD_SIZE and MASTER_ADDR (set by Kubeflow's PyTorchJob in "
         "every pod) are not all set");
-  p.source = "RANK=" + std::to_string(p.rank) + " of WORLD_SIZE=" + std::to_string(p.size);
   p.root_host = addr;
   int port = read_int(getenv, "MASTER_PORT");
   if (port > 65535) throw std::runtime_error("MASTER_PORT=" + std::to_string(port) + " is not a port");

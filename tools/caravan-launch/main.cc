@@ -281,23 +281,37 @@ std::vector<std::string> InheritedEnv(bool* have_node_host_out) {
   return base;
 }
 
-std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
-  bool have_node_host = false;
-  std::vector<std::string> base = InheritedEnv(&have_node_host);
-  base.push_back("DMLC_PS_ROOT_URI=" + o.host);
-  base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
-  base.push_back("DMLC_NUM_WORKER=" + std::to_string(o.workers));
-  base.push_back("DMLC_NUM_SERVER=" + std::to_string(o.servers));
-  if (!have_node_host) base.push_back("DMLC_NODE_HOST=" + o.host);
-
-  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
-  std::vector<ChildSpec> plan;
-  auto add = [&](std::string name, const std::vector<std::string>& argv,
-                 std::vector<std::string> extra) {
+// The children of a job: each gets the job's variables and its own.
+struct Plan {
+  std::vector<std::string> base;
+  std::vector<ChildSpec> children;
+  void add(std::string name, const std::vector<std::string>& argv, std::vector<std::string> extra) {
     ChildSpec c{std::move(name), argv, base};
     c.env.insert(c.env.end(), extra.begin(), extra.end());
-    plan.push_back(std::move(c));
-  };
+    children.push_back(std::move(c));
+  }
+};
+
+// `node_host`: DMLC_NODE_HOST for every child unless the user set one ("":
+// none, each finds its address).
+Plan StartPlan(const std::string& root, int port, int workers, int servers,
+               const std::string& node_host) {
+  Plan p;
+  bool have_node_host = false;
+  p.base = InheritedEnv(&have_node_host);
+  p.base.push_back("DMLC_PS_ROOT_URI=" + root);
+  p.base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
+  p.base.push_back("DMLC_NUM_WORKER=" + std::to_string(workers));
+  p.base.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
+  if (!have_node_host && !node_host.empty()) p.base.push_back("DMLC_NODE_HOST=" + node_host);
+  return p;
+}
+
+std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
+  Plan plan = StartPlan(o.host, port, o.workers, o.servers, o.host);
+  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
+  auto add = [&plan](std::string name, const std::vector<std::string>& argv,
+                     std::vector<std::string> extra) { plan.add(std::move(name), argv, std::move(extra)); };
   add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
   for (int j = 0; j < o.servers; ++j) {
     add("server " + std::to_string(j), server_argv,
@@ -309,7 +323,7 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
     add("worker " + std::to_string(i), o.command,
         {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i), "BYTEPS_FORCE_DISTRIBUTED=1"});
   }
-  return plan;
+  return plan.children;
 }
 
 // --from-env: this process's part of the job (docs/cluster-launch.md).
@@ -353,22 +367,10 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
   int port = number_var("DMLC_PS_ROOT_PORT", 65535, "a port");
   if (port <= 0) port = place.root_port > 0 ? place.root_port : kFromEnvDefaultPort;
 
-  bool have_node_host = false;
-  std::vector<std::string> base = InheritedEnv(&have_node_host);
-  base.push_back("DMLC_PS_ROOT_URI=" + root);
-  base.push_back("DMLC_PS_ROOT_PORT=" + std::to_string(port));
-  base.push_back("DMLC_NUM_WORKER=" + std::to_string(workers));
-  base.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
-  if (!have_node_host && place.hosts == 1) base.push_back("DMLC_NODE_HOST=127.0.0.1");
-
+  Plan plan = StartPlan(root, port, workers, servers, place.hosts == 1 ? "127.0.0.1" : "");
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
-  std::vector<ChildSpec> plan;
-  auto add = [&](std::string name, const std::vector<std::string>& argv,
-                 std::vector<std::string> extra) {
-    ChildSpec c{std::move(name), argv, base};
-    c.env.insert(c.env.end(), extra.begin(), extra.end());
-    plan.push_back(std::move(c));
-  };
+  auto add = [&plan](std::string name, const std::vector<std::string>& argv,
+                     std::vector<std::string> extra) { plan.add(std::move(name), argv, std::move(extra)); };
   std::string role;
   if (place.rank == 0) add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
   if (place.rank < servers) {
@@ -383,7 +385,7 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
   fprintf(stderr, "caravan-launch: %s (%s): %s%s of %d workers and %d servers, scheduler at %s:%d\n",
           place.manager.c_str(), place.source.c_str(), role.c_str(),
           place.rank == 0 ? " and the scheduler" : "", workers, servers, root.c_str(), port);
-  return plan;
+  return plan.children;
 }
 
 int Main(int argc, char** argv) {
