@@ -117,41 +117,22 @@ done
 ns_of() { echo "${prefix}$1"; }
 
 work=$(mktemp -d /tmp/cluster-bench.XXXXXX)
-created_ns=()
+source "$root/scripts/lib/netns.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  # A process left in a namespace keeps its interfaces alive; every
-  # process in these namespaces is one of ours.
-  for ns in "${created_ns[@]}"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
+  netns_remove_all
   if [ -n "$keep_logs" ]; then mkdir -p "$keep_logs" && cp -r "$work"/. "$keep_logs"/; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-setup() {
-  local err
-  err=$(timeout 10 "$@" 2>&1) || skip "set-up step '$*' failed: ${err:-timed out after 10 s}"
-}
-err=$(timeout 10 ip netns add "$switch_ns" 2>&1) || skip "'ip netns add' failed: ${err:-timed out}"
-created_ns+=("$switch_ns")
-setup ip -n "$switch_ns" link add br0 type bridge
-setup ip -n "$switch_ns" link set br0 up
+setup() { netns_setup "$@"; }
+netns_switch "$switch_ns"
 for h in "${host_names[@]}"; do
-  ns=$(ns_of "$h")
-  setup ip netns add "$ns"
-  created_ns+=("$ns")
-  setup ip -n "$ns" link set lo up
-  setup ip -n "$ns" link add eth1 type veth peer name "$h" netns "$switch_ns"
-  setup ip -n "$ns" addr add "${addr[$h]}/24" dev eth1
-  setup ip -n "$ns" link set eth1 up
-  setup ip -n "$switch_ns" link set "$h" master br0
-  setup ip -n "$switch_ns" link set "$h" up
-  for kv in "${sysctls[@]}"; do setup ip netns exec "$ns" sysctl -q -w "$kv"; done
+  netns_host "$(ns_of "$h")" "$switch_ns" "$h" "${addr[$h]}/24"
+  for kv in "${sysctls[@]}"; do setup ip netns exec "$(ns_of "$h")" sysctl -q -w "$kv"; done
 done
 
 # Shapes every link to rate $1, both directions. burst: what the link

@@ -51,51 +51,30 @@ declare -A decoy=([sched]=10.78.0.1 [s0]=10.78.0.11 [s1]=10.78.0.12
 ns_of() { echo "${prefix}$1"; }
 
 logdir=$(mktemp -d /tmp/netns_job.XXXXXX)
-created_ns=()
+source "$(dirname "$0")/../../scripts/lib/netns.sh"
 declare -A pid_of=()
 
 cleanup() {
   for n in "${!pid_of[@]}"; do kill -KILL "${pid_of[$n]}" 2>/dev/null; done
-  # A process left inside a namespace would keep its interfaces alive after
-  # the name is gone; every process in these namespaces is one of ours.
-  for ns in "${created_ns[@]}"; do
-    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
-  done
+  netns_remove_all
   rm -rf "$logdir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Runs one set-up command under a deadline; a failure means this machine
-# cannot host the harness, so the test is skipped with the command's error.
-setup() {
-  local err
-  if ! err=$(timeout 10 "$@" 2>&1); then
-    skip "set-up step '$*' failed: ${err:-timed out after 10 s}"
-  fi
-}
+# A set-up step that fails means this machine cannot host the harness: the
+# test is skipped with the step's error.
+setup() { netns_setup "$@"; }
 
-if ! err=$(timeout 10 ip netns add "$switch_ns" 2>&1); then
-  skip "'ip netns add' failed: ${err:-timed out after 10 s}"
-fi
-created_ns+=("$switch_ns")
-setup ip -n "$switch_ns" link add br0 type bridge
-setup ip -n "$switch_ns" link set br0 up
+netns_switch "$switch_ns"
 for n in "${nodes[@]}"; do
   ns=$(ns_of "$n")
-  setup ip netns add "$ns"
-  created_ns+=("$ns")
-  setup ip -n "$ns" link set lo up
+  netns_add "$ns"
   setup ip -n "$ns" link add eth10 type veth peer name eth10p
   setup ip -n "$ns" addr add "${decoy[$n]}/32" dev eth10
   setup ip -n "$ns" link set eth10p up
   setup ip -n "$ns" link set eth10 up
-  setup ip -n "$ns" link add eth1 type veth peer name "$n" netns "$switch_ns"
-  setup ip -n "$ns" addr add "${addr[$n]}/24" dev eth1
-  setup ip -n "$ns" link set eth1 up
-  setup ip -n "$switch_ns" link set "$n" master br0
-  setup ip -n "$switch_ns" link set "$n" up
+  netns_link "$ns" "$switch_ns" "$n" "${addr[$n]}/24"
 done
 
 print_logs() {

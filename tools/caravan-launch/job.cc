@@ -25,6 +25,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kGrace = std::chrono::seconds(5);
+constexpr auto kSettle = std::chrono::seconds(1);  // Supervisor::settle_until_
 constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
 
 // Self-pipe: the handler only records the signal; the poll loop acts on it.
@@ -75,6 +76,17 @@ std::string DescribeStatus(int status) {
 
 bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0; }
 
+// Killed, or (through ssh or a shell) exited with a killed process's status:
+// more likely the cause of a job's end than a peer that exited 1 because the
+// job ended. SIGTERM is what the launcher itself sends when it stops a job.
+bool KilledHard(int status) {
+  // 255 is ssh's own failure, not a signal.
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status)
+            : WEXITSTATUS(status) > 128 && WEXITSTATUS(status) <= 128 + 64 ? WEXITSTATUS(status) - 128
+                                                                            : 0;
+  return sig != 0 && sig != SIGTERM;
+}
+
 // Everything a forked child needs, built before fork so the child does no
 // allocation between fork and exec.
 struct ExecPlan {
@@ -88,7 +100,7 @@ struct ExecPlan {
   }
 };
 
-[[noreturn]] void ExecChild(ExecPlan& plan, int out_w, int err_w, int devnull,
+[[noreturn]] void ExecChild(ExecPlan& plan, int in_r, int out_w, int err_w,
                             pid_t parent, const sigset_t& original_mask) {
   setpgid(0, 0);
   // The launcher's death must take the job with it, even under SIGKILL.
@@ -97,8 +109,9 @@ struct ExecPlan {
   for (int sig : kHandledSignals) signal(sig, SIG_DFL);
   signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive exec
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-  // Several children sharing a terminal's stdin would steal each other's input.
-  dup2(devnull, STDIN_FILENO);
+  // Several children sharing a terminal's stdin would steal each other's
+  // input: each gets /dev/null or its own pipe.
+  dup2(in_r, STDIN_FILENO);
   dup2(out_w, STDOUT_FILENO);
   dup2(err_w, STDERR_FILENO);
   environ = plan.envp.data();
@@ -118,6 +131,7 @@ struct Child {
   pid_t pid = -1;
   bool running = false;
   int fds[2] = {-1, -1};  // read ends of the child's stdout and stderr
+  int stdin_w = -1;       // write end of its stdin pipe (ChildSpec::stdin_data), open while it runs
   // One per stream, so a line on stderr never splits a line on stdout.
   std::unique_ptr<LinePrefixer> prefixers[2];
   std::string Label() const { return spec->name + " (pid " + std::to_string(pid) + ")"; }
@@ -153,10 +167,23 @@ class Supervisor {
     return std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
   }
 
+  struct Failure {
+    Clock::time_point when;
+    int status;
+    std::string label;
+  };
+  // The job ended with failures: which one to name (see Run).
+  void NameTheCause();
+
   double timeout_seconds_;
   std::vector<Child> children_;
+  std::vector<Failure> failures_;  // every child that failed, in the order seen
   Clock::time_point start_;
   bool stopping_ = false;
+  // After a child fails, the others are given this long to end on their own
+  // (the engine ends the job at once) before they are stopped, so their
+  // own exits, the first failure's cause among them, are seen.
+  std::optional<Clock::time_point> settle_until_;
   bool killed_ = false;
   Clock::time_point kill_deadline_;
   JobOutcome outcome_;
@@ -233,7 +260,24 @@ JobOutcome Supervisor::Run() {
     CheckDeadlines();
   }
   for (auto& c : children_) Drain(c);
+  NameTheCause();
   return outcome_;
+}
+
+// When one process dies, the engine ends the job and its peers exit 1
+// within milliseconds: the first exit seen is often one of those. Among the
+// failures seen before the others were stopped, one that was killed (a
+// crash, the OOM killer, kill -9 on a remote host) is named instead.
+void Supervisor::NameTheCause() {
+  if (failures_.empty() || outcome_.reason != failures_[0].label + " " + DescribeStatus(failures_[0].status))
+    return;
+  for (const Failure& f : failures_) {
+    if (f.when - failures_[0].when > kSettle) break;
+    if (&f == &failures_[0] || !KilledHard(f.status) || KilledHard(failures_[0].status)) continue;
+    outcome_.reason = f.label + " " + DescribeStatus(f.status) + " (first, " + failures_[0].label +
+                      " " + DescribeStatus(failures_[0].status) + ", then the job ended)";
+    return;
+  }
 }
 
 bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
@@ -248,15 +292,29 @@ bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
     close(out[1]);
     return false;
   }
+  int in[2] = {devnull, -1};
+  if (c.spec->stdin_data && pipe2(in, O_CLOEXEC) != 0) {
+    Fail(1, "cannot start " + c.spec->name + ": " + strerror(errno));
+    for (int fd : {out[0], out[1], err[0], err[1]}) close(fd);
+    return false;
+  }
   ExecPlan plan(*c.spec);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) ExecChild(plan, out[1], err[1], devnull, parent, original_mask);
+  if (pid == 0) ExecChild(plan, in[0], out[1], err[1], parent, original_mask);
   close(out[1]);
   close(err[1]);
+  if (c.spec->stdin_data) {
+    close(in[0]);
+    // A few hundred bytes: the pipe takes them without blocking.
+    WriteAll(in[1], *c.spec->stdin_data);
+    c.stdin_w = in[1];
+  }
   if (pid < 0) {
     close(out[0]);
     close(err[0]);
+    if (c.stdin_w >= 0) close(c.stdin_w);
+    c.stdin_w = -1;
     Fail(1, "cannot start " + c.spec->name + ": " + strerror(errno));
     return false;
   }
@@ -325,12 +383,18 @@ void Supervisor::ReapAll() {
 
 void Supervisor::OnChildExit(Child& c, int status) {
   c.running = false;
+  if (c.stdin_w >= 0) {
+    close(c.stdin_w);
+    c.stdin_w = -1;
+  }
   Drain(c);
+  if (Failed(status)) failures_.push_back({Clock::now(), status, c.Label()});
   // Once stopping, the others dying of our SIGTERM is expected, not news.
-  if (stopping_ || !Failed(status)) return;
+  if (stopping_ || settle_until_ || !Failed(status)) return;
   std::string reason = c.Label() + " " + DescribeStatus(status);
   Say(reason);
-  Fail(1, reason);
+  outcome_ = {1, reason};
+  settle_until_ = Clock::now() + kSettle;
 }
 
 void Supervisor::OnStopSignal(int sig) {
@@ -352,7 +416,7 @@ void Supervisor::OnStopSignal(int sig) {
 
 void Supervisor::Fail(int exit_code, std::string reason) {
   if (stopping_) return;
-  outcome_ = {exit_code, std::move(reason)};
+  if (!settle_until_) outcome_ = {exit_code, std::move(reason)};  // else a child's failure
   Stop();
 }
 
@@ -382,6 +446,7 @@ void Supervisor::CheckDeadlines() {
     Say(reason + "; still running: " + names);
     Fail(1, reason);
   }
+  if (settle_until_ && !stopping_ && now >= *settle_until_) Stop();
   if (stopping_ && !killed_ && now >= kill_deadline_) {
     killed_ = true;
     for (auto& c : children_) {
@@ -400,6 +465,8 @@ int Supervisor::PollTimeoutMs() const {
   } else if (stopping_ && !killed_) {
     deadline = kill_deadline_;
   }
+  if (settle_until_ && !stopping_ && (!deadline || *settle_until_ < *deadline))
+    deadline = settle_until_;
   if (!deadline) return -1;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, 60 * 60 * 1000));

@@ -1,6 +1,7 @@
 // Starts the processes of one job and supervises them until all are gone.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@ struct ChildSpec {
   std::string name;               // "scheduler", "server 0", "worker 1"
   std::vector<std::string> argv;  // argv[0] is looked up on PATH
   std::vector<std::string> env;   // the child's whole environment, "KEY=VALUE"
+  // When set: the child's stdin is a pipe that gets these bytes and then
+  // stays open until the child exits (a remote child started over ssh
+  // reads its secrets there, and its end closing means "stop").
+  std::optional<std::string> stdin_data;
 };
 
 struct JobOutcome {

@@ -18,7 +18,12 @@
 #include <vector>
 
 #include "engine/ipc/segment_names.h"
+#include <arpa/inet.h>
+
+#include <sstream>
+
 #include "cluster_env.h"
+#include "hostfile.h"
 #include "job.h"
 
 extern char** environ;
@@ -55,6 +60,11 @@ const char kUsage[] =
     "                     workers, and rank 0 runs the scheduler too; the scheduler's\n"
     "                     address is DMLC_PS_ROOT_URI, else the manager's (see\n"
     "                     docs/cluster-launch.md). Not with --workers/--servers/--host.\n"
+    "  --hostfile FILE    run the job on the hosts of FILE over ssh: one host a line,\n"
+    "                     'HOST [slots=N] [servers=M]' (N workers, default 1; M servers,\n"
+    "                     default 1 a host when no line says); the scheduler on the\n"
+    "                     first host. Same paths on every host. Not with --workers/--servers.\n"
+    "  --ssh COMMAND      how to reach a host (default 'ssh'), e.g. 'ssh -p 2222 -i key'\n"
     "  --help             show this help\n";
 
 struct Options {
@@ -65,6 +75,8 @@ struct Options {
   std::string host = "127.0.0.1";
   double timeout = 0;
   std::string from_env;  // --from-env: mpi, slurm, k8s, auto
+  std::string hostfile;  // --hostfile
+  std::string ssh = "ssh";
   std::vector<std::string> given;  // the valued options given, for conflicts
   std::vector<std::string> command;
 };
@@ -122,7 +134,8 @@ Options ParseArgs(int argc, char** argv) {
       inline_value = true;
     }
     static const std::set<std::string> kValued = {"--workers", "--servers", "--server-bin",
-                                                  "--host", "--timeout", "--from-env"};
+                                                  "--host", "--timeout", "--from-env",
+                                                  "--hostfile", "--ssh"};
     if (!kValued.count(name)) {
       if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
       UsageError("unexpected argument '" + arg + "': put the command after '--'");
@@ -132,7 +145,10 @@ Options ParseArgs(int argc, char** argv) {
       value = argv[++i];
     }
     o.given.push_back(name);
-    if (name == "--from-env") {
+    if (name == "--hostfile" || name == "--ssh") {
+      if (value.empty()) UsageError("invalid " + name + " value ''");
+      (name == "--ssh" ? o.ssh : o.hostfile) = value;
+    } else if (name == "--from-env") {
       if (value.empty()) UsageError("invalid --from-env value '': expected mpi, slurm, k8s or auto");
       o.from_env = value;
     } else if (name == "--workers") {
@@ -151,6 +167,14 @@ Options ParseArgs(int argc, char** argv) {
   }
   if (!have_command) UsageError("missing '-- COMMAND': give the program to run after '--'");
   if (o.command.empty()) UsageError("missing COMMAND after '--'");
+  if (!o.hostfile.empty() && !o.from_env.empty())
+    UsageError("--hostfile and --from-env are two ways to place a job: give one");
+  if (!o.hostfile.empty()) {
+    for (const char* opt : {"--workers", "--servers", "--host"})
+      if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
+        UsageError(std::string(opt) + " has no meaning with --hostfile: its lines give the "
+                   "hosts, slots and servers");
+  }
   if (!o.from_env.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})
       if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
@@ -286,7 +310,7 @@ struct Plan {
   std::vector<std::string> base;
   std::vector<ChildSpec> children;
   void add(std::string name, const std::vector<std::string>& argv, std::vector<std::string> extra) {
-    ChildSpec c{std::move(name), argv, base};
+    ChildSpec c{std::move(name), argv, base, std::nullopt};
     c.env.insert(c.env.end(), extra.begin(), extra.end());
     children.push_back(std::move(c));
   }
@@ -388,6 +412,92 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
   return plan.children;
 }
 
+// --hostfile: every process of the job, each started over ssh on its host.
+std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin,
+                                 std::string* summary) {
+  std::vector<HostEntry> hosts;
+  try {
+    hosts = read_hostfile(o.hostfile);
+  } catch (const std::exception& e) {
+    UsageError(e.what());
+  }
+  int workers = 0, servers = 0;
+  for (auto& h : hosts) {
+    workers += h.slots;
+    servers += h.servers;
+  }
+  const char* root_env = getenv("DMLC_PS_ROOT_URI");
+  std::string root = root_env && *root_env ? root_env : host_address(hosts[0]);
+  const char* port_env = getenv("DMLC_PS_ROOT_PORT");
+  std::string port = port_env && *port_env ? port_env : std::to_string(kFromEnvDefaultPort);
+  char* port_end = nullptr;
+  long port_value = strtol(port.c_str(), &port_end, 10);
+  if (*port_end || port_value < 1 || port_value > 65535)
+    UsageError("DMLC_PS_ROOT_PORT=" + port + " is not a port");
+
+  // What goes to every remote process: the job's variables and this shell's
+  // settings for Caravan, BytePS and ps-lite, and the search paths. The job
+  // token goes on stdin, never on a command line.
+  bool have_node_host = false;
+  std::vector<std::string> forward;
+  for (const std::string& kv : InheritedEnv(&have_node_host)) {
+    std::string key = kv.substr(0, kv.find('='));
+    if (key == "CARAVAN_JOB_TOKEN") continue;
+    bool ours = key.rfind("DMLC_", 0) == 0 || key.rfind("BYTEPS_", 0) == 0 ||
+                key.rfind("PS_", 0) == 0 || key.rfind("CARAVAN_", 0) == 0;
+    if (ours || key == "PATH" || key == "PYTHONPATH" || key == "LD_LIBRARY_PATH") forward.push_back(kv);
+  }
+  forward.push_back("DMLC_PS_ROOT_URI=" + root);
+  forward.push_back("DMLC_PS_ROOT_PORT=" + port);
+  forward.push_back("DMLC_NUM_WORKER=" + std::to_string(workers));
+  forward.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
+  const char* token = getenv("CARAVAN_JOB_TOKEN");
+  std::string stdin_line = std::string(token ? token : "") + "\n";
+  char cwd[PATH_MAX];
+  std::string dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
+
+  std::vector<std::string> ssh;
+  std::istringstream words(o.ssh);
+  for (std::string w; words >> w;) ssh.push_back(w);
+  std::vector<ChildSpec> plan;
+  auto add = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
+                 std::vector<std::string> extra) {
+    std::vector<std::string> env = forward;
+    // A node advertises the address its line gives when that is an IPv4
+    // address (else it finds its own: DMLC_INTERFACE).
+    in_addr ip{};
+    if (!have_node_host && inet_pton(AF_INET, host_address(h).c_str(), &ip) == 1)
+      env.push_back("DMLC_NODE_HOST=" + host_address(h));
+    env.insert(env.end(), extra.begin(), extra.end());
+    ChildSpec c;
+    c.name = name + " on " + host_address(h);
+    c.argv = ssh;
+    for (const char* opt : {"-o", "BatchMode=yes", "-o", "ConnectTimeout=20"}) c.argv.push_back(opt);
+    c.argv.push_back(h.host);
+    c.argv.push_back(remote_command(env, argv, dir));
+    for (char** e = environ; *e; ++e) c.env.push_back(*e);
+    c.stdin_data = stdin_line;
+    plan.push_back(std::move(c));
+  };
+  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
+  add(hosts[0], "scheduler", server_argv, {"DMLC_ROLE=scheduler"});
+  int server = 0, worker = 0;
+  for (const HostEntry& h : hosts)
+    for (int j = 0; j < h.servers; ++j, ++server)
+      add(h, "server " + std::to_string(server), server_argv,
+          {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(server)});
+  for (const HostEntry& h : hosts)
+    for (int j = 0; j < h.slots; ++j, ++worker)
+      add(h, "worker " + std::to_string(worker), o.command,
+          {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(worker),
+           "BYTEPS_FORCE_DISTRIBUTED=1"});
+  *summary = std::to_string(workers) + " workers, " + std::to_string(servers) + " servers on " +
+             std::to_string(hosts.size()) + " hosts";
+  fprintf(stderr, "caravan-launch: %s from %s, scheduler at %s:%s\n", summary->c_str(),
+          o.hostfile.c_str(), root.c_str(), port.c_str());
+  return plan;
+}
+
 int Main(int argc, char** argv) {
   // Pipes made later must not land on 0-2, where dup2 in the child would be
   // a no-op that leaves close-on-exec set.
@@ -404,6 +514,15 @@ int Main(int argc, char** argv) {
           "give --server-bin PATH, or --spmd if COMMAND plays every role");
     }
     server_bin = *found;
+  }
+  if (!o.hostfile.empty()) {
+    std::string summary;
+    JobOutcome out = RunJob(PlanHosts(o, server_bin, &summary), o.timeout);
+    if (out.exit_code == 0)
+      fprintf(stderr, "caravan-launch: job finished: %s, all exited 0\n", summary.c_str());
+    else
+      fprintf(stderr, "caravan-launch: job failed: %s\n", out.reason.c_str());
+    return out.exit_code;
   }
   if (!o.from_env.empty()) {
     JobOutcome out = RunJob(PlanFromEnv(o, server_bin), o.timeout);

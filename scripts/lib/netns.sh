@@ -1,0 +1,56 @@
+# Emulated hosts for the multi-host tests and the cluster benchmark: network
+# namespaces joined by a Linux bridge that lives in a namespace of its own,
+# so nothing is added to this machine's own network. Sourced; the caller
+# defines skip() (called with the reason when a set-up step fails: the
+# machine cannot host the harness) and removes what it made with
+# netns_remove_all on every exit path.
+
+NETNS_CREATED=()
+
+# Runs one set-up step under a deadline; skip()s with its error if it fails.
+netns_setup() {
+  local err
+  err=$(timeout 10 "$@" 2>&1) || skip "set-up step '$*' failed: ${err:-timed out after 10 s}"
+}
+
+# netns_switch NS: namespace NS holding bridge br0, up.
+netns_switch() {
+  netns_setup ip netns add "$1"
+  NETNS_CREATED+=("$1")
+  netns_setup ip -n "$1" link add br0 type bridge
+  netns_setup ip -n "$1" link set br0 up
+}
+
+# netns_host NS SWITCH_NS PORT ADDR/LEN: namespace NS, lo up, whose eth1 (at
+# ADDR/LEN) is a veth to port PORT of SWITCH_NS's bridge. In two steps,
+# netns_add and netns_link, for a caller that adds interfaces in between.
+netns_host() {
+  netns_add "$1"
+  netns_link "$@"
+}
+
+netns_add() {
+  netns_setup ip netns add "$1"
+  NETNS_CREATED+=("$1")
+  netns_setup ip -n "$1" link set lo up
+}
+
+netns_link() {
+  local ns=$1 switch=$2 port=$3 addr=$4
+  netns_setup ip -n "$ns" link add eth1 type veth peer name "$port" netns "$switch"
+  netns_setup ip -n "$ns" addr add "$addr" dev eth1
+  netns_setup ip -n "$ns" link set eth1 up
+  netns_setup ip -n "$switch" link set "$port" master br0
+  netns_setup ip -n "$switch" link set "$port" up
+}
+
+# Kills every process in the namespaces made here (all of them ours: one
+# left behind would keep its interfaces alive) and deletes them.
+netns_remove_all() {
+  local ns p
+  for ns in "${NETNS_CREATED[@]}"; do
+    for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+  NETNS_CREATED=()
+}
