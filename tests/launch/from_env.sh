@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # caravan-launch --from-env with the variables Slurm's srun and Kubeflow's
-# PyTorchJob give each process, set by hand here (no slurmd or cluster on
-# this machine): 4 processes, every sum checked; then the errors a user meets.
-# (The mpi mapping runs under a real mpirun: Launch.FromEnvUnderMpirun.)
+# PyTorchJob give each process, set by hand here (no Kubernetes cluster;
+# a multi-node Slurm node list): 4 processes, every sum checked; then the
+# errors a user meets. (Real mpirun and srun: Launch.FromEnvUnderMpirun,
+# Launch.FromEnvUnderSlurm.)
 # usage: from_env.sh CARAVAN_LAUNCH SUM_CHECK_WORKER
 set -u
 launch=$1 worker=$2
