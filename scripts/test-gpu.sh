@@ -15,7 +15,7 @@ build=${1:-$root/build}
 status=0
 nvidia-smi -L || { echo "test-gpu.sh: nvidia-smi found no GPU" >&2; exit 1; }
 ctest --test-dir "$build" --output-on-failure -j4 \
-  -R 'ReducerGpu|Reducers/.*gpu|DeviceTensors|DeviceApi|Python\.(Cuda|TrainCuda)' || status=1
+  -R 'ReducerGpu|Reducers/.*gpu|DeviceTensors|DeviceApi|Python\.(Cuda|TrainCuda)|Timeline\.DeviceCopies' || status=1
 if [ "${CARAVAN_GPU_BENCH:-1}" != 0 ]; then
   "$build/bin/caravan-gpu-bench" || status=1
   "$build/bin/caravan-launch" --workers 1 --servers 1 --timeout 300 -- \

@@ -9,6 +9,7 @@
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/timeline.h"
 
 namespace caravan {
 
@@ -46,6 +47,12 @@ struct DeviceStager::DeviceOp final : Worker::Op {
   std::optional<Whole> whole;
   std::vector<std::pair<size_t, size_t>> parts;
   std::function<void(size_t)> release;
+  // The timeline's, when it traces this op (Worker::Pipelined::trace): when
+  // the copies out were queued, and when each partition's copy back was.
+  std::function<void(const char*, size_t, int64_t, int64_t)> trace;
+  std::function<void()> trace_done;
+  int64_t copies_out_queued_us = 0;
+  std::vector<std::atomic<int64_t>> copy_back_queued_us;
   size_t next = 0;  // the staging thread's: partitions sent so far
   Clock::time_point started = Clock::now();
   std::atomic<size_t> stored{0};
@@ -219,6 +226,7 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
       if (!o) return;
       try {
         auto [offset, n] = o->parts[index];
+        if (o->trace) o->copy_back_queued_us[index] = Timeline::now_us();
         device_->copy(o->device + offset, o->staging->host + offset, n, h2d_);
         if (++o->stored == o->parts.size()) {
           device_->event_record(o->staging->back, h2d_);
@@ -246,6 +254,12 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
       op->inner = p->op;
       op->parts = std::move(p->parts);
       op->release = std::move(p->release);
+      if (p->trace) {
+        op->copy_back_queued_us = std::vector<std::atomic<int64_t>>(op->parts.size());
+        op->copies_out_queued_us = Timeline::now_us();
+        op->trace_done = std::move(p->trace_done);
+        op->trace = std::move(p->trace);  // last: `stored` reads copy_back_queued_us once it is set
+      }
       if (!op->sends) {
         for (size_t i = 0; i < op->parts.size(); ++i) op->release(i);
         op->next = op->parts.size();
@@ -302,6 +316,9 @@ void DeviceStager::run() {
       }
       while (!op->whole && op->next < op->parts.size() &&
              device_->event_done(op->staging->ready[op->next])) {
+        // "copy to host": from the copies being queued to this one seen done.
+        if (op->trace)
+          op->trace("copy to host", op->next, op->copies_out_queued_us, Timeline::now_us());
         op->release(op->next++);
         progressed = true;
       }
@@ -338,6 +355,15 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
       op.finished = true;
       op.result = op.code != 0 ? op.code : result;
       if (op.staging) give_back(*op.staging, reusable && op.code == 0);
+      if (op.trace) {
+        // "copy to device": from each copy back being queued to the last
+        // one seen done (they end in order on one stream).
+        int64_t now = Timeline::now_us();
+        if (op.result == 1 && op.gets)
+          for (size_t i = 0; i < op.copy_back_queued_us.size(); ++i)
+            if (int64_t queued = op.copy_back_queued_us[i]) op.trace("copy to device", i, queued, now);
+        op.trace_done();
+      }
     }
     if (op.result < 0) *error = op.error;
     return op.result;

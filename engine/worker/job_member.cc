@@ -85,6 +85,7 @@ std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
   Pipelined p;
   for (const Partition& part : op->plan->partitions) p.parts.emplace_back(part.offset, part.bytes);
   p.release = [&client, op](size_t index) { client.release(op, index); };
+  client.trace_hooks(op, &p.trace, &p.trace_done);
   p.op = std::make_shared<RemoteOp>(std::move(op));
   return p;
 }

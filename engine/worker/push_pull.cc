@@ -138,6 +138,19 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   return op;
 }
 
+void PushPullClient::trace_hooks(const std::shared_ptr<Operation>& op,
+                                 std::function<void(const char*, size_t, int64_t, int64_t)>* trace,
+                                 std::function<void()>* done) {
+  if (!op->traced) return;
+  // The stager's copies back end after the operation does: the window
+  // stays open for them until it says it is done.
+  timeline_->begin(op->step);
+  *trace = [this, op](const char* stage, size_t index, int64_t from_us, int64_t to_us) {
+    trace_stage(*op, index, stage, from_us, to_us);
+  };
+  *done = [this] { timeline_->end(); };
+}
+
 void PushPullClient::release(const std::shared_ptr<Operation>& op, size_t index) {
   {
     std::lock_guard<std::mutex> lock(send_mu_);

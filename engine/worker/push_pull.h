@@ -119,6 +119,12 @@ class PushPullClient {
                                     std::function<void(size_t index)> stored = {});
   // Sends partition `index` of a staged operation.
   void release(const std::shared_ptr<Operation>& op, size_t index);
+  // For a staged operation that the timeline traces: events of the
+  // stager's stages, and the end of them (Worker::Pipelined); empty
+  // functions when it is not traced.
+  void trace_hooks(const std::shared_ptr<Operation>& op,
+                   std::function<void(const char*, size_t, int64_t, int64_t)>* trace,
+                   std::function<void()>* done);
   // 1 done, 0 pending, or the negative error (message in *error).
   int poll(Operation& op, std::string* error);
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,6 +52,11 @@ class Worker {
     std::vector<std::pair<size_t, size_t>> parts;
     // Partition `index`'s values are in `data`: send it.
     std::function<void(size_t index)> release;
+    // Set when the timeline traces this operation (BYTEPS_TRACE_ON): the
+    // stager's own stages of a partition (copies between device and host)
+    // as events, and, once, that it has no more (the file waits for it).
+    std::function<void(const char* stage, size_t index, int64_t from_us, int64_t to_us)> trace;
+    std::function<void()> trace_done;
   };
   // Starts such an operation on host buffer `data`; `stored` hears, on the
   // receiving thread, of each partition (by index) whose result is in

@@ -1,13 +1,16 @@
 """Checks the timeline files of one job (BYTEPS_TRACE_ON=1, docs/timeline.md).
 
-usage: check_timeline.py TRACE_DIR WORKERS SERVERS START_STEP END_STEP
+usage: check_timeline.py TRACE_DIR WORKERS SERVERS START_STEP END_STEP [device:PREFIX]
 
 Every file must parse as Chrome trace JSON and every event must pass a schema
 check. Every worker must have, for each tensor and each traced step, every
 partition with its four stages in order (queue, push, pull, copy back); every
 server, for each key and traced step, a receive and a sum per worker and an
 answer per worker; the keys of all servers together must be exactly the
-partitions of all tensors; no event may lie outside the step window.
+partitions of all tensors; no event may lie outside the step window. With
+`device` (device tensors), every partition also has its copy to host
+(ending before it is queued) and its copy to device (starting once its sum
+arrived) when its tensor's name starts with PREFIX (the device tensors).
 Exits 1 naming the first thing wrong.
 """
 import json
@@ -16,6 +19,7 @@ import sys
 from collections import defaultdict
 
 WORKER_STAGES = ["queue", "push", "pull", "copy back"]
+DEVICE_STAGES = ["copy to host", "copy to device"]
 SERVER_STAGES = ["receive", "sum", "answer"]
 
 
@@ -67,6 +71,8 @@ def load(path):
 
 def main():
     trace_dir, workers, servers, start, end = sys.argv[1], *map(int, sys.argv[2:6])
+    device_prefix = sys.argv[6][len("device:"):] if len(sys.argv) > 6 and sys.argv[6].startswith("device:") else None
+    device = device_prefix is not None
     window = set(range(start, end))
     worker_parts = {}  # tensor -> {partition: key}
     for w in range(workers):
@@ -75,7 +81,7 @@ def main():
         stages = defaultdict(dict)  # (tensor, step, partition) -> stage -> event
         for e in events:
             a = e["args"]
-            if e["name"] not in WORKER_STAGES:
+            if e["name"] not in WORKER_STAGES + (DEVICE_STAGES if device else []):
                 fail(f"{path}: unknown worker stage {e['name']!r}")
             if names[e["tid"]] != a.get("tensor"):
                 fail(f"{path}: event of tensor {a.get('tensor')!r} on the row of {names[e['tid']]!r}")
@@ -98,6 +104,15 @@ def main():
             for a, b in zip(WORKER_STAGES, WORKER_STAGES[1:]):
                 if st[b]["ts"] + 1 < st[a]["ts"] + st[a]["dur"]:
                     fail(f"{path}: {tensor} step {step} partition {part}: {b} starts before {a} ends")
+            if device and tensor.startswith(device_prefix):
+                missing = [s for s in DEVICE_STAGES if s not in st]
+                if missing:
+                    fail(f"{path}: {tensor} step {step} partition {part} lacks {missing}")
+                out, back = st["copy to host"], st["copy to device"]
+                if st["queue"]["ts"] + 1 < out["ts"] + out["dur"]:
+                    fail(f"{path}: {tensor} step {step} partition {part}: queued before its copy to host ended")
+                if back["ts"] + 1 < st["pull"]["ts"] + st["pull"]["dur"]:
+                    fail(f"{path}: {tensor} step {step} partition {part}: copied to device before its sum arrived")
             per_tensor_step[(tensor, step)].add(part)
         for tensor, parts in worker_parts.items():
             for step in window:
@@ -105,7 +120,8 @@ def main():
                 if got != set(parts):
                     fail(f"{path}: {tensor} step {step} has partitions {sorted(got)}, want {sorted(parts)}")
         print(f"check_timeline: worker {w}: {len(worker_parts)} tensors, {len(events)} events, "
-              f"steps {start}..{end - 1}, every partition's 4 stages in order")
+              f"steps {start}..{end - 1}, every partition's stages in order"
+              + (f" (6 for tensors {device_prefix}*)" if device else ""))
     all_keys = {k for parts in worker_parts.values() for k in parts.values()}
     server_keys = set()
     for s in range(servers):
