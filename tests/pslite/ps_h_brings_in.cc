@@ -22,3 +22,17 @@ namespace {
 }
 
 }  // namespace
+
+namespace {
+
+// The check macros take any comparable operands, as ps-lite's do (the
+// bytedance fork's tests compare iterators); an operand that cannot be
+// printed is named so in the failure message.
+[[maybe_unused]] void checks_take_iterators() {
+  std::unordered_map<int, int> by_key;
+  CHECK_EQ(by_key.find(1), by_key.end());
+  CHECK_NE(by_key.find(1), by_key.begin()) << "an iterator is not printable";
+  CHECK_LT(1, 2) << "numbers still are";
+}
+
+}  // namespace

@@ -62,6 +62,31 @@ T* CheckNotNull(const char* file, int line, const char* expr, T* p) {
   return p;
 }
 
+// A CHECK_xx operand in the failure message: printed where it can be,
+// else named unprintable, so the macros take any comparable operands
+// (iterators, say), as ps-lite's do.
+template <typename T>
+auto PrintOperand(std::ostream& os, const T& v, int) -> decltype(os << v, void()) {
+  os << v;
+}
+template <typename T>
+void PrintOperand(std::ostream& os, const T&, long) {
+  os << "(unprintable)";
+}
+template <typename T>
+struct Operand {
+  const T* value;
+};
+template <typename T>
+Operand<T> MakeOperand(const T& v) {
+  return Operand<T>{&v};
+}
+template <typename T>
+std::ostream& operator<<(std::ostream& os, const Operand<T>& o) {
+  PrintOperand(os, *o.value, 0);
+  return os;
+}
+
 }  // namespace internal
 }  // namespace ps
 
@@ -85,7 +110,8 @@ T* CheckNotNull(const char* file, int line, const char* expr, T* p) {
   ((a)op(b)) ? (void)0                                                                    \
              : ::ps::internal::LogVoidify() & PS_LOG_FATAL.stream()                       \
                                                   << "Check failed: " #a " " #op " " #b " (" \
-                                                  << (a) << " vs. " << (b) << ") "
+                                                  << ::ps::internal::MakeOperand(a) << " vs. " \
+                                                  << ::ps::internal::MakeOperand(b) << ") "
 #define CHECK_EQ(a, b) PS_CHECK_OP(a, b, ==)
 #define CHECK_NE(a, b) PS_CHECK_OP(a, b, !=)
 #define CHECK_LT(a, b) PS_CHECK_OP(a, b, <)
