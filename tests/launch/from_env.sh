@@ -35,13 +35,13 @@ run_four() {
 # Slurm: one node, the first of the node list runs the scheduler.
 vars_of() {
   echo SLURM_PROCID=$1 SLURM_NTASKS=4 SLURM_LOCALID=$1 SLURM_JOB_NUM_NODES=1 \
-    SLURM_JOB_NODELIST=localhost DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=39452
+    SLURM_JOB_NODELIST=localhost DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=23452
 }
 run_four slurm
 
 # Kubeflow PyTorchJob: MASTER_ADDR and MASTER_PORT; the pods' own addresses.
 vars_of() {
-  echo RANK=$1 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=39453 DMLC_NUM_SERVER=2 \
+  echo RANK=$1 WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=23453 DMLC_NUM_SERVER=2 \
     DMLC_NODE_HOST=127.0.0.1
 }
 run_four k8s

@@ -44,8 +44,8 @@ cpus=$(nproc)
 cat >"$tmp/slurm.conf" <<CONF
 ClusterName=caravantest
 SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=39470
-SlurmdPort=39471
+SlurmctldPort=23470
+SlurmdPort=23471
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -83,7 +83,7 @@ if ! getent hosts "$host" >/dev/null; then
 fi
 
 # srun: 4 tasks on the node's CPUs (overcommitted where it has fewer).
-out=$(DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=39472 timeout 120 srun -n 4 --overcommit \
+out=$(DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=23472 timeout 120 srun -n 4 --overcommit \
       "$launch" --from-env slurm -- "$worker" 2 10000 2>&1) || fail "srun failed: $out"
 [ "$(grep -c "of 2: .*all sums exact" <<<"$out")" -eq 2 ] || fail "srun: not both workers' sums exact: $out"
 grep -q "SLURM_PROCID=0 of SLURM_NTASKS=4): server 0 and the scheduler" <<<"$out" || fail "srun: rank 0's part: $out"
@@ -93,7 +93,7 @@ echo "slurm_job: srun -n 4: ranks 0-1 servers (0 with the scheduler), 2-3 worker
 cat >"$tmp/job.sbatch" <<JOB
 #!/bin/bash
 #SBATCH --ntasks=4 --overcommit --output=$tmp/sbatch.out
-export DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=39473
+export DMLC_NUM_SERVER=2 DMLC_PS_ROOT_PORT=23473
 srun "$launch" --from-env slurm -- "$worker" 2 10000
 JOB
 timeout 180 sbatch --wait "$tmp/job.sbatch" >/dev/null || fail "sbatch --wait failed: $(cat "$tmp/sbatch.out" 2>/dev/null)"

@@ -2,17 +2,19 @@
 start-up, non-zero, naming the variable and the port (not hang, not run on
 without its endpoint).
 
-usage: port_in_use.py CARAVAN_SERVER PORT
+usage: port_in_use.py CARAVAN_SERVER
 """
 import os
 import socket
 import subprocess
 import sys
 
-server, port = sys.argv[1], int(sys.argv[2])
+server = sys.argv[1]
+# A port the system gives, held by this process: no other test can have it.
 holder = socket.socket()
-holder.bind(("0.0.0.0", port))
+holder.bind(("0.0.0.0", 0))
 holder.listen()
+port = holder.getsockname()[1]
 env = dict(os.environ, CARAVAN_METRICS_PORT=str(port), DMLC_ROLE="scheduler",
            DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(port + 1),
            DMLC_NUM_WORKER="1", DMLC_NUM_SERVER="1")
