@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
     for (auto& g : grads) fill(g.data(), g.size(), rank, it);
+    if (o.aligned) {
+      float ready = 1;  // a one-element push_pull: every worker has arrived
+      must(caravan_push_pull("cluster-bench/step-barrier", &ready, 1, CARAVAN_FLOAT32, 0),
+           "caravan_push_pull (step barrier)");
+    }
     auto t0 = Clock::now();
     for (size_t i = 0; i < o.layers.size(); ++i)
       must(caravan_push_pull_async(o.layers[i].name.c_str(), grads[i].data(), grads[i].size(),

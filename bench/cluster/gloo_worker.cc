@@ -6,6 +6,7 @@
 // the median time in the same form as caravan-cluster-worker.
 //   caravan-gloo-ring --rank R --size N --store DIR --iface IF --workload W
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
     using Clock = std::chrono::steady_clock;
     for (int it = 0; it < o.warmup + o.iters; ++it) {
       fill(buf.data(), buf.size(), rank, it);
+      if (o.aligned) {
+        gloo::BarrierOptions barrier(context);
+        barrier.setTag(static_cast<uint32_t>(1000000 + it));
+        gloo::barrier(barrier);
+      }
       auto t0 = Clock::now();
       gloo::AllreduceOptions opts(context);
       opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);

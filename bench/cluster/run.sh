@@ -5,7 +5,8 @@
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
 #          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
-#          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--no-gloo]
+#          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
+#          [--no-gloo]
 #
 # Hosts are network namespaces joined by a Linux bridge that lives in a
 # namespace of its own (nothing is added to this machine's network): N
@@ -30,6 +31,8 @@
 # the bytes and how much of the run each direction was near the link rate
 # (link_summary.awk); .qdisc: every link's tbf statistics (drops, queue)
 # after the run, counted since the links were shaped.
+# --aligned starts every step of both systems with a barrier (not timed), so
+# the figures leave out the ranks' own start skew.
 # --plot FILE.png draws the table as grouped bars (gnuplot, Debian's
 # gnuplot-nox): Caravan and Gloo for each rate, workload and servers.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
@@ -40,7 +43,7 @@
 set -u
 
 hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
-iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1 plot=""
+iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1 plot="" aligned=0
 extra_env=() sysctls=()
 die() { echo "cluster-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -58,6 +61,7 @@ while [ $# -gt 0 ]; do
     --keep-logs) keep_logs=${2:?}; shift ;;
     --plot) plot=${2:?}; shift ;;
     --no-gloo) gloo=0 ;;
+    --aligned) aligned=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (--help lists them)" ;;
   esac
@@ -227,7 +231,8 @@ run_gloo() {  # $1 rate, $2 workload; prints MB/s
   started=()
   for ((i = 0; i < hosts; i++)); do
     start_in "w$i" "$work/$tag-w$i.log" "$gloo_bin" --rank "$i" --size "$hosts" --store "$store" \
-      --iface eth1 --timeout "$deadline" --workload "$2" --iters "$iters" --warmup "$warmup"
+      --iface eth1 --timeout "$deadline" --workload "$2" --iters "$iters" --warmup "$warmup" \
+      --aligned "$aligned"
   done
   wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
   result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
@@ -245,7 +250,7 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode; prints MB/s
     [ "$3" = colocated ] && server_host=w$i
     start_in "$server_host" "$work/$tag-server$i.log" "${job[@]}" DMLC_ROLE=server "$server_bin"
     start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker "$worker_bin" \
-      --workload "$2" --iters "$iters" --warmup "$warmup"
+      --workload "$2" --iters "$iters" --warmup "$warmup" --aligned "$aligned"
   done
   wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
   result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"

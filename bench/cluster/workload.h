@@ -17,6 +17,9 @@ namespace cluster_bench {
 struct Options {
   std::string workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large"
   int iters = 5, warmup = 1;
+  // --aligned 1: every step starts once all ranks are ready (a barrier,
+  // outside the timed part), so the figures leave out the ranks' own skew.
+  bool aligned = false;
   std::vector<caravan::models::Layer> layers;
 };
 
@@ -59,6 +62,7 @@ Options parse(const char* prog, int argc, char** argv, Extra extra) {
     if (a == "--workload") o.workload = v;
     else if (a == "--iters") o.iters = count_arg(prog, a, v);
     else if (a == "--warmup") o.warmup = count_arg(prog, a, v);
+    else if (a == "--aligned") o.aligned = count_arg(prog, a, v) != 0;
     else if (!extra(a, v)) usage_error(prog, "unknown option '" + a + "'");
   }
   if (o.workload.empty()) usage_error(prog, "--workload is required");
