@@ -18,8 +18,10 @@ Topology::Topology() {
   if (hwloc_topology_init(&topo_) != 0) throw hwloc_failure("cannot create a topology");
   // Not hwloc's pci plugin (libpciaccess, which libhwloc-plugins brings, e.g.
   // with Open MPI): it leaks at exit, which LeakSanitizer then reports in
-  // every process, and on Linux hwloc reads the same PCI devices (the GPUs'
-  // locality) from sysfs. Without the plugins installed this is a no-op.
+  // every process, and on Linux hwloc reads the same PCI devices and their
+  // locality from sysfs, only without device names, which nothing here
+  // uses (hwloc's "I/O Devices" documentation). Without the plugins
+  // installed this is a no-op.
   hwloc_topology_set_components(topo_, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
 }
 
