@@ -18,8 +18,14 @@ inline constexpr plugin::Param kLingerMs{
     "LINGER_MS", "500",
     "at close, how long a link may go on sending what it queued, in ms (at least 1)"};
 
+inline constexpr plugin::Param kSndBuf{
+    "SNDBUF", "auto",
+    "kernel send buffer of a connection to a peer, in bytes: auto = 65536 to peers on other "
+    "hosts and the kernel's autotuning to this host's; 0 = autotuning always"};
+
 inline constexpr caravan_param_info kList[] = {kIoThreads.info, kSndHwm.info, kRcvHwm.info,
-                                               kMaxMessageBytes.info, kLingerMs.info};
+                                               kMaxMessageBytes.info, kLingerMs.info,
+                                               kSndBuf.info};
 
 }  // namespace caravan::van_zmq::params
 

@@ -36,11 +36,13 @@ TEST(VanZmqDescriptor, NameAndParams) {
   EXPECT_STREQ(d->name, "zmq");
   EXPECT_EQ(d->abi_major, static_cast<uint32_t>(CARAVAN_VAN_ABI_MAJOR_V2));
   EXPECT_EQ(d->abi_minor, static_cast<uint32_t>(CARAVAN_VAN_ABI_MINOR_V2));
-  ASSERT_EQ(d->num_params, 5u);
+  ASSERT_EQ(d->num_params, 6u);
   EXPECT_STREQ(d->params[0].name, "IO_THREADS");
   EXPECT_STREQ(d->params[0].default_value, "1");
   EXPECT_STREQ(d->params[3].name, "MAX_MESSAGE_BYTES");
   EXPECT_STREQ(d->params[4].name, "LINGER_MS");
+  EXPECT_STREQ(d->params[5].name, "SNDBUF");
+  EXPECT_STREQ(d->params[5].default_value, "auto");
 }
 
 TEST(VanZmq, Properties) {
