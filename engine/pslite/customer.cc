@@ -17,6 +17,7 @@
 namespace ps {
 
 struct Customer::State {
+  caravan::psl::Member* member = nullptr;
   int app_id = 0;
   int customer_id = 0;
   RecvHandle handle;
@@ -34,8 +35,31 @@ struct Customer::State {
   std::thread thread;
 };
 
+namespace {
+
+// Without a node named: the worker node that Start(customer_id) made
+// (dmlc/ps-lite), else worker node 0 (a JOINT process's worker side), else
+// the process's first.
+Postoffice* NodeOfCustomer(int customer_id) {
+  auto& rt = caravan::psl::Runtime::get();
+  Postoffice* first = Postoffice::Get();
+  if (first->member()->role() == caravan::Role::kScheduler) return first;
+  // A worker process's nodes, or a JOINT process's worker side.
+  if (auto* own = rt.find(caravan::Role::kWorker, customer_id)) return own->postoffice();
+  if (auto* node0 = rt.find(caravan::Role::kWorker, 0)) return node0->postoffice();
+  return first;
+}
+
+}  // namespace
+
 Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle)
+    : Customer(app_id, customer_id, recv_handle, NodeOfCustomer(customer_id)) {}
+
+Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle,
+                   Postoffice* postoffice)
     : state_(new State) {
+  CHECK_NOTNULL(postoffice);
+  state_->member = postoffice->member();
   state_->app_id = app_id;
   state_->customer_id = customer_id;
   state_->handle = recv_handle;
@@ -69,11 +93,11 @@ Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle)
       }
     }
   });
-  caravan::psl::Runtime::get().add_customer(this);
+  state_->member->add_customer(this);
 }
 
 Customer::~Customer() {
-  caravan::psl::Runtime::get().remove_customer(this);
+  state_->member->remove_customer(this);
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stopping = true;
@@ -84,9 +108,13 @@ Customer::~Customer() {
 
 int Customer::app_id() const { return state_->app_id; }
 int Customer::customer_id() const { return state_->customer_id; }
+Postoffice* Customer::postoffice() const { return state_->member->postoffice(); }
 
 int Customer::NewRequest(int recver) {
-  int expected = static_cast<int>(Postoffice::Get()->GetNodeIDs(recver).size());
+  int expected = static_cast<int>(state_->member->node_ids(recver).size());
+  // With DMLC_GROUP_SIZE, a node's requests to the servers go to the
+  // servers of its own instance, one per group (bytedance/ps-lite).
+  if (recver == kServerGroup) expected /= state_->member->group_size();
   std::lock_guard<std::mutex> lock(state_->mu);
   int ts = state_->next_timestamp++;
   state_->trackers[ts] = State::Tracker{expected, 0, recver};
@@ -94,7 +122,7 @@ int Customer::NewRequest(int recver) {
 }
 
 void Customer::WaitRequest(int timestamp) {
-  auto& rt = caravan::psl::Runtime::get();
+  auto& rt = *state_->member;
   int timeout = rt.op_timeout_s();
   std::unique_lock<std::mutex> lock(state_->mu);
   auto it = state_->trackers.find(timestamp);

@@ -1,13 +1,19 @@
-// ps::Postoffice and the ps-lite logging sink, forwarding to the runtime.
+// ps::Postoffice (one per node of this process), the ps-lite entry points
+// of bytedance/ps-lite, and the ps-lite logging sink.
 #include "ps/internal/postoffice.h"
 
 #include <cstring>
+#include <string>
+#include <thread>
 
 #include "engine/base/log.h"
 #include "engine/pslite/ps_runtime.h"
+#include "ps/ps.h"
 
 namespace ps {
 
+using caravan::Role;
+using caravan::psl::Member;
 using caravan::psl::Runtime;
 
 namespace internal {
@@ -28,46 +34,181 @@ void WriteLogLine(const char* level, const char* file, int line, const std::stri
 }
 }  // namespace internal
 
-Postoffice::Postoffice() {}
+namespace {
 
-Postoffice* Postoffice::Get() {
-  static Postoffice* p = new Postoffice();
-  return p;
+Error no_node(const char* role, int index) {
+  std::string what = std::string("ps: this process has no ") + role + " node " +
+                     std::to_string(index) + " (DMLC_GROUP_SIZE=" +
+                     std::to_string(Runtime::group_size_from_env()) +
+                     "; call ps::StartPS with this role first)";
+  caravan::Log::write(CARAVAN_LOG_ERROR, what);
+  return Error(what);
 }
 
-Van* Postoffice::van() { return &Runtime::get(); }
+}  // namespace
+
+Postoffice* Postoffice::Get() { return Runtime::get().first().postoffice(); }
+
+Postoffice* Postoffice::GetWorker(int index) {
+  if (Member* m = Runtime::get().find(Role::kWorker, index)) return m->postoffice();
+  throw no_node("worker", index);
+}
+
+Postoffice* Postoffice::GetServer(int index) {
+  Runtime& rt = Runtime::get();
+  // As bytedance/ps-lite: in the scheduler's process, the scheduler.
+  if (Member* s = rt.find(Role::kScheduler, 0)) return s->postoffice();
+  if (Member* m = rt.find(Role::kServer, index)) return m->postoffice();
+  // dmlc/ps-lite lets any process hold a KVServer on its one node.
+  if (index == 0) return Get();
+  throw no_node("server", index);
+}
+
+Postoffice* Postoffice::GetScheduler() {
+  Member* s = Runtime::get().find(Role::kScheduler, 0);
+  if (!s && Get()->is_scheduler()) s = Get()->member();
+  return s ? s->postoffice() : nullptr;
+}
+
+void Postoffice::Init(Node::Role role) { Runtime::get().init(role); }
+
+Van* Postoffice::van() { return member_; }
 
 void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
-  Runtime::get().start(customer_id, do_barrier);
+  (void)argv0;
+  Member* m = member_;
+  // dmlc/ps-lite counts each Start(customer_id) of a worker process as a
+  // worker of the job.
+  if (customer_id != 0 && m->index() == 0 && m->role() == Role::kWorker)
+    m = &Runtime::get().worker_for_customer(customer_id);
+  m->start(-1, do_barrier);
+}
+
+void Postoffice::Start(int customer_id, Node::Role role, int rank, bool do_barrier,
+                       const char* argv0) {
+  (void)customer_id;
+  (void)argv0;
+  Role want = role == Node::SCHEDULER ? Role::kScheduler
+              : role == Node::SERVER  ? Role::kServer
+                                      : Role::kWorker;
+  if (role == Node::JOINT || member_->role() != want)
+    throw no_node(role == Node::JOINT ? "single joint" : caravan::role_name(want), 0);
+  member_->start(rank, do_barrier);
 }
 
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
-  Runtime::get().finalize(customer_id, do_barrier);
+  Member* m = member_;
+  if (customer_id != 0 && m->index() == 0 && m->role() == Role::kWorker) {
+    Member* own = Runtime::get().find(Role::kWorker, customer_id);
+    // A customer without a node of its own shares this one: its Finalize
+    // leaves that to customer 0's.
+    if (!own) return;
+    m = own;
+  } else if (customer_id != 0) {
+    return;
+  }
+  m->finalize(do_barrier, true);
 }
 
-void Postoffice::AddCustomer(Customer* customer) { Runtime::get().add_customer(customer); }
-void Postoffice::RemoveCustomer(Customer* customer) { Runtime::get().remove_customer(customer); }
+void Postoffice::AddCustomer(Customer* customer) { member_->add_customer(customer); }
+void Postoffice::RemoveCustomer(Customer* customer) { member_->remove_customer(customer); }
 Customer* Postoffice::GetCustomer(int app_id, int customer_id, int) const {
-  return Runtime::get().customer(app_id, customer_id);
+  return member_->customer(app_id, customer_id);
 }
 
 const std::vector<int>& Postoffice::GetNodeIDs(int node_id) const {
-  return Runtime::get().node_ids(node_id);
+  return member_->node_ids(node_id);
 }
-const std::vector<Range>& Postoffice::GetServerKeyRanges() { return Runtime::get().key_ranges(); }
+const std::vector<Range>& Postoffice::GetServerKeyRanges() { return member_->key_ranges(); }
 
 void Postoffice::RegisterExitCallback(const std::function<void()>& cb) {
-  Runtime::get().set_exit_callback(cb);
+  member_->set_exit_callback(cb);
 }
 
-int Postoffice::num_workers() const { return Runtime::get().num_workers(); }
-int Postoffice::num_servers() const { return Runtime::get().num_servers(); }
-int Postoffice::my_rank() const { return Runtime::get().my_rank(); }
-bool Postoffice::is_worker() const { return Runtime::get().role() == caravan::Role::kWorker; }
-bool Postoffice::is_server() const { return Runtime::get().role() == caravan::Role::kServer; }
-bool Postoffice::is_scheduler() const { return Runtime::get().role() == caravan::Role::kScheduler; }
+int Postoffice::num_workers() const { return member_->num_workers(); }
+int Postoffice::num_servers() const { return member_->num_servers(); }
+int Postoffice::group_size() const { return member_->group_size(); }
+int Postoffice::my_rank() const { return member_->my_rank(); }
+int Postoffice::preferred_rank() const { return member_->preferred_rank(); }
+int Postoffice::instance_idx() const { return member_->instance(); }
+bool Postoffice::is_worker() const { return member_->role() == Role::kWorker; }
+bool Postoffice::is_server() const { return member_->role() == Role::kServer; }
+bool Postoffice::is_scheduler() const { return member_->role() == Role::kScheduler; }
+std::string Postoffice::role_str() const { return caravan::role_name(member_->role()); }
 int Postoffice::verbose() const { return caravan::Log::verbose(); }
 
-void Postoffice::Barrier(int customer_id, int node_group) { Runtime::get().barrier(node_group); }
+void Postoffice::Barrier(int customer_id, int node_group) {
+  (void)customer_id;
+  member_->barrier(node_group);
+}
+
+Node::Role GetRole(const std::string& role_str) {
+  if (role_str == "worker") return Node::WORKER;
+  if (role_str == "server") return Node::SERVER;
+  if (role_str == "scheduler") return Node::SCHEDULER;
+  if (role_str == "joint") return Node::JOINT;
+  std::string what = "ps::GetRole: unknown role '" + role_str +
+                     "' (DMLC_ROLE takes worker, server, scheduler or joint)";
+  caravan::Log::write(CARAVAN_LOG_ERROR, what);
+  throw Error(what);
+}
+
+namespace {
+
+// Runs `fn` for every node StartPS makes for `role`, each on a thread of
+// its own: they start and leave the job together, and each waits on the
+// others in the job's barriers. The first error is rethrown.
+template <typename Fn>
+void ForEachNode(Node::Role role, Fn fn) {
+  std::vector<Member*> nodes;
+  Runtime& rt = Runtime::get();
+  if (role == Node::SCHEDULER) {
+    nodes.push_back(rt.find(Role::kScheduler, 0));
+  } else {
+    if (role == Node::SERVER || role == Node::JOINT)
+      for (Member* m : rt.members_of(Role::kServer)) nodes.push_back(m);
+    if (role == Node::WORKER || role == Node::JOINT)
+      for (Member* m : rt.members_of(Role::kWorker)) nodes.push_back(m);
+  }
+  if (nodes.size() == 1) return fn(*nodes[0]);
+  std::vector<std::string> errors(nodes.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(*nodes[i]);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) throw Error(e);
+}
+
+}  // namespace
+
+void StartPS(int customer_id, Node::Role role, int rank, bool do_barrier, const char* argv0) {
+  (void)customer_id;
+  (void)argv0;
+  int g = Runtime::group_size_from_env();
+  if (g > 1 && role != Node::SCHEDULER && rank < 0) {
+    std::string what = "ps::StartPS: DMLC_GROUP_SIZE=" + std::to_string(g) +
+                       " needs this process's rank (DMLC_RANK), so that its " +
+                       std::to_string(g) + " nodes take ranks rank*" + std::to_string(g) +
+                       "..rank*" + std::to_string(g) + "+" + std::to_string(g - 1);
+    caravan::Log::write(CARAVAN_LOG_ERROR, what);
+    throw Error(what);
+  }
+  Postoffice::Init(role);
+  ForEachNode(role, [&](Member& m) {
+    m.start(rank < 0 ? -1 : rank * m.group_size() + m.instance(), do_barrier);
+  });
+}
+
+void Finalize(int customer_id, Node::Role role, bool do_barrier) {
+  if (customer_id != 0) return;
+  ForEachNode(role, [&](Member& m) { m.finalize(do_barrier, false); });
+}
 
 }  // namespace ps

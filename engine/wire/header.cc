@@ -57,6 +57,8 @@ void encode(const Header& h, uint8_t out[kHeaderBytes]) {
   put<int32_t>(out + 32, h.cmd);
   put<int32_t>(out + 36, h.priority);
   out[40] = h.dtype;
+  out[41] = h.device_type;
+  put<int16_t>(out + 42, h.device_id);
   put<int32_t>(out + 44, h.status);
   for (size_t i = 0; i < kSegments; ++i) put<uint64_t>(out + 48 + 8 * i, h.seg_len[i]);
 }
@@ -120,6 +122,8 @@ bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* h,
   h->cmd = get<int32_t>(p + 32);
   h->priority = get<int32_t>(p + 36);
   h->dtype = p[40];
+  h->device_type = p[41];
+  h->device_id = get<int16_t>(p + 42);
   h->status = get<int32_t>(p + 44);
   for (size_t i = 0; i < kSegments; ++i) {
     h->seg_len[i] = get<uint64_t>(p + 48 + 8 * i);

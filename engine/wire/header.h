@@ -68,7 +68,15 @@ struct Header {
   int32_t cmd = 0;        // application command; barrier group
   int32_t priority = 0;
   uint8_t dtype = 0;
-  int32_t status = 0;     // 0, or a negative CARAVAN_ERR_* in a response
+  // Routed (ps-lite) messages: where the receiver should place the values,
+  // as bytedance/ps-lite's dst device (ps::DeviceType, id). Bytes 41..43
+  // were zero padding before, and zero still means host memory, device 0,
+  // so the format version stays.
+  uint8_t device_type = 0;
+  int16_t device_id = 0;
+  // 0, or a negative CARAVAN_ERR_* in a response. Routed (ps-lite)
+  // messages carry no status: it holds bytedance/ps-lite's val_len there.
+  int32_t status = 0;
   uint64_t seg_len[kSegments] = {0, 0, 0};
 };
 

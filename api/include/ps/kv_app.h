@@ -29,9 +29,16 @@ struct KVMeta {
   int cmd;
   bool push;
   bool pull;
-  int sender;
+  int sender;  // the worker's node id (its group's first, with DMLC_GROUP_SIZE)
   int timestamp;
   int customer_id;
+  // bytedance/ps-lite: the request's first key and its values' length in
+  // elements (of a pull: the length of the worker's destination); addr and
+  // option are always 0 (set by its RDMA vans, not by programs).
+  Key key;
+  uint64_t addr;
+  int val_len;
+  int option;
 };
 
 template <typename Val>
@@ -43,10 +50,21 @@ class KVWorker : public SimpleApp {
   using Slicer = std::function<void(const KVPairs<Val>& send, const std::vector<Range>& ranges,
                                     SlicedKVs* sliced)>;
 
+  // dmlc/ps-lite: in a process whose Start(customer_id) made a worker node
+  // of its own, that node; else Postoffice::Get().
   explicit KVWorker(int app_id, int customer_id) : SimpleApp() {
     using namespace std::placeholders;
     slicer_ = std::bind(&KVWorker<Val>::DefaultSlicer, this, _1, _2, _3);
     obj_ = new Customer(app_id, customer_id, std::bind(&KVWorker<Val>::Process, this, _1));
+    MarkReady();
+  }
+  // bytedance/ps-lite: worker instance `instance_idx` of this process
+  // (DMLC_GROUP_SIZE), which talks to the same instance of every server.
+  KVWorker(int app_id, int customer_id, int instance_idx) : SimpleApp() {
+    using namespace std::placeholders;
+    slicer_ = std::bind(&KVWorker<Val>::DefaultSlicer, this, _1, _2, _3);
+    obj_ = new Customer(app_id, customer_id, std::bind(&KVWorker<Val>::Process, this, _1),
+                        Postoffice::GetWorker(instance_idx));
     MarkReady();
   }
   virtual ~KVWorker() {
@@ -68,7 +86,7 @@ class KVWorker : public SimpleApp {
     KVPairs<Val> kvs;
     kvs.keys = skeys;
     kvs.priority = priority;
-    Send(ts, false, true, cmd, kvs);
+    Send(ts, false, true, cmd, kvs, vals ? static_cast<int>(vals->size()) : 0);
     return ts;
   }
   int PushPull(const std::vector<Key>& keys, const std::vector<Val>& vals, std::vector<Val>* outs,
@@ -111,7 +129,7 @@ class KVWorker : public SimpleApp {
     KVPairs<Val> kvs;
     kvs.keys = keys;
     kvs.priority = priority;
-    Send(ts, false, true, cmd, kvs);
+    Send(ts, false, true, cmd, kvs, vals ? static_cast<int>(vals->size()) : 0);
     return ts;
   }
   int ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val>* outs,
@@ -180,9 +198,13 @@ class KVWorker : public SimpleApp {
     }
   }
 
-  void Send(int timestamp, bool push, bool pull, int cmd, const KVPairs<Val>& kvs) {
+  // `pull_len`: for a pull, the elements the destination holds, told to
+  // every server as bytedance/ps-lite's val_len.
+  void Send(int timestamp, bool push, bool pull, int cmd, const KVPairs<Val>& kvs,
+            int pull_len = 0) {
+    Postoffice* po = obj_->postoffice();
     SlicedKVs sliced;
-    slicer_(kvs, Postoffice::Get()->GetServerKeyRanges(), &sliced);
+    slicer_(kvs, po->GetServerKeyRanges(), &sliced);
     int skipped = 0;
     for (auto& s : sliced) skipped += s.first ? 0 : 1;
     // Servers that get no key count as answered at once.
@@ -199,12 +221,18 @@ class KVWorker : public SimpleApp {
       msg.meta.pull = pull;
       msg.meta.head = cmd;
       msg.meta.timestamp = timestamp;
-      msg.meta.recver = Postoffice::Get()->ServerRankToID(static_cast<int>(i));
+      msg.meta.recver = po->GroupServerRankToInstanceID(static_cast<int>(i), po->instance_idx());
       msg.meta.priority = kv.priority;
+      msg.meta.src_dev_type = kv.vals.src_device_type_;
+      msg.meta.src_dev_id = kv.vals.src_device_id_;
+      msg.meta.dst_dev_type = kv.vals.dst_device_type_;
+      msg.meta.dst_dev_id = kv.vals.dst_device_id_;
+      msg.meta.key = kv.keys.empty() ? 0 : kv.keys[0];
+      msg.meta.val_len = push ? static_cast<int>(kv.vals.size()) : pull_len;
       msg.AddData(kv.keys);
       msg.AddData(kv.vals);
       if (kv.lens.size()) msg.AddData(kv.lens);
-      Postoffice::Get()->van()->Send(msg);
+      po->van()->Send(msg);
     }
   }
 
@@ -225,7 +253,8 @@ class KVWorker : public SimpleApp {
       recv_kvs_[ts].push_back(kvs);
     }
     // The customer counts this response after Process returns.
-    if (obj_->NumResponse(ts) == Postoffice::Get()->num_servers() - 1) RunCallback(ts);
+    if (obj_->NumResponse(ts) == static_cast<int>(obj_->postoffice()->GetServerKeyRanges().size()) - 1)
+      RunCallback(ts);
   }
 
   void AddCallback(int timestamp, const Callback& cb) {
@@ -309,10 +338,16 @@ class KVWorker : public SimpleApp {
 template <typename Val>
 class KVServer : public SimpleApp {
  public:
-  // The server's customer id is its app id, as in ps-lite.
-  explicit KVServer(int app_id) : SimpleApp(), app_id_(app_id) {
+  // The server's customer id is its app id, as in ps-lite. bytedance/
+  // ps-lite's arguments pick the node: the scheduler, or server instance
+  // `instance_idx` of this process (DMLC_GROUP_SIZE).
+  explicit KVServer(int app_id, bool is_scheduler = false, int instance_idx = 0)
+      : SimpleApp(), instance_idx_(instance_idx), app_id_(app_id) {
     using namespace std::placeholders;
-    obj_ = new Customer(app_id, app_id, std::bind(&KVServer<Val>::Process, this, _1));
+    Postoffice* po = is_scheduler ? Postoffice::GetScheduler() : Postoffice::GetServer(instance_idx);
+    CHECK(po) << "KVServer(" << app_id << ", is_scheduler=" << is_scheduler
+              << "): this process is not the scheduler";
+    obj_ = new Customer(app_id, app_id, std::bind(&KVServer<Val>::Process, this, _1), po);
     MarkReady();
   }
   virtual ~KVServer() {
@@ -342,14 +377,43 @@ class KVServer : public SimpleApp {
     msg.meta.pull = req.pull;
     msg.meta.head = req.cmd;
     msg.meta.timestamp = req.timestamp;
-    msg.meta.recver = req.sender;
+    Postoffice* po = obj_->postoffice();
+    msg.meta.recver = po->GroupWorkerRankToInstanceID(Postoffice::IDtoRank(req.sender), po->instance_idx());
+    msg.meta.key = req.key;
+    msg.meta.val_len = static_cast<int>(res.vals.size());
     if (res.keys.size()) {
       msg.AddData(res.keys);
       msg.AddData(res.vals);
       if (res.lens.size()) msg.AddData(res.lens);
     }
-    Postoffice::Get()->van()->Send(msg);
+    po->van()->Send(msg);
   }
+
+  // bytedance/ps-lite: pushes of `keys` from worker node `worker_id` (or
+  // the worker of rank `worker_rank`) arrive in `vals`' memory.
+  void RegisterRecvBuffer(int worker_id, SArray<Key>& keys, const SArray<Val>& vals,
+                          const SArray<int>& lens = {}, int cmd = 0) {
+    Message msg;
+    msg.meta.request = true;
+    msg.meta.push = true;
+    msg.meta.head = cmd;
+    msg.meta.sender = worker_id;
+    CHECK(keys.size()) << "RegisterRecvBuffer without a key";
+    msg.meta.key = keys[0];
+    msg.AddData(keys);
+    msg.AddData(vals);
+    if (lens.size()) msg.AddData(lens);
+    obj_->postoffice()->van()->RegisterRecvBuffer(msg);
+  }
+  void RegisterRecvBufferWithRank(int worker_rank, SArray<Key>& keys, const SArray<Val>& vals,
+                                  const SArray<int>& lens = {}, int cmd = 0) {
+    Postoffice* po = obj_->postoffice();
+    RegisterRecvBuffer(po->GroupWorkerRankToInstanceID(worker_rank, po->instance_idx()), keys,
+                       vals, lens, cmd);
+  }
+
+  // This server's instance in its process (bytedance/ps-lite).
+  int instance_idx_;
 
  private:
   void Process(const Message& msg) {
@@ -361,9 +425,12 @@ class KVServer : public SimpleApp {
     meta.cmd = msg.meta.head;
     meta.push = msg.meta.push;
     meta.pull = msg.meta.pull;
-    meta.sender = msg.meta.sender;
     meta.timestamp = msg.meta.timestamp;
     meta.customer_id = msg.meta.customer_id;
+    meta.key = msg.meta.key;
+    meta.addr = 0;
+    meta.val_len = msg.meta.val_len;
+    meta.option = 0;
     KVPairs<Val> data;
     if (msg.data.size()) {
       CHECK_GE(msg.data.size(), 2u) << "a request with keys but no values";
@@ -377,6 +444,10 @@ class KVServer : public SimpleApp {
     }
     CHECK(WaitReady([this] { return static_cast<bool>(request_handle_); }))
         << "KVServer " << app_id_ << " got a request but set_request_handle() was never called";
+    // With DMLC_GROUP_SIZE, the handler sees the worker's group (its first
+    // node), as in bytedance/ps-lite; obj_ is set once the app is ready.
+    meta.sender =
+        Postoffice::WorkerRankToID(obj_->postoffice()->InstanceIDtoGroupRank(msg.meta.sender));
     // Called in place, never copied: a stateful handle (the default one's
     // store) must see every request.
     request_handle_(meta, data, this);

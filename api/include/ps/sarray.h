@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 #include <ostream>
+#include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -15,6 +17,13 @@
 #include "ps/range.h"
 
 namespace ps {
+
+// Where an array's memory lives (bytedance/ps-lite): the sender's side
+// (src) and where the receiver should place it (dst). Caravan's ps-lite
+// layer serves host memory; an array in GPU memory is refused by Send
+// with an error saying so.
+enum DeviceType { UNK, CPU, GPU };
+static const char* const DeviceTypeName[] = {"UNK", "CPU", "GPU"};
 
 template <typename V>
 class SArray {
@@ -39,6 +48,10 @@ class SArray {
     size_ /= sizeof(V);
     capacity_ = arr.capacity() * sizeof(W) / sizeof(V);
     ptr_ = std::shared_ptr<V>(arr.ptr(), reinterpret_cast<V*>(arr.data()));
+    src_device_type_ = arr.src_device_type_;
+    src_device_id_ = arr.src_device_id_;
+    dst_device_type_ = arr.dst_device_type_;
+    dst_device_id_ = arr.dst_device_id_;
   }
 
   // Takes `data`; frees it with delete[] when `deletable`, else never.
@@ -55,14 +68,33 @@ class SArray {
     reset(data, size, deleter);
   }
 
+  // Takes `data` with its devices (bytedance/ps-lite); deletable only for
+  // host memory.
+  SArray(V* data, size_t size, DeviceType src_device_type, int src_device_id,
+         DeviceType dst_device_type, int dst_device_id, bool deletable = false) {
+    if (deletable) {
+      CHECK(src_device_type == CPU) << "only host memory can be deleted by SArray";
+      reset(data, size, [](V* p) { delete[] p; }, src_device_type, src_device_id, dst_device_type,
+            dst_device_id);
+    } else {
+      reset(data, size, [](V*) {}, src_device_type, src_device_id, dst_device_type,
+            dst_device_id);
+    }
+  }
+
   // Copies a vector (ps-lite's SArray copies here too).
   SArray(const std::vector<V>& vec) { CopyFrom(vec.data(), vec.size()); }
 
   template <typename Deleter>
-  void reset(V* data, size_t size, Deleter deleter) {
+  void reset(V* data, size_t size, Deleter deleter, DeviceType src_device_type = CPU,
+             int src_device_id = 0, DeviceType dst_device_type = CPU, int dst_device_id = 0) {
     size_ = size;
     capacity_ = size;
     ptr_.reset(data, deleter);
+    src_device_type_ = src_device_type;
+    src_device_id_ = src_device_id;
+    dst_device_type_ = dst_device_type;
+    dst_device_id_ = dst_device_id;
   }
 
   void CopyFrom(const V* data, size_t size) {
@@ -136,7 +168,19 @@ class SArray {
     out.ptr_ = std::shared_ptr<V>(ptr_, data() + begin);
     out.size_ = end - begin;
     out.capacity_ = end - begin;
+    out.src_device_type_ = src_device_type_;
+    out.src_device_id_ = src_device_id_;
+    out.dst_device_type_ = dst_device_type_;
+    out.dst_device_id_ = dst_device_id_;
     return out;
+  }
+
+  // "[N bytes, CPU[0]->CPU[0]]", as bytedance/ps-lite prints an array.
+  std::string DebugString() const {
+    std::ostringstream os;
+    os << "[" << size_ * sizeof(V) << " bytes, " << DeviceName(src_device_type_) << "["
+       << src_device_id_ << "]->" << DeviceName(dst_device_type_) << "[" << dst_device_id_ << "]]";
+    return os.str();
   }
 
   V back() const {
@@ -157,7 +201,17 @@ class SArray {
 
   const std::shared_ptr<V>& ptr() const { return ptr_; }
 
+  // Public, as in bytedance/ps-lite, whose programs read them directly.
+  DeviceType src_device_type_ = CPU;
+  int src_device_id_ = 0;
+  DeviceType dst_device_type_ = CPU;
+  int dst_device_id_ = 0;
+
  private:
+  static const char* DeviceName(DeviceType t) {
+    return t >= UNK && t <= GPU ? DeviceTypeName[t] : "?";
+  }
+
   size_t size_ = 0;
   size_t capacity_ = 0;
   std::shared_ptr<V> ptr_;

@@ -40,7 +40,12 @@ class SimpleApp {
   // timestamp to Wait() on.
   virtual int Request(int req_head, const std::string& req_body, int recv_id) {
     int ts = obj_->NewRequest(recv_id);
-    for (int id : Postoffice::Get()->GetNodeIDs(recv_id)) {
+    Postoffice* po = obj_->postoffice();
+    for (int id : po->GetNodeIDs(recv_id)) {
+      // With DMLC_GROUP_SIZE, requests to the servers go to the servers of
+      // this node's instance, as KVWorker's do.
+      if (recv_id == kServerGroup && Postoffice::IDtoRank(id) % po->group_size() != po->instance_idx())
+        continue;
       Message msg;
       msg.meta.head = req_head;
       msg.meta.body = req_body;
@@ -50,7 +55,7 @@ class SimpleApp {
       msg.meta.app_id = obj_->app_id();
       msg.meta.customer_id = obj_->customer_id();
       msg.meta.recver = id;
-      Postoffice::Get()->van()->Send(msg);
+      obj_->postoffice()->van()->Send(msg);
     }
     return ts;
   }
@@ -69,7 +74,7 @@ class SimpleApp {
     msg.meta.app_id = obj_->app_id();
     msg.meta.customer_id = recv_req.customer_id;
     msg.meta.recver = recv_req.sender;
-    Postoffice::Get()->van()->Send(msg);
+    obj_->postoffice()->van()->Send(msg);
   }
 
   using Handle = std::function<void(const SimpleData& recved, SimpleApp* app)>;

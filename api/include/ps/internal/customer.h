@@ -21,13 +21,18 @@
 
 namespace ps {
 
+class Postoffice;
+
 class Customer {
  public:
   using RecvHandle = std::function<void(const Message& recved)>;
 
-  // Registers with the Postoffice; messages that arrived for (app_id,
-  // customer_id) before it existed are delivered now.
+  // Registers with a node of this process; messages that arrived for
+  // (app_id, customer_id) before it existed are delivered now. Without a
+  // Postoffice: in a worker process, the node that Start(customer_id) made
+  // if there is one, else Postoffice::Get().
   Customer(int app_id, int customer_id, const RecvHandle& recv_handle);
+  Customer(int app_id, int customer_id, const RecvHandle& recv_handle, Postoffice* postoffice);
   // Stops the handler thread after the messages already queued.
   ~Customer();
   Customer(const Customer&) = delete;
@@ -35,6 +40,8 @@ class Customer {
 
   int app_id() const;
   int customer_id() const;
+  // The node this customer sends and receives through.
+  Postoffice* postoffice() const;
 
   // A new request to `recver` (a node id or a group); returns its timestamp.
   // It expects one response per node of the group.

@@ -101,6 +101,10 @@ std::ostream& operator<<(std::ostream& os, const Operand<T>& o) {
 #ifndef LL
 #define LL LOG(ERROR)
 #endif
+#ifndef LOG_IF
+#define LOG_IF(severity, condition) \
+  !(condition) ? (void)0 : ::ps::internal::LogVoidify() & LOG(severity)
+#endif
 
 #ifndef CHECK
 // The ternary form, not if/else, so `if (c) CHECK(x);` needs no braces.

@@ -3,12 +3,33 @@
 #ifndef PS_INTERNAL_MESSAGE_H_
 #define PS_INTERNAL_MESSAGE_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "ps/sarray.h"
 
 namespace ps {
+
+// A node of the job as ps-lite names it. JOINT (bytedance/ps-lite) is a
+// process that is a worker and a server at once.
+struct Node {
+  static const int kEmpty = -1;
+  enum Role { SERVER, WORKER, SCHEDULER, JOINT };
+  Role role = WORKER;
+  int id = kEmpty;
+  int customer_id = 0;
+  std::string hostname;
+  int port = kEmpty;
+  bool is_recovery = false;  // never: Caravan replaces no node in a running job
+
+  std::string DebugString() const {
+    static const char* const names[] = {"server", "worker", "scheduler", "joint"};
+    return std::string("role=") + names[role] + ", id=" + std::to_string(id) +
+           ", ip=" + hostname + ", port=" + std::to_string(port);
+  }
+  std::string ShortDebugString() const { return DebugString(); }
+};
 
 struct Meta {
   static const int kEmpty = -1;
@@ -24,6 +45,17 @@ struct Meta {
   bool simple_app = false;
   std::string body;          // SimpleApp body
   int priority = 0;
+  // bytedance/ps-lite: where the values are and where they should go, the
+  // first key, the values' bytes, and two application fields carried back
+  // in the response.
+  DeviceType src_dev_type = UNK;
+  int src_dev_id = -1;
+  DeviceType dst_dev_type = UNK;
+  int dst_dev_id = -1;
+  uint64_t key = 0;
+  uint64_t addr = 0;
+  int val_len = 0;
+  int option = 0;
 };
 
 struct Message {

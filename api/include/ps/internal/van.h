@@ -23,8 +23,15 @@ class Van {
  public:
   virtual ~Van() {}
   // Sends msg to msg.meta.recver; returns the bytes handed to the
-  // transport. Throws ps::Error when the job has failed.
+  // transport. Throws ps::Error when the job has failed, or when the values
+  // are in GPU memory (this layer serves host memory).
   virtual int Send(const Message& msg) = 0;
+  // This node as the job knows it.
+  virtual const Node& my_node() const = 0;
+  // bytedance/ps-lite (servers): pushes from node msg.meta.sender for key
+  // msg.meta.key are received into msg.data[1] (the same memory, once the
+  // sizes match), so a handler finds them where it registered them.
+  virtual void RegisterRecvBuffer(Message& msg) = 0;
 };
 
 }  // namespace ps

@@ -1,0 +1,125 @@
+// One ps-lite node of this process: joins the job in its role, routes
+// messages to its Customers by (app_id, customer_id), and converts between
+// ps::Message and the engine's KVMessage without copying values. A process
+// holds several when it runs several worker customers (dmlc/ps-lite), node
+// instances (DMLC_GROUP_SIZE) or a JOINT worker and server
+// (bytedance/ps-lite): each has its own engine Node and connections.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/control/scheduler_service.h"
+#include "engine/node/node.h"
+#include "ps/internal/customer.h"
+#include "ps/internal/postoffice.h"
+#include "ps/internal/van.h"
+#include "ps/range.h"
+
+namespace caravan::psl {
+
+class Member final : public ps::Van {
+ public:
+  // `index`: this node among the process's nodes of its role; `instance`:
+  // its place in a DMLC_GROUP_SIZE group of `group_size` (0 and 1 for a
+  // worker customer's own node). With `role_from_env`, `role` is only a
+  // guess: start() takes DMLC_ROLE's, refusing a bad one by name.
+  Member(Role role, int index, int instance, int group_size, bool role_from_env);
+
+  // Joins the job (the first call; later ones wait for it). `rank`: the
+  // rank asked for, -1 for any.
+  void start(int rank, bool do_barrier);
+  // Leaves the job: the barrier when asked, the engine's shutdown barrier,
+  // then the exit callback. `with_idle_siblings` (node 0 of a role): first
+  // waits for the process's other nodes of the role to finalize, and takes
+  // along those that nobody will (see others_to_leave_with).
+  void finalize(bool do_barrier, bool with_idle_siblings);
+  void barrier(int group);
+
+  // ps::Van
+  int Send(const ps::Message& msg) override;
+  const ps::Node& my_node() const override;
+  void RegisterRecvBuffer(ps::Message& msg) override;
+
+  void add_customer(ps::Customer* c);
+  void remove_customer(ps::Customer* c);
+  ps::Customer* customer(int app_id, int customer_id) const;
+  bool has_customers() const;
+
+  const std::vector<int>& node_ids(int id_or_group) const;
+  const std::vector<ps::Range>& key_ranges();
+  void set_exit_callback(std::function<void()> cb);
+
+  ps::Postoffice* postoffice() { return &postoffice_; }
+  Role role() const;
+  int index() const { return index_; }
+  int instance() const { return instance_; }
+  int group_size() const { return group_size_; }
+  int my_rank() const;
+  int preferred_rank() const;
+  int num_workers() const;  // DMLC_NUM_WORKER: groups, not nodes
+  int num_servers() const;
+  int op_timeout_s() const;
+  // Started and not yet finalizing.
+  bool running() const;
+  // Empty while the job is healthy.
+  std::string failure() const;
+  // Wakes every waiting customer (on job failure).
+  void notify_customers();
+
+ private:
+  void route(KVMessage&& m);
+  void fail(const std::string& why);
+  void require_started(const char* what) const;
+  void leave(int timeout, std::string* error);
+  // Ends the process when messages for `key` find no customer within
+  // kUnclaimedSeconds (a program that never made its application object).
+  void watch_unclaimed(std::pair<int, int> key, int sender);
+  static constexpr int kUnclaimedSeconds = 60;
+
+  ps::Postoffice postoffice_{this};
+  const int index_;
+  const int instance_;
+  const int group_size_;
+  const bool role_from_env_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  Role role_;
+  int stage_ = 0;  // 0 not started, 1 starting, 2 running, 3 finalizing, 4 finished
+  int preferred_rank_ = -1;
+  JobConfig config_;
+  std::unique_ptr<Node> node_;                   // server or worker
+  std::unique_ptr<caravan::Van> scheduler_van_;  // scheduler
+  std::unique_ptr<SchedulerService> service_;    // scheduler
+  std::unique_ptr<KVEndpoint> scheduler_kv_;     // scheduler
+  KVEndpoint* kv_ = nullptr;
+  ps::Node my_node_;
+  std::map<int, std::vector<int>> ids_;
+  std::vector<ps::Range> ranges_;
+  // Calls of Send using the endpoint after letting go of mu_: finalize
+  // frees the endpoint only once there are none.
+  int sends_in_progress_ = 0;
+  std::function<void()> exit_cb_;
+  std::string failure_;
+
+  // Guards customers_, early_ and receive_into_, and is held while a
+  // message is handed to a customer: ~Customer removes itself under it, so
+  // it is never freed in the middle of Accept. Taken before a customer's
+  // own lock, never after.
+  mutable std::mutex customers_mu_;
+  std::map<std::pair<int, int>, ps::Customer*> customers_;
+  std::map<std::pair<int, int>, std::vector<ps::Message>> early_;
+  std::condition_variable claimed_;  // early_ lost an entry
+  // RegisterRecvBuffer: (sender node, key) -> where its pushes land.
+  std::map<std::pair<int, uint64_t>, ps::SArray<char>> receive_into_;
+};
+
+}  // namespace caravan::psl
