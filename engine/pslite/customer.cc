@@ -85,9 +85,14 @@ Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle,
                                                    "; ending this process");
         std::_Exit(1);
       }
+      bool response = !msg.meta.request;
+      int timestamp = msg.meta.timestamp;
+      // The message goes before its response counts: a waiter may reuse
+      // memory it still views (a shared-memory slot) as soon as Wait ends.
+      msg = Message();
       lock.lock();
-      if (!msg.meta.request) {
-        auto it = s->trackers.find(msg.meta.timestamp);
+      if (response) {
+        auto it = s->trackers.find(timestamp);
         if (it != s->trackers.end()) it->second.received++;
         s->cv.notify_all();
       }

@@ -9,6 +9,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/net.h"
+#include "engine/ipc/messages.h"
 #include "engine/pslite/ps_runtime.h"
 #include "ps/base.h"
 #include "ps/internal/logging.h"
@@ -178,15 +179,21 @@ void Member::start(int rank, bool do_barrier) {
       } else {
         NodeOptions options;
         options.full_mesh = true;
-        options.on_request = [](KVMessage&& m) {
+        options.on_request = [this](KVMessage&& m) {
+          if ((m.head.flags & wire::kShm) && !(m.head.flags & (wire::kPush | wire::kPull)))
+            return attach(std::move(m));
           CARAVAN_LOG(WARNING) << "ps: dropping a push_pull request from node " << m.head.sender;
         };
         options.on_routed = [this](KVMessage&& m) { route(std::move(m)); };
         options.on_failure = [this](const std::string& why) { fail(why); };
+        if (cfg.enable_ipc && cfg.role == Role::kServer)
+          shm_in_ = std::make_unique<ShmReceiver>(cfg.num_workers);
         auto node = std::make_unique<Node>(cfg, std::move(options));
         table = node->table();
         me.id = node->self().id;
         me.hostname = node->self().host;
+        if (cfg.enable_ipc && cfg.role == Role::kWorker)
+          shm_out_ = std::make_unique<ShmSender>(node->kv(), cfg, node->self(), table);
         lock.lock();
         kv_ = &node->kv();
         node_ = std::move(node);
@@ -376,6 +383,7 @@ int Member::Send(const ps::Message& msg) {
     route(std::move(out));
     return bytes;
   }
+  if (shm_out_ || shm_in_) send_through_shm(msg, out);
   try {
     kv->send_routed(m.recver, std::move(out), nullptr);
   } catch (const Error& e) {
@@ -383,6 +391,88 @@ int Member::Send(const ps::Message& msg) {
                    e.what());
   }
   return bytes;
+}
+
+bool Member::send_through_shm(const ps::Message& msg, KVMessage& out) {
+  const ps::Meta& m = msg.meta;
+  if (m.simple_app || msg.data.size() < 2) {
+    // A server's answer without values still settles a pull's slot.
+    if (shm_in_ && !m.request && m.pull)
+      if (auto d = shm_in_->answer(m.recver, m.customer_id, m.timestamp, nullptr, 0)) {
+        auto body = std::make_shared<std::vector<uint8_t>>(std::move(*d));
+        out.vals = Blob{body->data(), body->size(), body};
+        out.head.flags |= wire::kShm;
+        return true;
+      }
+    return false;
+  }
+  if (shm_in_ && !m.request && m.pull) {
+    const ps::SArray<char>& vals = msg.data[1];
+    auto d = shm_in_->answer(m.recver, m.customer_id, m.timestamp, vals.data(), vals.size());
+    if (!d) return false;
+    auto body = std::make_shared<std::vector<uint8_t>>(std::move(*d));
+    out.vals = Blob{body->data(), body->size(), body};
+    out.head.flags |= wire::kShm;
+    return true;
+  }
+  // One key a request, and not both ways at once: bytedance/ps-lite's
+  // IPC requests.
+  if (!shm_out_ || !m.request || (m.push && m.pull) || msg.data[0].size() != sizeof(ps::Key))
+    return false;
+  uint64_t key;
+  std::memcpy(&key, msg.data[0].data(), sizeof key);
+  size_t bytes = m.push ? msg.data[1].size() : m.pull_bytes;
+  auto slot = shm_out_->take(m.recver, m.customer_id, m.timestamp, key, m.pull,
+                             msg.data[1].data(), bytes, msg.data[0]);
+  if (!slot) return false;
+  auto body = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
+  out.vals = Blob{body->data(), body->size(), body};
+  out.head.flags |= wire::kShm;
+  return true;
+}
+
+void Member::attach(KVMessage&& req) {
+  KVEndpoint* kv;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv = kv_;
+  }
+  if (!kv) return;
+  std::string why = "BYTEPS_ENABLE_IPC is not set on this server (set it on every node)";
+  if (shm_in_ && shm_in_->attach(req, &why)) {
+    kv->respond(req.head, KVMessage(), nullptr);
+    return;
+  }
+  KVMessage refused;
+  refused.head.status = CARAVAN_ERR_SERVER;
+  auto text = std::make_shared<std::string>(why);
+  refused.vals = Blob{text->data(), text->size(), text};
+  kv->respond(req.head, std::move(refused), nullptr);
+}
+
+void Member::receive_through_shm(const KVMessage& km, ps::Message& msg) {
+  const wire::Header& h = km.head;
+  try {
+    if (msg.meta.request) {
+      if (!shm_in_) throw Error(CARAVAN_ERR_SERVER, "BYTEPS_ENABLE_IPC is not set on this server");
+      if (msg.meta.push)
+        msg.data[1] = view(shm_in_->values(h.sender, km.vals));
+      else
+        shm_in_->expect_answer(h.sender, h.customer_id, h.timestamp, km.vals);
+    } else if (shm_out_) {
+      // A pull's answer, in this node's own slot: the values of the key it
+      // asked for.
+      if (auto a = shm_out_->answered(h.sender, h.customer_id, h.timestamp, km.vals.data,
+                                      km.vals.len)) {
+        msg.data[0] = a->keys;
+        msg.data[1] = a->vals;
+      }
+    }
+  } catch (const std::exception& e) {
+    // Delivered without values: the application's checks name the key.
+    CARAVAN_LOG(ERROR) << "ps: values of request " << h.timestamp << " from node " << h.sender
+                       << " through shared memory: " << e.what();
+  }
 }
 
 void Member::RegisterRecvBuffer(ps::Message& msg) {
@@ -409,11 +499,13 @@ void Member::route(KVMessage&& km) {
   msg.meta.simple_app = h.flags & wire::kSimple;
   if (msg.meta.simple_app) {
     msg.meta.body.assign(static_cast<const char*>(km.vals.data), km.vals.len);
-  } else if (km.keys.len) {
+  } else if (km.keys.len || (h.flags & wire::kShm)) {
     msg.data.push_back(view(km.keys));
-    msg.data.push_back(view(km.vals));
+    msg.data.push_back((h.flags & wire::kShm) ? ps::SArray<char>() : view(km.vals));
     if (km.lens.len) msg.data.push_back(view(km.lens));
-    if (km.keys.len >= sizeof(ps::Key)) std::memcpy(&msg.meta.key, km.keys.data, sizeof(ps::Key));
+    if (h.flags & wire::kShm) receive_through_shm(km, msg);
+    if (msg.data[0].size() >= sizeof(ps::Key))
+      std::memcpy(&msg.meta.key, msg.data[0].data(), sizeof(ps::Key));
     msg.meta.val_len = h.status;
     ps::SArray<char>& vals = msg.data[1];
     msg.meta.dst_dev_type = ps::CPU;
@@ -421,6 +513,10 @@ void Member::route(KVMessage&& km) {
     vals.dst_device_type_ = ps::CPU;
     vals.dst_device_id_ = msg.meta.dst_dev_id;
   }
+  // An answer through the van to a request that took a slot: a push's,
+  // or a pull's that the server could not write there. Frees the slot.
+  if (shm_out_ && !msg.meta.request && !(h.flags & wire::kShm))
+    shm_out_->answered(h.sender, h.customer_id, h.timestamp, nullptr, 0);
   bool worker;
   {
     std::lock_guard<std::mutex> lock(mu_);

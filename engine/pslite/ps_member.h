@@ -18,6 +18,7 @@
 
 #include "engine/control/scheduler_service.h"
 #include "engine/node/node.h"
+#include "engine/pslite/ps_shm.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/postoffice.h"
 #include "ps/internal/van.h"
@@ -118,6 +119,18 @@ class Member final : public ps::Van {
   std::map<std::pair<int, int>, ps::Customer*> customers_;
   std::map<std::pair<int, int>, std::vector<ps::Message>> early_;
   std::condition_variable claimed_;  // early_ lost an entry
+  // BYTEPS_ENABLE_IPC: a worker's lanes to the servers of its host, a
+  // server's view of those workers' memory. Set before the node runs;
+  // kept until the process ends (an application may still hold a view).
+  std::unique_ptr<ShmSender> shm_out_;
+  std::unique_ptr<ShmReceiver> shm_in_;
+  // Sends through shared memory when it can; false: use the van.
+  bool send_through_shm(const ps::Message& msg, KVMessage& out);
+  // A kShm message's values (or a pull answer's keys and values).
+  void receive_through_shm(const KVMessage& km, ps::Message& msg);
+  // A server's answer to an attach request (kShm, not routed).
+  void attach(KVMessage&& req);
+
   // RegisterRecvBuffer: (sender node, key) -> where its pushes land.
   std::map<std::pair<int, uint64_t>, ps::SArray<char>> receive_into_;
 };

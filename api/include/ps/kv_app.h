@@ -229,6 +229,7 @@ class KVWorker : public SimpleApp {
       msg.meta.dst_dev_id = kv.vals.dst_device_id_;
       msg.meta.key = kv.keys.empty() ? 0 : kv.keys[0];
       msg.meta.val_len = push ? static_cast<int>(kv.vals.size()) : pull_len;
+      msg.meta.pull_bytes = static_cast<size_t>(pull_len) * sizeof(Val);
       msg.AddData(kv.keys);
       msg.AddData(kv.vals);
       if (kv.lens.size()) msg.AddData(kv.lens);

@@ -56,6 +56,9 @@ struct Meta {
   uint64_t addr = 0;
   int val_len = 0;
   int option = 0;
+  // A pull request: the bytes its destination holds (sizes its slot when
+  // values travel through shared memory, BYTEPS_ENABLE_IPC).
+  size_t pull_bytes = 0;
 };
 
 struct Message {
