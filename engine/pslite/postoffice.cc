@@ -45,6 +45,45 @@ Error no_node(const char* role, int index) {
   return Error(what);
 }
 
+// Runs `fn` for each node, each on a thread of its own: nodes of one
+// process start, meet in barriers and leave the job together, each
+// waiting on the others. The first error is rethrown.
+template <typename Fn>
+void OnEach(const std::vector<Member*>& nodes, Fn fn) {
+  if (nodes.size() == 1) return fn(*nodes[0]);
+  std::vector<std::string> errors(nodes.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        fn(*nodes[i]);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (!e.empty()) throw Error(e);
+}
+
+// This process's nodes of the roles in `group` (kServerGroup, kWorkerGroup).
+std::vector<Member*> NodesIn(int group) {
+  std::vector<Member*> nodes;
+  Runtime& rt = Runtime::get();
+  if (group & kServerGroup)
+    for (Member* m : rt.members_of(Role::kServer)) nodes.push_back(m);
+  if (group & kWorkerGroup)
+    for (Member* m : rt.members_of(Role::kWorker)) nodes.push_back(m);
+  return nodes;
+}
+
+// The nodes StartPS makes for `role`.
+std::vector<Member*> NodesOf(Node::Role role) {
+  if (role == Node::SCHEDULER) return {Runtime::get().find(Role::kScheduler, 0)};
+  return NodesIn((role == Node::SERVER || role == Node::JOINT ? kServerGroup : 0) |
+                 (role == Node::WORKER || role == Node::JOINT ? kWorkerGroup : 0));
+}
+
 }  // namespace
 
 Postoffice* Postoffice::Get() { return Runtime::get().first().postoffice(); }
@@ -139,7 +178,15 @@ int Postoffice::verbose() const { return caravan::Log::verbose(); }
 
 void Postoffice::Barrier(int customer_id, int node_group) {
   (void)customer_id;
-  member_->barrier(node_group);
+  Runtime& rt = Runtime::get();
+  bool joint = !rt.members_of(Role::kServer).empty() && !rt.members_of(Role::kWorker).empty();
+  if (member_->group_size() == 1 && !joint) return member_->barrier(node_group);
+  // bytedance/ps-lite: with DMLC_GROUP_SIZE, or in a JOINT process, a
+  // program's barrier is one per process, whichever of its nodes it calls:
+  // every node of this process in `node_group` enters it together.
+  std::vector<Member*> nodes = NodesIn(node_group);
+  if (nodes.empty()) nodes.push_back(member_);
+  OnEach(nodes, [&](Member& m) { m.barrier(node_group); });
 }
 
 Node::Role GetRole(const std::string& role_str) {
@@ -152,41 +199,6 @@ Node::Role GetRole(const std::string& role_str) {
   caravan::Log::write(CARAVAN_LOG_ERROR, what);
   throw Error(what);
 }
-
-namespace {
-
-// Runs `fn` for every node StartPS makes for `role`, each on a thread of
-// its own: they start and leave the job together, and each waits on the
-// others in the job's barriers. The first error is rethrown.
-template <typename Fn>
-void ForEachNode(Node::Role role, Fn fn) {
-  std::vector<Member*> nodes;
-  Runtime& rt = Runtime::get();
-  if (role == Node::SCHEDULER) {
-    nodes.push_back(rt.find(Role::kScheduler, 0));
-  } else {
-    if (role == Node::SERVER || role == Node::JOINT)
-      for (Member* m : rt.members_of(Role::kServer)) nodes.push_back(m);
-    if (role == Node::WORKER || role == Node::JOINT)
-      for (Member* m : rt.members_of(Role::kWorker)) nodes.push_back(m);
-  }
-  if (nodes.size() == 1) return fn(*nodes[0]);
-  std::vector<std::string> errors(nodes.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    threads.emplace_back([&, i] {
-      try {
-        fn(*nodes[i]);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (!e.empty()) throw Error(e);
-}
-
-}  // namespace
 
 void StartPS(int customer_id, Node::Role role, int rank, bool do_barrier, const char* argv0) {
   (void)customer_id;
@@ -201,14 +213,14 @@ void StartPS(int customer_id, Node::Role role, int rank, bool do_barrier, const 
     throw Error(what);
   }
   Postoffice::Init(role);
-  ForEachNode(role, [&](Member& m) {
+  OnEach(NodesOf(role), [&](Member& m) {
     m.start(rank < 0 ? -1 : rank * m.group_size() + m.instance(), do_barrier);
   });
 }
 
 void Finalize(int customer_id, Node::Role role, bool do_barrier) {
   if (customer_id != 0) return;
-  ForEachNode(role, [&](Member& m) { m.finalize(do_barrier, false); });
+  OnEach(NodesOf(role), [&](Member& m) { m.finalize(do_barrier, false); });
 }
 
 }  // namespace ps

@@ -316,11 +316,17 @@ void Member::finalize(bool do_barrier, bool with_idle_siblings) {
   if (cb) cb();
   lock.lock();
   cv_.wait(lock, [&] { return sends_in_progress_ == 0; });
-  scheduler_kv_.reset();
-  service_.reset();
-  scheduler_van_.reset();
-  node_.reset();
+  // Destroyed without mu_: stopping them joins their threads, which may be
+  // in fail() waiting for mu_.
+  auto scheduler_kv = std::move(scheduler_kv_);
+  auto service = std::move(service_);
+  auto scheduler_van = std::move(scheduler_van_);
+  auto node = std::move(node_);
   lock.unlock();
+  scheduler_kv.reset();
+  service.reset();
+  scheduler_van.reset();
+  node.reset();
   if (!error.empty()) throw ps_error("ps::Finalize: " + error);
 }
 

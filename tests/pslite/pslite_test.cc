@@ -2,6 +2,7 @@
 // 1 to 4 servers and workers.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -59,6 +60,99 @@ TEST(PsLiteResend, EveryProgramSurvivesFivePercentDropped) {
     SCOPED_TRACE(p.name);
     run_program(p, 2, 2, {{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "100"}, {"PS_DROP_MSG", "5"}});
   }
+}
+
+// A job started by hand, as ps-lite's scripts and bytedance/ps-lite's
+// README do: one scheduler and the given processes, each with its role,
+// the job's size and its own variables.
+struct HandNode {
+  std::string role;
+  std::vector<std::pair<std::string, std::string>> env;
+};
+
+std::vector<ProcessResult> start_by_hand(
+    const std::string& program, const std::vector<std::string>& args, int num_workers,
+    int num_servers, std::vector<HandNode>& nodes,
+    const std::vector<std::pair<std::string, std::string>>& common) {
+  int port = free_port();
+  nodes.insert(nodes.begin(), HandNode{"scheduler", {}});
+  std::vector<std::unique_ptr<RunningProcess>> running;
+  for (const HandNode& n : nodes) {
+    ProcessSpec spec;
+    spec.argv = {program};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.set_env = node_env(n.role, port, num_workers, num_servers);
+    spec.set_env.insert(spec.set_env.end(), common.begin(), common.end());
+    spec.set_env.insert(spec.set_env.end(), n.env.begin(), n.env.end());
+    spec.timeout_s = 90;
+    running.push_back(std::make_unique<RunningProcess>(spec));
+  }
+  std::vector<ProcessResult> results;
+  for (auto& r : running) results.push_back(r->wait(90));
+  return results;
+}
+
+// Runs the job and expects every process to succeed; returns all output.
+std::string run_by_hand(const std::string& program, const std::vector<std::string>& args,
+                        int num_workers, int num_servers, std::vector<HandNode> nodes,
+                        const std::vector<std::pair<std::string, std::string>>& common = {}) {
+  auto results = start_by_hand(program, args, num_workers, num_servers, nodes, common);
+  std::string all;
+  for (size_t i = 0; i < results.size(); ++i) {
+    all += results[i].output;
+    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " timed out:\n"
+                                       << results[i].output;
+    EXPECT_EQ(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
+  }
+  return all;
+}
+
+// dmlc/ps-lite's multi-worker form: each Start(customer_id) of a worker
+// process is a worker of the job (2 processes x 3 customers = 6 workers),
+// and customer 0's Finalize waits for the customers still working.
+TEST(PsLiteCustomers, EachStartCountsAsAWorker) {
+  std::string out = run_by_hand(PSLITE_CUSTOMERS_AS_WORKERS_BIN, {"3"}, 6, 2,
+                                {{"server", {}}, {"server", {}}, {"worker", {}}, {"worker", {}}});
+  EXPECT_EQ(count_of(out, "sums exact"), 6) << out;
+}
+
+// A worker process dies in the middle (one customer aborts): every other
+// process ends at once, non-zero, and the job's log names the lost worker.
+TEST(PsLiteCustomers, AWorkerThatDiesEndsTheJobEverywhere) {
+  std::vector<HandNode> nodes = {{"server", {}}, {"server", {}}, {"worker", {}}, {"worker", {}}};
+  auto results = start_by_hand(PSLITE_CUSTOMERS_AS_WORKERS_BIN, {"2", "die"}, 4, 2, nodes, {});
+  std::string all;
+  for (size_t i = 0; i < results.size(); ++i) {
+    all += results[i].output;
+    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " hung:\n"
+                                       << results[i].output;
+    EXPECT_NE(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
+  }
+  EXPECT_NE(all.find("lost worker"), std::string::npos) << all;
+}
+
+// bytedance/ps-lite's API with two instances per process: 2 worker and 2
+// server processes, each with DMLC_GROUP_SIZE=2 nodes, receive buffers
+// registered per worker rank.
+TEST(PsLiteInstanceGroups, WorkersAndServersWithTwoInstancesEach) {
+  std::vector<HandNode> nodes;
+  for (const char* role : {"server", "worker"})
+    for (int rank = 0; rank < 2; ++rank) nodes.push_back({role, {{"DMLC_RANK", std::to_string(rank)}}});
+  std::string out = run_by_hand(PSLITE_INSTANCE_GROUPS_BIN, {}, 2, 2, nodes,
+                                {{"DMLC_GROUP_SIZE", "2"}, {"ENABLE_RECV_BUFFER", "1"}});
+  EXPECT_EQ(count_of(out, "sums exact"), 4) << out;
+}
+
+// JOINT processes (a worker and a server each, as BytePS colocates them)
+// on one host with BYTEPS_ENABLE_IPC: values travel through shared memory.
+TEST(PsLiteInstanceGroups, JointProcessesThroughSharedMemory) {
+  std::vector<HandNode> nodes;
+  for (int rank = 0; rank < 2; ++rank) nodes.push_back({"joint", {{"DMLC_RANK", std::to_string(rank)}}});
+  std::string out = run_by_hand(PSLITE_INSTANCE_GROUPS_BIN, {}, 2, 2, nodes,
+                                {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "INFO"}});
+  EXPECT_EQ(count_of(out, "sums exact"), 2) << out;
+  // Each worker node to each server node of the host (2 x 2).
+  EXPECT_EQ(count_of(out, "go through shared memory"), 4) << out;
 }
 
 INSTANTIATE_TEST_SUITE_P(
