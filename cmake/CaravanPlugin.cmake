@@ -34,6 +34,47 @@ function(caravan_plugin_option var description)
   set_property(CACHE ${var} PROPERTY STRINGS AUTO ON OFF)
 endfunction()
 
+# caravan_plugin_find(VAR LABEL RESULT WHAT "rdma-core" HINT "apt-get install ..."
+#                     PKG PREFIX MODULE [PREFIX MODULE ...])
+# Whether the backend switched by VAR (caravan_plugin_option) is built: not
+# when VAR is OFF; otherwise each pkg-config MODULE is looked up (its
+# PkgConfig::PREFIX target and PREFIX_VERSION come back to the caller). A
+# missing one skips the backend under AUTO, saying what to install, and is
+# a configure error under ON. RESULT is set TRUE or FALSE.
+function(caravan_plugin_find var label result)
+  cmake_parse_arguments(F "" "WHAT;HINT" "PKG" ${ARGN})
+  set(${result} FALSE PARENT_SCOPE)
+  string(TOUPPER "${${var}}" mode)
+  if(NOT mode STREQUAL "AUTO" AND NOT ${var})
+    message(STATUS "${label}: skipped: ${var}=${${var}}")
+    return()
+  endif()
+  find_package(PkgConfig QUIET)
+  set(found ${PKG_CONFIG_FOUND})
+  set(prefixes "")
+  while(F_PKG)
+    list(POP_FRONT F_PKG prefix module)
+    list(APPEND prefixes ${prefix})
+    if(PKG_CONFIG_FOUND)
+      pkg_check_modules(${prefix} QUIET IMPORTED_TARGET ${module})
+    endif()
+    if(NOT ${prefix}_FOUND)
+      set(found FALSE)
+    endif()
+  endwhile()
+  if(NOT found)
+    if(NOT mode STREQUAL "AUTO")
+      message(FATAL_ERROR "${label}: ${var}=${${var}} but ${F_WHAT} was not found (${F_HINT})")
+    endif()
+    message(STATUS "${label}: skipped: ${F_WHAT} not found (${F_HINT})")
+    return()
+  endif()
+  foreach(prefix IN LISTS prefixes)
+    set(${prefix}_VERSION ${${prefix}_VERSION} PARENT_SCOPE)
+  endforeach()
+  set(${result} TRUE PARENT_SCOPE)
+endfunction()
+
 # caravan_van_conformance(NAME TARGET plugin-target [ENVIRONMENT VAR=VALUE ...])
 # Registers the CTest VanConformance.<NAME>: caravan-van-check over the van,
 # with the whole-job test when caravan-launch and sum_check_worker are built.

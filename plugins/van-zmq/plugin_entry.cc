@@ -1,29 +1,17 @@
 // The C face of the ZeroMQ van: its parameters, its descriptor and the one
-// exported symbol. The operations table comes from the SDK's van_ops_v2,
-// which keeps exceptions from crossing the boundary.
+// exported symbol. The descriptor comes from the SDK's van_descriptor_v2, whose ops table
+// keeps exceptions from crossing the boundary.
 #include "caravan/plugin/van_v2_cxx.hpp"
 #include "params.h"
 #include "zmq_van.h"
 
 namespace {
 
-using caravan::van_zmq::ZmqVan;
-
-constexpr const auto& kParams = caravan::van_zmq::params::kList;
-
-const caravan_plugin_descriptor kDescriptor = {
-    CARAVAN_PLUGIN_MAGIC,
-    CARAVAN_VAN_ABI_MAJOR_V2,
-    CARAVAN_VAN_ABI_MINOR_V2,
-    CARAVAN_PLUGIN_KIND_VAN,
-    sizeof(caravan_plugin_descriptor),
-    "zmq",
-    "0.1.0",
-    "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
-    kParams,
-    sizeof(kParams) / sizeof(kParams[0]),
-    caravan::plugin::van_ops_v2<ZmqVan>(),
-};
+const caravan_plugin_descriptor kDescriptor =
+    caravan::plugin::van_descriptor_v2<caravan::van_zmq::ZmqVan>(
+        "zmq", "0.1.0",
+        "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
+        caravan::van_zmq::params::kList);
 
 }  // namespace
 

@@ -81,13 +81,7 @@ class KVWorker : public SimpleApp {
   // `vals` (and `lens`) are filled when Wait() returns or in the callback.
   int Pull(const std::vector<Key>& keys, std::vector<Val>* vals, std::vector<int>* lens = nullptr,
            int cmd = 0, const Callback& cb = nullptr, int priority = 0) {
-    SArray<Key> skeys(keys);
-    int ts = AddPullCB(skeys, vals, lens, cmd, cb);
-    KVPairs<Val> kvs;
-    kvs.keys = skeys;
-    kvs.priority = priority;
-    Send(ts, false, true, cmd, kvs, vals ? static_cast<int>(vals->size()) : 0);
-    return ts;
+    return PullInto(SArray<Key>(keys), vals, lens, cmd, cb, priority);
   }
   int PushPull(const std::vector<Key>& keys, const std::vector<Val>& vals, std::vector<Val>* outs,
                std::vector<int>* lens = nullptr, int cmd = 0, const Callback& cb = nullptr,
@@ -125,12 +119,7 @@ class KVWorker : public SimpleApp {
   }
   int ZPull(const SArray<Key>& keys, SArray<Val>* vals, SArray<int>* lens = nullptr, int cmd = 0,
             const Callback& cb = nullptr, int priority = 0) {
-    int ts = AddPullCB(keys, vals, lens, cmd, cb);
-    KVPairs<Val> kvs;
-    kvs.keys = keys;
-    kvs.priority = priority;
-    Send(ts, false, true, cmd, kvs, vals ? static_cast<int>(vals->size()) : 0);
-    return ts;
+    return PullInto(keys, vals, lens, cmd, cb, priority);
   }
   int ZPushPull(const SArray<Key>& keys, const SArray<Val>& vals, SArray<Val>* outs,
                 SArray<int>* lens = nullptr, int cmd = 0, const Callback& cb = nullptr,
@@ -274,6 +263,19 @@ class KVWorker : public SimpleApp {
       callbacks_.erase(it);
     }
     cb();
+  }
+
+  // A pull into `vals` (a std::vector or an SArray), told to the servers
+  // with its length.
+  template <typename C, typename D>
+  int PullInto(const SArray<Key>& keys, C* vals, D* lens, int cmd, const Callback& cb,
+               int priority) {
+    int ts = AddPullCB(keys, vals, lens, cmd, cb);
+    KVPairs<Val> kvs;
+    kvs.keys = keys;
+    kvs.priority = priority;
+    Send(ts, false, true, cmd, kvs, vals ? static_cast<int>(vals->size()) : 0);
+    return ts;
   }
 
   // Registers the callback that gathers the servers' answers into vals
