@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -568,23 +569,32 @@ void Member::route(KVMessage&& km) {
   it->second->Accept(msg);
 }
 
+std::string Member::unclaimed(const std::pair<int, int>& key, int sender) const {
+  return "messages for app " + std::to_string(key.first) + ", customer " +
+         std::to_string(key.second) + " came from node " + std::to_string(sender) +
+         " but this " + role_name(role()) + " node has no such customer: the program never " +
+         "made its KVServer, KVWorker or SimpleApp (bytedance/ps-lite's test_benchmark makes " +
+         "DMLC_GROUP_SIZE servers: set DMLC_GROUP_SIZE=1)";
+}
+
 void Member::watch_unclaimed(std::pair<int, int> key, int sender) {
+  // Half of CARAVAN_OP_TIMEOUT when shorter, so this says why before the
+  // waits of the job run out and say only that they did.
+  const int seconds = std::max(1, std::min(kUnclaimedSeconds, op_timeout_s() / 2));
   std::unique_lock<std::mutex> lock(customers_mu_);
-  if (claimed_.wait_for(lock, std::chrono::seconds(kUnclaimedSeconds),
+  if (claimed_.wait_for(lock, std::chrono::seconds(seconds),
                         [&] { return early_.count(key) == 0; }))
     return;
   lock.unlock();
-  if (!running()) return;  // finalizing: nothing will ask again
+  {
+    std::lock_guard<std::mutex> done(mu_);
+    if (stage_ == 4) return;  // left the job: nothing is waiting on this node
+  }
   // ps-lite dies here too (after 5 s); waiting on would leave the sender
   // waiting for an answer that never comes. Exiting drops this node's
   // control connection, so every node learns at once which one failed.
-  Log::write(CARAVAN_LOG_FATAL,
-             "ps: messages for app " + std::to_string(key.first) + ", customer " +
-                 std::to_string(key.second) + " came from node " + std::to_string(sender) +
-                 " but this " + role_name(role()) + " node has no such customer after " +
-                 std::to_string(kUnclaimedSeconds) + " s: the program never made its KVServer, " +
-                 "KVWorker or SimpleApp (bytedance/ps-lite's test_benchmark makes DMLC_GROUP_SIZE " +
-                 "servers: set DMLC_GROUP_SIZE=1); ending this process");
+  Log::write(CARAVAN_LOG_FATAL, "ps: " + unclaimed(key, sender) + ", after " +
+                                    std::to_string(seconds) + " s; ending this process");
   std::_Exit(1);
 }
 

@@ -81,7 +81,9 @@ class Member final : public ps::Van {
   void require_started(const char* what) const;
   void leave(int timeout, std::string* error);
   // Ends the process when messages for `key` find no customer within
-  // kUnclaimedSeconds (a program that never made its application object).
+  // kUnclaimedSeconds, or half CARAVAN_OP_TIMEOUT when shorter (a program
+  // that never made its application object), saying unclaimed().
+  std::string unclaimed(const std::pair<int, int>& key, int sender) const;
   void watch_unclaimed(std::pair<int, int> key, int sender);
   static constexpr int kUnclaimedSeconds = 60;
 

@@ -6,10 +6,11 @@
 // pulled sums must be exact. Customer 0 then finalizes at once while the
 // others still work: its Finalize must wait for them, not strand them.
 //
-// usage: pslite_customers_as_workers C [die]   (every role, started by hand)
+// usage: pslite_customers_as_workers C [die|noserver]   (every role, by hand)
 // With "die", the last customer of the worker process whose first node is
 // not rank 0 aborts after its pushes: the job must then end everywhere,
-// naming it.
+// naming it. With "noserver", the servers never make their KVServer: the
+// job must end, the servers naming what never came.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -59,11 +60,12 @@ static void RunCustomer(int customer_id, int customers) {
 int main(int argc, char** argv) {
   const int customers = argc > 1 ? std::atoi(argv[1]) : 2;
   die = argc > 2 && std::string(argv[2]) == "die";
+  bool noserver = argc > 2 && std::string(argv[2]) == "noserver";
   std::string role = std::getenv("DMLC_ROLE") ? std::getenv("DMLC_ROLE") : "";
   if (role != "worker") {
     Start(0);
     KVServer<float>* server = nullptr;
-    if (IsServer()) {
+    if (IsServer() && !noserver) {
       server = new KVServer<float>(0);
       server->set_request_handle(KVServerDefaultHandle<float>());
     }

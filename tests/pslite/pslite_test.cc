@@ -107,6 +107,20 @@ std::string run_by_hand(const std::string& program, const std::vector<std::strin
   return all;
 }
 
+// A job that must fail: every process ended by its deadline, non-zero.
+// Returns all their output.
+std::string expect_every_process_failed(const std::vector<ProcessResult>& results,
+                                        const std::vector<HandNode>& nodes) {
+  std::string all;
+  for (size_t i = 0; i < results.size(); ++i) {
+    all += results[i].output;
+    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " hung:\n"
+                                       << results[i].output;
+    EXPECT_NE(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
+  }
+  return all;
+}
+
 // dmlc/ps-lite's multi-worker form: each Start(customer_id) of a worker
 // process is a worker of the job (2 processes x 3 customers = 6 workers),
 // and customer 0's Finalize waits for the customers still working.
@@ -121,14 +135,23 @@ TEST(PsLiteCustomers, EachStartCountsAsAWorker) {
 TEST(PsLiteCustomers, AWorkerThatDiesEndsTheJobEverywhere) {
   std::vector<HandNode> nodes = {{"server", {}}, {"server", {}}, {"worker", {}}, {"worker", {}}};
   auto results = start_by_hand(PSLITE_CUSTOMERS_AS_WORKERS_BIN, {"2", "die"}, 4, 2, nodes, {});
-  std::string all;
-  for (size_t i = 0; i < results.size(); ++i) {
-    all += results[i].output;
-    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " hung:\n"
-                                       << results[i].output;
-    EXPECT_NE(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
-  }
+  std::string all = expect_every_process_failed(results, nodes);
   EXPECT_NE(all.find("lost worker"), std::string::npos) << all;
+}
+
+// The servers never make their KVServer (as bytedance/ps-lite's
+// test_benchmark without DMLC_GROUP_SIZE): within CARAVAN_OP_TIMEOUT the
+// servers end naming the application object that never came, and so does
+// the whole job, instead of the workers waiting forever.
+TEST(PsLiteCustomers, AServerWithoutItsApplicationEndsTheJob) {
+  std::vector<HandNode> nodes = {{"server", {}}, {"worker", {}}};
+  auto results = start_by_hand(PSLITE_CUSTOMERS_AS_WORKERS_BIN, {"1", "noserver"}, 1, 1, nodes,
+                               {{"CARAVAN_OP_TIMEOUT", "3"}});
+  std::string all = expect_every_process_failed(results, nodes);
+  EXPECT_NE(all.find("messages for app 0, customer 0 came from node 9 but this server node has no "
+                     "such customer: the program never made its KVServer"),
+            std::string::npos)
+      << all;
 }
 
 // bytedance/ps-lite's API with two instances per process: 2 worker and 2
