@@ -231,6 +231,18 @@ void Member::barrier(int group) {
   std::unique_lock<std::mutex> lock(mu_);
   require_started("ps::Postoffice::Barrier()");
   if (ids_[group].size() <= 1) return;
+  // Threads of this node that call it at once share one round: a second
+  // request from the node could reach the scheduler after the round ended
+  // and open the next one in the node's name.
+  auto& slot = barriers_[group];
+  if (slot) {
+    std::shared_ptr<BarrierRound> round = slot;
+    cv_.wait(lock, [&] { return round->done; });
+    if (!round->error.empty()) throw ps_error(round->error);
+    return;
+  }
+  auto round = std::make_shared<BarrierRound>();
+  slot = round;
   int timeout = config_.op_timeout_s;
   SchedulerService* service = service_.get();
   Node* node = node_.get();
@@ -241,8 +253,13 @@ void Member::barrier(int group) {
     else
       node->barrier(group, timeout);
   } catch (const Error& e) {
-    throw ps_error(std::string("ps barrier failed: ") + e.what());
+    round->error = std::string("ps barrier failed: ") + e.what();
   }
+  lock.lock();
+  round->done = true;
+  barriers_.erase(group);
+  cv_.notify_all();
+  if (!round->error.empty()) throw ps_error(round->error);
 }
 
 void Member::leave(int timeout, std::string* error) {

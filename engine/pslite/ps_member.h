@@ -112,6 +112,12 @@ class Member final : public ps::Van {
   int sends_in_progress_ = 0;
   std::function<void()> exit_cb_;
   std::string failure_;
+  // A barrier this node is in, by group, shared by its threads (under mu_).
+  struct BarrierRound {
+    bool done = false;
+    std::string error;
+  };
+  std::map<int, std::shared_ptr<BarrierRound>> barriers_;
 
   // Guards customers_, early_ and receive_into_, and is held while a
   // message is handed to a customer: ~Customer removes itself under it, so
