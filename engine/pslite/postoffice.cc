@@ -84,6 +84,12 @@ std::vector<Member*> NodesOf(Node::Role role) {
                  (role == Node::WORKER || role == Node::JOINT ? kWorkerGroup : 0));
 }
 
+// dmlc/ps-lite: a customer other than 0 of a worker process's first node
+// has a node of its own (once its Start made it).
+bool OwnNodeCustomer(Member& first, int customer_id) {
+  return customer_id != 0 && first.index() == 0 && first.role() == Role::kWorker;
+}
+
 }  // namespace
 
 Postoffice* Postoffice::Get() { return Runtime::get().first().postoffice(); }
@@ -105,7 +111,6 @@ Postoffice* Postoffice::GetServer(int index) {
 
 Postoffice* Postoffice::GetScheduler() {
   Member* s = Runtime::get().find(Role::kScheduler, 0);
-  if (!s && Get()->is_scheduler()) s = Get()->member();
   return s ? s->postoffice() : nullptr;
 }
 
@@ -115,11 +120,10 @@ Van* Postoffice::van() { return member_; }
 
 void Postoffice::Start(int customer_id, const char* argv0, bool do_barrier) {
   (void)argv0;
-  Member* m = member_;
   // dmlc/ps-lite counts each Start(customer_id) of a worker process as a
   // worker of the job.
-  if (customer_id != 0 && m->index() == 0 && m->role() == Role::kWorker)
-    m = &Runtime::get().worker_for_customer(customer_id);
+  Member* m = member_;
+  if (OwnNodeCustomer(*m, customer_id)) m = &Runtime::get().worker_for_customer(customer_id);
   m->start(-1, do_barrier);
 }
 
@@ -137,15 +141,10 @@ void Postoffice::Start(int customer_id, Node::Role role, int rank, bool do_barri
 
 void Postoffice::Finalize(int customer_id, bool do_barrier) {
   Member* m = member_;
-  if (customer_id != 0 && m->index() == 0 && m->role() == Role::kWorker) {
-    Member* own = Runtime::get().find(Role::kWorker, customer_id);
-    // A customer without a node of its own shares this one: its Finalize
-    // leaves that to customer 0's.
-    if (!own) return;
-    m = own;
-  } else if (customer_id != 0) {
-    return;
-  }
+  if (OwnNodeCustomer(*m, customer_id)) m = Runtime::get().find(Role::kWorker, customer_id);
+  // Any other customer shares its node: its Finalize leaves that to
+  // customer 0's.
+  if (!m || (customer_id != 0 && m == member_)) return;
   m->finalize(do_barrier, true);
 }
 

@@ -417,42 +417,31 @@ int Member::Send(const ps::Message& msg) {
   return bytes;
 }
 
-bool Member::send_through_shm(const ps::Message& msg, KVMessage& out) {
+void Member::send_through_shm(const ps::Message& msg, KVMessage& out) {
   const ps::Meta& m = msg.meta;
-  if (m.simple_app || msg.data.size() < 2) {
-    // A server's answer without values still settles a pull's slot.
-    if (shm_in_ && !m.request && m.pull)
-      if (auto d = shm_in_->answer(m.recver, m.customer_id, m.timestamp, nullptr, 0)) {
-        auto body = std::make_shared<std::vector<uint8_t>>(std::move(*d));
-        out.vals = Blob{body->data(), body->size(), body};
-        out.head.flags |= wire::kShm;
-        return true;
-      }
-    return false;
+  std::optional<std::vector<uint8_t>> descriptor;
+  if (shm_in_ && !m.request && m.pull && !m.simple_app) {
+    // A server's answer to a pull that came through shared memory goes
+    // into its slot; one without values still settles it.
+    const bool has_vals = msg.data.size() >= 2;
+    descriptor = shm_in_->answer(m.recver, m.customer_id, m.timestamp,
+                                 has_vals ? msg.data[1].data() : nullptr,
+                                 has_vals ? msg.data[1].size() : 0);
+  } else if (shm_out_ && m.request && !m.simple_app && !(m.push && m.pull) &&
+             msg.data.size() >= 2 && msg.data[0].size() == sizeof(ps::Key)) {
+    // One key a request, and not both ways at once: bytedance/ps-lite's
+    // IPC requests.
+    uint64_t key;
+    std::memcpy(&key, msg.data[0].data(), sizeof key);
+    size_t bytes = m.push ? msg.data[1].size() : m.pull_bytes;
+    if (auto slot = shm_out_->take(m.recver, m.customer_id, m.timestamp, key, m.pull,
+                                   msg.data[1].data(), bytes, msg.data[0]))
+      descriptor = ipc::encode_descriptor(slot->where);
   }
-  if (shm_in_ && !m.request && m.pull) {
-    const ps::SArray<char>& vals = msg.data[1];
-    auto d = shm_in_->answer(m.recver, m.customer_id, m.timestamp, vals.data(), vals.size());
-    if (!d) return false;
-    auto body = std::make_shared<std::vector<uint8_t>>(std::move(*d));
-    out.vals = Blob{body->data(), body->size(), body};
-    out.head.flags |= wire::kShm;
-    return true;
-  }
-  // One key a request, and not both ways at once: bytedance/ps-lite's
-  // IPC requests.
-  if (!shm_out_ || !m.request || (m.push && m.pull) || msg.data[0].size() != sizeof(ps::Key))
-    return false;
-  uint64_t key;
-  std::memcpy(&key, msg.data[0].data(), sizeof key);
-  size_t bytes = m.push ? msg.data[1].size() : m.pull_bytes;
-  auto slot = shm_out_->take(m.recver, m.customer_id, m.timestamp, key, m.pull,
-                             msg.data[1].data(), bytes, msg.data[0]);
-  if (!slot) return false;
-  auto body = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
+  if (!descriptor) return;
+  auto body = std::make_shared<std::vector<uint8_t>>(std::move(*descriptor));
   out.vals = Blob{body->data(), body->size(), body};
   out.head.flags |= wire::kShm;
-  return true;
 }
 
 void Member::attach(KVMessage&& req) {
@@ -549,30 +538,8 @@ void Member::route(KVMessage&& km) {
   // As in ps-lite: a worker routes by the message's customer; servers and
   // the scheduler run one customer per app, whose id is the app id.
   auto key = std::make_pair(h.app_id, worker ? h.customer_id : h.app_id);
+  if (msg.meta.request && msg.meta.push && msg.data.size() > 1) receive_into_registered(msg);
   std::lock_guard<std::mutex> lock(customers_mu_);
-  if (msg.meta.request && msg.meta.push && msg.data.size() > 1 && !receive_into_.empty()) {
-    auto it = receive_into_.find(std::make_pair(h.sender, msg.meta.key));
-    if (it != receive_into_.end()) {
-      ps::SArray<char>& into = it->second;
-      ps::SArray<char>& vals = msg.data[1];
-      if (into.size() != vals.size()) {
-        // Delivered where the van put it: the handler sees the values,
-        // and this says why they are not in the registered memory.
-        CARAVAN_LOG(ERROR) << "ps: a push of key " << msg.meta.key << " from node " << h.sender
-                           << " has " << vals.size() << " bytes but the buffer registered for it"
-                           << " holds " << into.size() << "; not received into it";
-      } else {
-        // The van received the bytes elsewhere: this is the one copy into
-        // the memory the server registered (an RDMA van writes there
-        // directly).
-        std::memcpy(into.data(), vals.data(), vals.size());
-        ps::SArray<char> placed = into;
-        placed.dst_device_type_ = vals.dst_device_type_;
-        placed.dst_device_id_ = vals.dst_device_id_;
-        vals = placed;
-      }
-    }
-  }
   auto it = customers_.find(key);
   if (it == customers_.end()) {
     auto& waiting = early_[key];
@@ -584,6 +551,32 @@ void Member::route(KVMessage&& km) {
     return;
   }
   it->second->Accept(msg);
+}
+
+void Member::receive_into_registered(ps::Message& msg) {
+  ps::SArray<char> into;
+  {
+    std::lock_guard<std::mutex> lock(customers_mu_);
+    if (receive_into_.empty()) return;
+    auto it = receive_into_.find(std::make_pair(msg.meta.sender, msg.meta.key));
+    if (it == receive_into_.end()) return;
+    into = it->second;
+  }
+  ps::SArray<char>& vals = msg.data[1];
+  if (into.size() != vals.size()) {
+    // Delivered where the van put it: the handler sees the values, and
+    // this says why they are not in the registered memory.
+    CARAVAN_LOG(ERROR) << "ps: a push of key " << msg.meta.key << " from node " << msg.meta.sender
+                       << " has " << vals.size() << " bytes but the buffer registered for it"
+                       << " holds " << into.size() << "; not received into it";
+    return;
+  }
+  // The van received the bytes elsewhere: this is the one copy into the
+  // memory the server registered (an RDMA van writes there directly).
+  std::memcpy(into.data(), vals.data(), vals.size());
+  into.dst_device_type_ = vals.dst_device_type_;
+  into.dst_device_id_ = vals.dst_device_id_;
+  vals = into;
 }
 
 std::string Member::unclaimed(const std::pair<int, int>& key, int sender) const {

@@ -132,8 +132,12 @@ class Member final : public ps::Van {
   // kept until the process ends (an application may still hold a view).
   std::unique_ptr<ShmSender> shm_out_;
   std::unique_ptr<ShmReceiver> shm_in_;
-  // Sends through shared memory when it can; false: use the van.
-  bool send_through_shm(const ps::Message& msg, KVMessage& out);
+  // Puts the values of `out` in shared memory when it can (a slot
+  // descriptor and kShm in their place); otherwise leaves `out` as it is.
+  void send_through_shm(const ps::Message& msg, KVMessage& out);
+  // A push from a sender and key with a RegisterRecvBuffer buffer: its
+  // values copied there, and msg's values that buffer.
+  void receive_into_registered(ps::Message& msg);
   // A kShm message's values (or a pull answer's keys and values).
   void receive_through_shm(const KVMessage& km, ps::Message& msg);
   // A server's answer to an attach request (kShm, not routed).

@@ -74,10 +74,8 @@ Member* Runtime::find(Role role, int index) {
 }
 
 Member& Runtime::worker_for_customer(int customer_id) {
-  Member& f = first();
   std::lock_guard<std::mutex> lock(mu_);
-  // Its own node, but otherwise like the first: a group of one.
-  (void)f;
+  // A node of its own in a group of one, its role DMLC_ROLE's like the first.
   return make(Role::kWorker, customer_id, 0, 1, true);
 }
 

@@ -9,6 +9,7 @@
 #include "ps/internal/postoffice.h"
 
 namespace caravan::psl {
+
 ShmSender::ShmSender(KVEndpoint& kv, const JobConfig& config, const NodeInfo& self,
                      const std::vector<NodeInfo>& table) {
   for (const NodeInfo& n : table) {
