@@ -108,6 +108,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.trace_max_events = env::integer("CARAVAN_TRACE_MAX_EVENTS", 1, 1000000000, 1000000);
   c.metrics_port = static_cast<int>(env::integer("CARAVAN_METRICS_PORT", 0, 65535, -1));
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);
+  c.min_compress_bytes = env::integer("BYTEPS_MIN_COMPRESS_BYTES", 0, INT64_MAX, 65536);
   c.scheduling_credit =
       static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
   c.server_sum_threads =

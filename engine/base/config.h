@@ -47,6 +47,9 @@ struct JobConfig {
   // BYTEPS_PARTITION_BYTES; 0 when unset: the job's shape chooses
   // (default_partition_bytes in engine/worker/partition_plan.h).
   int64_t partition_bytes = 0;
+  // BYTEPS_MIN_COMPRESS_BYTES: smaller tensors travel uncompressed whatever
+  // their compression parameters say.
+  int64_t min_compress_bytes = 65536;
   int scheduling_credit = 0;          // BYTEPS_SCHEDULING_CREDIT, 0 = FIFO
   int server_sum_threads = 4;         // BYTEPS_SERVER_ENGINE_THREAD
   bool server_enable_schedule = false;  // BYTEPS_SERVER_ENABLE_SCHEDULE

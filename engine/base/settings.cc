@@ -38,6 +38,8 @@ const std::vector<Setting>& known_settings() {
       {"CARAVAN_STAGING_BYTES", "4294967296", "page-locked staging memory kept for reuse"},
       {"BYTEPS_PARTITION_BYTES", "4096000 on one host, 131072 across hosts",
        "tensors are cut into partitions of at most this"},
+      {"BYTEPS_MIN_COMPRESS_BYTES", "65536",
+       "tensors smaller than this travel uncompressed whatever their compression parameters"},
       {"BYTEPS_SCHEDULING_CREDIT", "0", "0: FIFO sends; N: priority order, N partitions at once"},
       {"BYTEPS_SERVER_ENGINE_THREAD", "4", "summation threads per server"},
       {"BYTEPS_SERVER_ENABLE_SCHEDULE", "0", "1: serve the key with the fewest rounds first"},
@@ -78,7 +80,6 @@ const std::vector<Setting>& known_settings() {
 
 const std::vector<UnsupportedSetting>& unsupported_settings() {
   static const std::vector<UnsupportedSetting> kUnsupported = {
-      {"BYTEPS_MIN_COMPRESS_BYTES", "gradient compression is not implemented yet"},
       {"BYTEPS_PCIE_SWITCH_SIZE",
        "the local group sums on local rank 0's GPU through CUDA IPC, without PCIe switch levels"},
       {"BYTEPS_NCCL_NUM_RINGS", "the local group does not use NCCL (docs/gpu.md)"},

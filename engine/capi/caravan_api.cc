@@ -291,6 +291,28 @@ int caravan_broadcast_device(const char* name, void* data, size_t count, caravan
   return caravan_wait(h);
 }
 
+int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
+                           size_t num_params) {
+  return guarded([&]() -> int {
+    if (!name || !*name) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "tensor name is NULL or empty");
+    if (num_params > 0 && (!keys || !values))
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("tensor '") + name + "': " +
+                                                    std::to_string(num_params) +
+                                                    " parameters, but keys or values is NULL");
+    TensorParamList params;
+    for (size_t i = 0; i < num_params; ++i) {
+      if (!keys[i] || !values[i])
+        return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("tensor '") + name + "': key or value " +
+                                                      std::to_string(i) + " is NULL");
+      params.emplace_back(keys[i], values[i]);
+    }
+    auto s = state();
+    if (!s) return not_initialized();
+    s->worker->declare_compression(name, params);
+    return 0;
+  });
+}
+
 int caravan_poll(caravan_handle h) {
   return guarded([&]() -> int {
     if (!h || !h->op) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "handle is NULL");

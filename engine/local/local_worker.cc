@@ -92,6 +92,13 @@ LocalWorker::~LocalWorker() {
   group_.reset();
 }
 
+void LocalWorker::declare_compression(const std::string& name, const TensorParamList& params) {
+  if (member_)
+    member_->client().declare_compression(name, params);
+  else
+    Worker::declare_compression(name, params);
+}
+
 std::shared_ptr<Worker::Op> LocalWorker::submit(const std::string& name, void* data, size_t count,
                                                 int dtype, int priority, int root) {
   std::shared_ptr<LocalOp> op = start_op(name, count, dtype, priority, root);

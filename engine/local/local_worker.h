@@ -53,6 +53,9 @@ class LocalWorker final : public Worker {
                                        const std::shared_ptr<DeviceMemory>& device) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
+  // Local rank 0 sends the machine's sums: its declaration is the one
+  // used (every local rank runs the same script); the others check theirs.
+  void declare_compression(const std::string& name, const TensorParamList& params) override;
   void leave() override;
   int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
   int size() const override { return num_machines_ * group_->local_size(); }

@@ -1,5 +1,7 @@
 #include "engine/plugin/loader.h"
 
+#include "caravan/plugin/compressor_v1.h"
+
 #include "engine/plugin/host_services.h"
 
 #include <dlfcn.h>
@@ -21,9 +23,12 @@ PluginLibrary::~PluginLibrary() {
 }
 
 const char* plugin_kind_name(caravan_plugin_kind kind) {
-  switch (kind) {
+  // A number, not a switch over the enum: the compressor's kind is defined
+  // in its own header (compressor_v1.h), plugin.h being released.
+  switch (static_cast<uint32_t>(kind)) {
     case CARAVAN_PLUGIN_KIND_VAN: return "van";
     case CARAVAN_PLUGIN_KIND_REDUCER: return "reducer";
+    case CARAVAN_PLUGIN_KIND_COMPRESSOR: return "compressor";
   }
   return "unknown";
 }

@@ -34,7 +34,37 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
   // dtype_size() is 0 for a number that is no caravan_dtype, so later casts
   // to caravan_dtype only ever see valid values.
   size_t esize = dtype_size(h.dtype);
-  if (esize == 0 || req.vals.len % esize != 0) {
+  out->compressed = (h.flags & wire::kCompressed) != 0;
+  if (out->compressed) {
+    if (esize == 0) {
+      *why = "dtype " + std::to_string(h.dtype) + " is no element type";
+      return false;
+    }
+    if (h.flags & (wire::kBroadcast | wire::kShm)) {
+      *why = "a compressed push goes through the van and is no broadcast";
+      return false;
+    }
+    // "key=value\n"... then "count=<elements>\n", NUL-padded.
+    std::string text(static_cast<const char*>(req.lens.data), req.lens.len);
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    size_t last = text.size() >= 2 ? text.rfind('\n', text.size() - 2) : std::string::npos;
+    size_t from = last == std::string::npos ? 0 : last + 1;
+    const std::string tag = "count=";
+    unsigned long long count = 0;
+    bool ok = !text.empty() && text.back() == '\n' && text.compare(from, tag.size(), tag) == 0 &&
+              text.size() - from - tag.size() - 1 <= 19;
+    for (size_t i = from + tag.size(); ok && i + 1 < text.size(); ++i) {
+      ok = text[i] >= '0' && text[i] <= '9';
+      count = count * 10 + static_cast<unsigned>(text[i] - '0');
+    }
+    // A partition larger than 2^40 bytes is no partition of this engine's.
+    if (!ok || count == 0 || count > (uint64_t{1} << 40) / esize) {
+      *why = "a compressed push without a valid 'count=' line in its parameters";
+      return false;
+    }
+    out->compression = text.substr(0, from);
+    out->count = count;
+  } else if (esize == 0 || req.vals.len % esize != 0) {
     *why = "dtype " + std::to_string(h.dtype) + " with " + std::to_string(req.vals.len) +
            " value bytes is not a whole number of elements";
     return false;
@@ -62,7 +92,7 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
   // at any offset.
   std::memcpy(&out->key, req.keys.data, sizeof out->key);
   out->element_bytes = esize;
-  out->count = req.vals.len / esize;
+  if (!out->compressed) out->count = req.vals.len / esize;
   return true;
 }
 

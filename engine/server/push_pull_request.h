@@ -18,6 +18,11 @@ struct PushPullRequest {
   size_t element_bytes = 0;
   size_t count = 0;  // elements
   int root = -1;     // a broadcast's root rank; -1 for a push_pull
+  // A compressed push (wire::kCompressed): the compression parameters as
+  // the worker sent them (CompressionSpec::text()); count is the
+  // partition's elements, from the same text.
+  bool compressed = false;
+  std::string compression;
 };
 
 // The rank of worker node `sender` in a job of `num_workers` workers;

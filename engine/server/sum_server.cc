@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
@@ -22,6 +23,7 @@ SumServer::SumServer(KVEndpoint& kv, Reducer& reducer, const JobConfig& config)
       schedule_(config.server_enable_schedule),
       async_(config.enable_async),
       ipc_(config.enable_ipc),
+      plugin_path_(config.plugin_path),
       segments_(config.num_workers),
       orphans_(ipc::server_prefix(config.root_uri, config.root_port, kv.id())) {
   int rank = (kv.id() - server_id(0)) / 2;
@@ -81,8 +83,9 @@ void SumServer::answer_error(const wire::Header& request, int code, const std::s
 }
 
 void SumServer::answer(const wire::Header& request, uint64_t key, const Blob& vals,
-                       TracedRound traced) {
+                       TracedRound traced, uint32_t flags) {
   KVMessage out;
+  out.head.flags = flags;
   auto key_copy = std::make_shared<uint64_t>(key);
   out.keys = Blob{key_copy.get(), sizeof(uint64_t), key_copy};
   out.vals = vals;  // shares ownership: freed after the last send
@@ -239,17 +242,33 @@ void SumServer::process(SumThread& t, Queued&& q) {
     if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
     return relay(k, key, std::move(q), rank);
   }
+  const size_t bytes = q.checked.count * esize;
+  const std::string& compression = q.checked.compression;
   if (k.dtype < 0) {
-    k.bytes = req.vals.len;
+    k.bytes = bytes;
     k.dtype = h.dtype;
-  } else if (k.poisoned.empty() && (k.bytes != req.vals.len || k.dtype != h.dtype)) {
+    k.compression = compression;
+    if (q.checked.compressed && !async_ && !make_codec(k, key, q))
+      return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
+  } else if (k.poisoned.empty() && (k.bytes != bytes || k.dtype != h.dtype)) {
     poison(k, "key " + std::to_string(key) + " holds " +
                   std::to_string(k.bytes / dtype_size(k.dtype)) + " " + dtype_name(k.dtype) +
                   " elements, but worker " + std::to_string(rank) + " pushed " +
-                  std::to_string(req.vals.len / esize) + " " + dtype_name(h.dtype) +
+                  std::to_string(q.checked.count) + " " + dtype_name(h.dtype) +
                   " (the same tensor name with different sizes or dtypes on two workers)");
+  } else if (k.poisoned.empty() && k.compression != compression) {
+    auto said = [](const std::string& c) { return c.empty() ? std::string("none") : c; };
+    poison(k, "key " + std::to_string(key) + " was pushed with compression parameters '" +
+                  said(k.compression) + "', but worker " + std::to_string(rank) + " pushes it with '" +
+                  said(compression) +
+                  "' (declare the tensor with the same parameters on every worker)");
   }
   if (!k.poisoned.empty()) return refuse(req, CARAVAN_ERR_MISMATCH, k.poisoned);
+  if (q.checked.compressed && async_)
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "compressed pushes need synchronous rounds (the server compresses each round's "
+                  "sum), and BYTEPS_ENABLE_ASYNC=1 is set on this server");
+  if (q.checked.compressed) return sum_compressed(k, key, std::move(q), rank);
   if (async_)
     sum_async(k, key, std::move(q), esize);
   else
@@ -383,6 +402,61 @@ void SumServer::finish_round(Round& done, uint64_t key, TracedRound traced) {
     else
       answer(w.head, key, for_van, traced);
   }
+}
+
+bool SumServer::make_codec(KeyState& k, uint64_t key, const Queued& q) {
+  try {
+    CompressionSpec spec = CompressionSpec::from_text(q.checked.compression);
+    if (!spec.compressed()) throw std::invalid_argument("no byteps_compressor_type");
+    k.seed = spec.seed;
+    k.codec = std::make_unique<SumCodec>(spec, static_cast<caravan_dtype>(q.request.head.dtype),
+                                         q.checked.count, plugin_path_,
+                                         "key " + std::to_string(key));
+  } catch (const std::exception& e) {
+    poison(k, std::string("cannot sum compressed key ") + std::to_string(key) + " here: " +
+                  e.what());
+    return false;
+  }
+  return true;
+}
+
+void SumServer::sum_compressed(KeyState& k, uint64_t key, Queued&& q, int rank) {
+  const KVMessage& req = q.request;
+  Round& r = k.round;
+  if (r.pushed[static_cast<size_t>(rank)])
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "worker " + std::to_string(rank) + " pushed key " + std::to_string(key) +
+                      " twice in one round");
+  const uint64_t seed = round_seed(k.seed, key, k.rounds);
+  try {
+    k.codec->add(req.vals.data, req.vals.len, r.waiting.empty(), seed);
+  } catch (const std::exception& e) {
+    // The sum is as it was: this push never counted.
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "worker " + std::to_string(rank) + "'s push: " + e.what());
+  }
+  r.pushed[static_cast<size_t>(rank)] = true;
+  r.waiting.push_back(Waiter{req.head, {}});
+  if (static_cast<int>(r.waiting.size()) < num_workers_) return;
+
+  Round done = std::move(r);
+  r = Round{};
+  r.pushed.assign(static_cast<size_t>(num_workers_), false);
+  ++k.rounds;
+  // Each round's answer has a buffer of its own: the van may still send
+  // it when the next round's sum is compressed.
+  auto out = std::shared_ptr<char[]>(new char[k.codec->max_bytes()]);
+  size_t len = 0;
+  try {
+    len = k.codec->compress_sum(out.get(), seed);
+  } catch (const std::exception& e) {
+    for (const Waiter& w : done.waiting) answer_error(w.head, CARAVAN_ERR_SERVER, e.what());
+    return;
+  }
+  metrics::registry().server_rounds.add();
+  metrics::registry().server_answer_bytes.add(len * done.waiting.size());
+  for (const Waiter& w : done.waiting)
+    answer(w.head, key, Blob{out.get(), len, out}, kUntraced, wire::kCompressed);
 }
 
 void SumServer::sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize) {

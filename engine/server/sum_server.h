@@ -42,6 +42,7 @@
 
 #include "engine/base/config.h"
 #include "engine/base/timeline.h"
+#include "engine/compress/codec.h"
 #include "engine/ipc/segment_table.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/reducer/reducer.h"
@@ -91,6 +92,11 @@ class SumServer {
     // Set when workers disagree on the key's size or dtype: every push of
     // it is refused from then on, so no worker gets a wrong sum.
     std::string poisoned;
+    // A compressed key: its parameters as the first push gave them, the
+    // seed they name, and the codec that sums and compresses its rounds.
+    std::string compression;
+    uint64_t seed = 0;
+    std::unique_ptr<SumCodec> codec;
   };
   struct Queued {
     KVMessage request;  // vals: the values, wherever they lie
@@ -131,7 +137,14 @@ class SumServer {
   // round with the reason.
   void poison(KeyState& k, const std::string& why);
   void sum_async(KeyState& k, uint64_t key, Queued&& q, size_t esize);
-  void answer(const wire::Header& request, uint64_t key, const Blob& vals, TracedRound traced = kUntraced);
+  // A compressed push: decompressed into the round's sum; the last one's
+  // round is compressed and answered.
+  void sum_compressed(KeyState& k, uint64_t key, Queued&& q, int rank);
+  // The key's codec, made at its first compressed push; false (the key
+  // poisoned) when the compressor refuses.
+  bool make_codec(KeyState& k, uint64_t key, const Queued& q);
+  void answer(const wire::Header& request, uint64_t key, const Blob& vals,
+              TracedRound traced = kUntraced, uint32_t flags = 0);
   // The sum is in the request's slot already: tells the worker where.
   void answer_in_place(const wire::Header& request, uint64_t key, const ipc::SlotDescriptor& at,
                        TracedRound traced = kUntraced);
@@ -151,6 +164,7 @@ class SumServer {
   const bool schedule_;
   const bool async_;
   const bool ipc_;
+  const std::string plugin_path_;  // where compressor plugins are found
   ipc::SegmentTable segments_;  // receive thread only
   const std::string orphans_;   // the start of every segment name meant for this server
   std::vector<std::unique_ptr<SumThread>> sum_threads_;

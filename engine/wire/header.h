@@ -12,7 +12,8 @@ namespace caravan::wire {
 
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
 // 2: kAck and kWantAck (PS_RESEND). 3: kProbe. 4: kBroadcast.
-constexpr uint16_t kVersion = 4;
+// 5: kCompressed (a server of 4 would sum compressed bytes as values).
+constexpr uint16_t kVersion = 5;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
@@ -55,6 +56,12 @@ enum Flags : uint32_t {
   // request carries values; the server answers the others with them once
   // every worker asked, and the root with no values.
   kBroadcast = 1u << 9,
+  // With kPush | kPull: vals is the partition compressed by the tensor's
+  // compressor (docs/compression.md), and lens its parameters as text
+  // (CompressionSpec::text() and "count=<elements>\n", NUL-padded to a
+  // multiple of 4). The answer carries the flag too: its vals are the
+  // sum, compressed.
+  kCompressed = 1u << 10,
 };
 
 struct Header {

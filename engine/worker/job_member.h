@@ -46,6 +46,9 @@ class DistributedWorker final : public Worker {
                                             std::function<void(size_t index)> stored) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
+  void declare_compression(const std::string& name, const TensorParamList& params) override {
+    member_.client().declare_compression(name, params);
+  }
   void leave() override { member_.leave(); }
   int rank() const override { return member_.rank(); }
   int size() const override { return size_; }

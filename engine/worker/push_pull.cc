@@ -30,6 +30,9 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
       rank_((kv.id() - worker_id(0)) / 2),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
+      min_compress_bytes_(static_cast<size_t>(config.min_compress_bytes)),
+      async_(config.enable_async),
+      plugin_path_(config.plugin_path),
       sample_tensor_(config.debug_sample_tensor),
       send_policy_(make_send_policy(config.scheduling_credit)),
       timeline_(std::move(timeline)) {
@@ -71,6 +74,19 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
   plan->broadcast = broadcast;
   plan->partitions = plan_partitions(name, count * dtype_size(dtype), dtype_size(dtype),
                                      partition_bytes_, static_cast<int>(servers_.size()));
+  auto spec = compression_.find(name);
+  if (spec != compression_.end() && spec->second.compressed()) {
+    if (broadcast)
+      throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name +
+                                            "' has compression parameters, but a broadcast "
+                                            "sends values as they are; give it another name");
+    plan->compression = spec->second;
+    if (count * dtype_size(dtype) >= min_compress_bytes_) make_codecs(*plan);
+    else
+      CARAVAN_LOG(INFO) << "tensor '" << name << "' (" << count * dtype_size(dtype)
+                        << " bytes) travels uncompressed: under BYTEPS_MIN_COMPRESS_BYTES="
+                        << min_compress_bytes_;
+  }
   for (auto& p : plan->partitions) {
     auto [k, fresh] = keys_.emplace(p.key, name);
     if (!fresh)
@@ -78,6 +94,45 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
                                             "' hash to the same key; rename one of them");
   }
   return *tensors_.emplace(name, std::move(plan)).first->second;
+}
+
+void PushPullClient::make_codecs(TensorPlan& plan) {
+  const size_t esize = dtype_size(plan.dtype);
+  for (size_t i = 0; i < plan.partitions.size(); ++i) {
+    const Partition& part = plan.partitions[i];
+    size_t count = part.bytes / esize;
+    plan.codecs.push_back(std::make_unique<PushCodec>(
+        plan.compression, static_cast<caravan_dtype>(plan.dtype), count, plugin_path_,
+        "tensor '" + plan.name + "' partition " + std::to_string(i)));
+    plan.payloads.emplace_back(plan.codecs.back()->max_bytes());
+    std::string text = plan.compression.text() + "count=" + std::to_string(count) + "\n";
+    text.resize((text.size() + 3) / 4 * 4, '\0');
+    plan.wire_params.push_back(std::move(text));
+  }
+}
+
+void PushPullClient::declare_compression(const std::string& name, const TensorParamList& params) {
+  CompressionSpec spec = CompressionSpec::parse(name, params);
+  if (spec.compressed() && async_)
+    throw Error(CARAVAN_ERR_CONFIG, "tensor '" + name +
+                                        "': compression needs synchronous rounds (the server "
+                                        "compresses each round's sum), and BYTEPS_ENABLE_ASYNC=1 "
+                                        "is set");
+  if (spec.compressed()) load_compressor(spec, plugin_path_);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto known = compression_.find(name);
+  if (known != compression_.end()) {
+    if (known->second.text() == spec.text()) return;
+    throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' was declared with compression '" +
+                                          known->second.text() + "', now with '" + spec.text() +
+                                          "'");
+  }
+  if (tensors_.count(name))
+    throw Error(CARAVAN_ERR_MISMATCH,
+                "tensor '" + name +
+                    "' was already used without compression parameters; declare them before "
+                    "its first push_pull");
+  compression_.emplace(name, std::move(spec));
 }
 
 std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void* data,
@@ -103,6 +158,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op->on_done = std::move(on_done);
     op->stored = std::move(stored);
     op->priority = priority;
+    op->round = plan.rounds++;
     if (timeline_) {
       op->step = timeline_->next_step(name);
       op->traced = timeline_->traced(op->step);
@@ -121,7 +177,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
   // operation ends.
   // A broadcast goes through the van: shared memory saves a copy of what
   // every worker sends, and most workers send nothing.
-  if (!op->plan->placed && !lanes_.empty() && !op->plan->broadcast) {
+  if (!op->plan->placed && !lanes_.empty() && !op->plan->broadcast && !op->plan->compressed()) {
     try {
       place_in_shared_memory(*op->plan);
     } catch (...) {
@@ -244,7 +300,17 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   msg.head.priority = priority;
   msg.head.dtype = static_cast<uint8_t>(op->plan->dtype);
   msg.keys = Blob{key.get(), sizeof(uint64_t), key};
-  if (slot) {
+  if (op->plan->compressed()) {
+    try {
+      compress_partition(*op, index, msg);
+    } catch (const Error& e) {
+      // Nothing was sent: account for both events here.
+      partition_finished();
+      finish_event(*op, e.code(), e.what());
+      finish_event(*op, e.code(), e.what());
+      return;
+    }
+  } else if (slot) {
     std::memcpy(slot->data, op->data + part.offset, part.bytes);
     auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
     msg.vals = Blob{where->data(), where->size(), where};
@@ -271,7 +337,11 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     std::string wrong = slot ? wrong_slot(r, *slot) : "";
     // A broadcast's root gets no values back; everyone else the partition.
     size_t expected = op->gets_values ? part.bytes : 0;
-    if (wrong.empty() && !slot && r.vals.len != expected)
+    bool compressed = op->plan->compressed();
+    if (wrong.empty() && compressed != ((r.head.flags & wire::kCompressed) != 0))
+      wrong = compressed ? "uncompressed values to a compressed push"
+                         : "compressed values to an uncompressed push";
+    else if (wrong.empty() && !slot && !compressed && r.vals.len != expected)
       wrong = std::to_string(r.vals.len) + " bytes, expected " + std::to_string(expected) +
               (op->root == kSum ? ""
                                 : " (the broadcast's root, worker " + std::to_string(op->root) +
@@ -291,9 +361,9 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       return;  // on_sent stores it
     }
     lock.unlock();
-    store_sum(*op, index, slot, r, sample);
+    std::string why = store_sum(*op, index, slot, r, sample);
     if (op->traced) trace_stored(*op, index);
-    finish_event(*op, 0, "");
+    finish_event(*op, why.empty() ? 0 : CARAVAN_ERR_SERVER, server.name + ": " + why);
   };
   // Credit is freed when the van is done sending, not when the sum comes
   // back: the sum waits for every worker, and workers whose queues differ
@@ -315,9 +385,9 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     }
     if (op->traced) trace_stage(*op, index, "push", send_us, sent_us);
     if (early) {
-      store_sum(*op, index, slot, *early, sample);
+      std::string why = store_sum(*op, index, slot, *early, sample);
       if (op->traced) trace_stored(*op, index);
-      finish_event(*op, 0, "");
+      finish_event(*op, why.empty() ? 0 : CARAVAN_ERR_SERVER, server.name + ": " + why);
     }
     if (s == CARAVAN_STATUS_OK)
       finish_event(*op, 0, "");
@@ -361,14 +431,37 @@ void PushPullClient::trace_stored(Operation& op, size_t index) {
   trace_stage(op, index, "copy back", std::max(sent, answer), Timeline::now_us());
 }
 
-void PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
-                               const KVMessage& r, bool sample) {
-  if (!op.gets_values) return;  // a broadcast's root keeps its own values
+void PushPullClient::compress_partition(Operation& op, size_t index, KVMessage& msg) {
+  TensorPlan& plan = *op.plan;
+  const Partition& part = plan.partitions[index];
+  std::vector<char>& out = plan.payloads[index];
+  size_t len = plan.codecs[index]->compress(op.data + part.offset, out.data(),
+                                            round_seed(plan.compression.seed, part.key, op.round));
+  msg.vals = Blob{out.data(), len, nullptr};
+  std::string& params = plan.wire_params[index];
+  msg.lens = Blob{params.data(), params.size(), nullptr};
+  msg.head.flags |= wire::kCompressed;
+}
+
+std::string PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
+                                      const KVMessage& r, bool sample) {
+  if (!op.gets_values) return "";  // a broadcast's root keeps its own values
   const Partition& part = op.plan->partitions[index];
-  std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
+  if (op.plan->compressed()) {
+    try {
+      op.plan->codecs[index]->decompress_sum(
+          r.vals.data, r.vals.len, op.data + part.offset,
+          round_seed(op.plan->compression.seed, part.key, op.round));
+    } catch (const Error& e) {
+      return e.what();
+    }
+  } else {
+    std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
+  }
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "
                              << sample_values(op.data + part.offset, part.bytes, op.plan->dtype);
   if (op.stored) op.stored(index);
+  return "";
 }
 
 std::string PushPullClient::wrong_slot(const KVMessage& r, const ipc::Slot& slot) {

@@ -16,6 +16,8 @@
 
 #include "engine/base/config.h"
 #include "engine/base/timeline.h"
+#include "engine/compress/codec.h"
+#include "engine/compress/compression_spec.h"
 #include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
 #include "engine/worker/partition_plan.h"
@@ -43,6 +45,15 @@ struct TensorPlan {
   // without data goes through the van), set by the first push_pull.
   std::vector<ipc::Slot> slots;
   bool placed = false;
+  // Compressed (its byteps_compressor_type, and at least
+  // BYTEPS_MIN_COMPRESS_BYTES): per partition, its codec, the buffer its
+  // compressed push goes out from, and the parameters that travel with it.
+  CompressionSpec compression;
+  std::vector<std::unique_ptr<PushCodec>> codecs;
+  std::vector<std::vector<char>> payloads;
+  std::vector<std::string> wire_params;
+  uint64_t rounds = 0;  // push_pulls submitted: the next one's round (seeds)
+  bool compressed() const { return !codecs.empty(); }
 };
 
 // One push_pull in progress. Two events finish each partition: the van is
@@ -90,6 +101,7 @@ class Operation {
   // of each partition whose result is in `data`. May be empty.
   std::function<void(size_t index)> stored;
   int priority = 0;
+  uint64_t round = 0;  // of its tensor: with the key, the compressors' seed
   // The timeline (BYTEPS_TRACE_ON): this push_pull's step of its tensor
   // and, when that step is traced, per partition when each stage began
   // (Timeline::now_us), under mu.
@@ -131,6 +143,9 @@ class PushPullClient {
   int wait(Operation& op, std::string* error);
   // Waits until no operation is in flight (deadline: the op timeout).
   void drain();
+  // Sets tensor `name`'s compression from its byteps_* parameters, before
+  // its first push_pull; throws caravan::Error naming what is wrong.
+  void declare_compression(const std::string& name, const TensorParamList& params);
 
  private:
   TensorPlan& declare(const std::string& name, size_t count, int dtype, bool broadcast);
@@ -144,8 +159,13 @@ class PushPullClient {
   void finish_event(Operation& op, int code, const std::string& error);
   // Copies partition `index`'s sum from answer `r` (or `slot`) into the
   // caller's buffer.
-  void store_sum(Operation& op, size_t index, const ipc::Slot* slot, const KVMessage& r,
-                 bool sample);
+  // Returns why it could not ("" when stored).
+  std::string store_sum(Operation& op, size_t index, const ipc::Slot* slot, const KVMessage& r,
+                        bool sample);
+  // Compresses partition `index` for the wire (a compressed tensor).
+  void compress_partition(Operation& op, size_t index, KVMessage& msg);
+  // The partitions' codecs for a compressed tensor (plan's partitions set).
+  void make_codecs(TensorPlan& plan);
   // Why answer `r` does not say the sum lies in `slot`; empty when it does.
   static std::string wrong_slot(const KVMessage& r, const ipc::Slot& slot);
   void pump();
@@ -164,6 +184,9 @@ class PushPullClient {
 
   size_t partition_bytes_;
   int op_timeout_s_;
+  size_t min_compress_bytes_;
+  bool async_;
+  std::string plugin_path_;
   std::string sample_tensor_;
   // By server rank; null where values go through the van.
   std::vector<std::unique_ptr<ipc::WorkerLane>> lanes_;
@@ -173,6 +196,7 @@ class PushPullClient {
   int ops_in_flight_ = 0;
   std::unordered_map<std::string, std::unique_ptr<TensorPlan>> tensors_;
   std::unordered_map<uint64_t, std::string> keys_;
+  std::unordered_map<std::string, CompressionSpec> compression_;  // declared, by tensor
 
   std::mutex send_mu_;  // send_policy_ and sequence_ (pump() sends outside it)
   std::unique_ptr<SendPolicy> send_policy_;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/compress/compression_spec.h"
+
 namespace caravan {
 
 struct JobConfig;
@@ -39,6 +41,13 @@ class Worker {
   virtual int poll(Op& op, std::string* error) = 0;
   // Blocks until done or CARAVAN_OP_TIMEOUT; 0 or the negative error.
   virtual int wait(Op& op, std::string* error) = 0;
+  // Sets tensor `name`'s compression from its byteps_* parameters
+  // (docs/compression.md), before its first push_pull; throws
+  // caravan::Error naming what is wrong. A worker that sends no values
+  // (a job of one worker) only checks them.
+  virtual void declare_compression(const std::string& name, const TensorParamList& params) {
+    CompressionSpec::parse(name, params);
+  }
   // Waits for the operations in flight, then leaves the job; throws
   // caravan::Error (the process is out of the job either way).
   virtual void leave() = 0;

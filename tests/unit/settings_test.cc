@@ -82,12 +82,12 @@ TEST(Settings, EveryVariableReadIsDeclared) {
 
 TEST(Settings, UnknownVariablesAreNamedWithTheLikelyOne) {
   auto w = unknown_settings({"BYTEPS_PARTITON_BYTES=1024", "PATH=/bin", "DMLC_ROLE=worker",
-                             "BYTEPS_MIN_COMPRESS_BYTES=1", "CARAVAN_VAN_ZMQ_WHATEVER=1",
+                             "BYTEPS_NCCL_NUM_RINGS=1", "CARAVAN_VAN_ZMQ_WHATEVER=1",
                              "CARAVAN_NOT_A_THING_AT_ALL=1", "PS_VERBOS=2"});
   ASSERT_EQ(w.size(), 4u);
   EXPECT_EQ(w[0], "BYTEPS_PARTITON_BYTES is set but Caravan reads no such variable; did you mean "
                   "BYTEPS_PARTITION_BYTES?");
-  EXPECT_NE(w[1].find("BYTEPS_MIN_COMPRESS_BYTES is set but Caravan does not implement it"),
+  EXPECT_NE(w[1].find("BYTEPS_NCCL_NUM_RINGS is set but Caravan does not implement it"),
             std::string::npos)
       << w[1];
   EXPECT_NE(w[2].find("CARAVAN_NOT_A_THING_AT_ALL is set but Caravan reads no such variable ("),

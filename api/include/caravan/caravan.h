@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 2
+#define CARAVAN_API_VERSION_MINOR 3
 
 /* Error codes (negative). */
 enum {
@@ -188,6 +188,33 @@ typedef struct caravan_pushpull_stats {
  * or struct_size too small), NOT_INITIALIZED, STATE (BYTEPS_TELEMETRY_ON=0
  * turned telemetry off). */
 int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out);
+
+/* ---- Since 1.3: gradient compression ---- */
+
+/* Sets how tensor `name` travels, with `num_params` key/value pairs as
+ * BytePS takes them: byteps_compressor_type (onebit, topk, randomk,
+ * dithering, or the name of a compressor plugin: the file
+ * libcaravan-compressor-<name>.so), byteps_compressor_k,
+ * byteps_compressor_onebit_scaling, byteps_error_feedback_type (vanilla),
+ * byteps_momentum_type (nesterov), byteps_momentum_mu, byteps_seed,
+ * byteps_dithering_partition, byteps_dithering_normalize
+ * (docs/compression.md). Workers compress each partition before pushing
+ * it, the server sums the decompressed pushes and compresses the sum, and
+ * each worker gets that back decompressed: push_pull's result is then an
+ * approximation of the sum. Call it before the tensor's first push_pull,
+ * with the same pairs on every worker (the servers refuse pushes whose
+ * pairs differ); calling it again with the same pairs does nothing. A
+ * tensor under BYTEPS_MIN_COMPRESS_BYTES (65536) travels uncompressed; a
+ * job of one worker sends nothing, so only checks the pairs. The
+ * compressor is loaded here; its own parameters (k) are checked at the
+ * first push_pull, which knows the tensor's size and dtype. Errors:
+ * INVALID_ARGUMENT (NULL name, or NULL keys or values with num_params > 0,
+ * or a pair no compressor takes, naming it), NOT_INITIALIZED, PLUGIN (no
+ * such compressor, listing the paths tried), MISMATCH (other pairs for
+ * the name before, or the tensor already used without them), CONFIG
+ * (compression with BYTEPS_ENABLE_ASYNC=1). */
+int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
+                           size_t num_params);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string
