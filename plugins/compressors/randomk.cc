@@ -5,6 +5,10 @@
 // result is an unbiased estimate of the sum, and the server's sum of the
 // workers' values lies on the same k indices, so the pull loses nothing
 // more. Pushes decode unscaled (the server only adds them).
+// With error feedback (byteps_error_feedback_type=vanilla) nothing is
+// scaled, as in BytePS: error feedback carries what was not sent into the
+// next rounds, which only converges for a compressor that never makes a
+// value larger; scaled by n/k, the carried error grows without bound.
 #include "compressor_kit.h"
 
 namespace caravan::compressors {
@@ -15,7 +19,11 @@ constexpr const char* kName = "randomk";
 class RandomK {
  public:
   RandomK(const TensorParams& params, caravan_dtype dtype, size_t count)
-      : dtype_(dtype), count_(count), k_(k_of(params, count, kName)), chosen_(count, false) {
+      : dtype_(dtype),
+        count_(count),
+        k_(k_of(params, count, kName)),
+        unbiased_(params.text("byteps_error_feedback_type").value_or("none") != "vanilla"),
+        chosen_(count, false) {
     by_float(dtype, kName, [](auto) { return 0; });
     check_count_fits_indices(count, kName);
   }
@@ -37,7 +45,7 @@ class RandomK {
     by_float(dtype_, kName, [&](auto t) {
       using T = decltype(t);
       if (!accumulate) std::memset(dst, 0, count_ * sizeof(T));
-      T scale = pull ? static_cast<T>(static_cast<double>(count_) / static_cast<double>(k_)) : T(1);
+      T scale = pull && unbiased_ ? static_cast<T>(static_cast<double>(count_) / static_cast<double>(k_)) : T(1);
       for (size_t j = 0; j < k_; ++j)
         store<T>(dst, idx[j], load<T>(dst, idx[j]) + scale * load<T>(src, j));
       return 0;
@@ -66,6 +74,7 @@ class RandomK {
   caravan_dtype dtype_;
   size_t count_;
   size_t k_;
+  bool unbiased_;  // scaled by n/k on the pull: without error feedback
   std::vector<bool> chosen_;  // scratch for Floyd's sampling; all false between calls
   std::vector<uint32_t> idx_;
   uint64_t seed_ = 0;

@@ -53,6 +53,8 @@ _SIGNATURES = {
     "caravan_broadcast_device_async":
         ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_int, _c_ptr, _c_handle_p], 2),
     "caravan_get_pushpull_stats": ([_c_str, _c_ptr], 2),
+    "caravan_declare_tensor":
+        ([_c_str, ctypes.POINTER(_c_str), ctypes.POINTER(_c_str), _c_size], 3),
 }
 
 

@@ -10,6 +10,7 @@ every buffer alive until its handle is synchronized, and divides by size()
 when asked to average.
 """
 import atexit
+import ctypes
 import itertools
 import os
 import sys
@@ -20,7 +21,7 @@ import torch
 
 from .. import _capi
 from ..errors import CaravanError, NotInitializedError, UnsupportedTensorError
-from .compression import Compression
+from .compression import Compression, param_text
 
 # torch dtype -> caravan_dtype: every element type Caravan and torch share.
 _CARAVAN_DTYPES = {
@@ -140,12 +141,22 @@ def local_size():
     return _query("caravan_local_size", "caravan.torch.local_size()")
 
 
-def declare(name):
-    """Declares a tensor name before its first push_pull. BytePS fixes the
-    tensor's key here; Caravan derives keys from names, so every worker
-    gets the same key whatever order it declares in, and this only checks
-    the name."""
+def declare(name, **kwargs):
+    """Declares a tensor name before its first push_pull, with its
+    compression parameters as BytePS takes them (byteps_compressor_type=
+    "onebit", byteps_compressor_k=0.01, byteps_error_feedback_type=
+    "vanilla", ...; docs/compression.md): every worker must give the same.
+    BytePS fixes the tensor's key here; Caravan derives keys from names, so
+    without parameters this only checks the name."""
     _check_name(name, "caravan.torch.declare()")
+    if not kwargs:
+        return
+    _require_init("caravan.torch.declare()")
+    keys = [k.encode("utf-8") for k in kwargs]
+    values = [param_text(v).encode("utf-8") for v in kwargs.values()]
+    _capi.call("caravan_declare_tensor", name.encode("utf-8"),
+               (ctypes.c_char_p * len(keys))(*keys), (ctypes.c_char_p * len(values))(*values),
+               len(keys), what="caravan.torch.declare(%r)" % name, tensor_name=name)
 
 
 def suspend():

@@ -13,6 +13,15 @@ runs the wrapped step on this worker's own gradients, pushes each
 parameter's change ("AsyncParam." + name, summed, not averaged) and takes
 the store, every worker's changes so far, as the new parameters. Worker 0's
 parameters at the first step() are the store's starting point.
+
+compression_params (BytePS's dict: compressor, ef, momentum, k, scaling,
+seed, partition, normalize, or byteps_* keys) declares every gradient with
+those compression parameters: the engine compresses each partition before
+the push and the server compresses the sum (docs/compression.md). With
+momentum, the compressor applies Nesterov momentum before compressing
+(mu from compression_params["mu"], else the optimizer's own momentum), and
+the wrapped optimizer's momentum is set to 0 so it is not applied twice,
+as BytePS does.
 """
 import contextlib
 import warnings
@@ -21,13 +30,14 @@ import torch
 
 from . import ops
 from ._hooks import on_gradient_accumulated
-from .compression import Compression
+from .compression import Compression, tensor_params
 
 
 class _DistributedOptimizer:
     """Mixed in before the wrapped optimizer's own class."""
 
-    def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step):
+    def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step,
+                 compression_params=None):
         super().__init__(optimizer.param_groups)
         self.state = optimizer.state  # keep what the optimizer has learnt so far
         self._compression = compression
@@ -44,8 +54,34 @@ class _DistributedOptimizer:
         self._in_flight = {}  # id(p) -> (handle, compression context)
         self._should_synchronize = True
         self._synchronized = False
+        self._declare_compressed(compression_params, compression)
         self._hooks = [] if self._async else [
             on_gradient_accumulated(p, self._gradient_accumulated) for p in self._synced]
+
+    def _declare_compressed(self, compression_params, compression):
+        params = tensor_params(compression_params)
+        if not params:
+            return
+        if compression is not Compression.none:
+            raise ValueError("compression_params and compression=%s together: the engine's "
+                             "compressors take the gradients as they are (float32, float64)"
+                             % getattr(compression, "__name__", compression))
+        if params.get("byteps_momentum_type", "none") != "none":
+            momenta = {g.get("momentum") for g in self.param_groups}
+            if "byteps_momentum_mu" not in params:
+                if len(momenta) != 1 or not next(iter(momenta)):
+                    raise ValueError("compression_params asks for momentum, but the optimizer "
+                                     "has no single momentum to take mu from; give "
+                                     "compression_params['mu']")
+                params["byteps_momentum_mu"] = str(next(iter(momenta)))
+            if any(momenta):
+                warnings.warn("compression_params momentum: the compressor applies it, so the "
+                              "optimizer's momentum is set to 0 (as BytePS does)")
+                for g in self.param_groups:
+                    if "momentum" in g:
+                        g["momentum"] = 0
+        for p in self._synced:
+            ops.declare(self._name[id(p)], **params)
 
     def set_backward_passes_per_step(self, passes):
         """Changes backward_passes_per_step; the count starts again."""
@@ -181,13 +217,17 @@ def _parameter_names(params, named_parameters):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1):
+                         backward_passes_per_step=1, compression_params=None):
     """Wraps `optimizer` so that step() uses gradients averaged over all
     workers. Returns an instance of a subclass of the optimizer's own class
     sharing its parameter groups and state. `named_parameters` (usually
     model.named_parameters()) names the gradients on the wire; every worker
     must use the same names. `compression`: Compression.none or .fp16.
     `backward_passes_per_step`: gradients are accumulated locally over this
-    many backward passes before being averaged."""
+    many backward passes before being averaged. `compression_params`:
+    gradient compression in the engine, as BytePS's dict, e.g.
+    {"compressor": "onebit", "ef": "vanilla", "scaling": True} or
+    {"compressor": "topk", "k": 0.01, "ef": "vanilla"} (module docstring)."""
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
-    return cls(optimizer, named_parameters, compression, backward_passes_per_step)
+    return cls(optimizer, named_parameters, compression, backward_passes_per_step,
+               compression_params)
