@@ -61,7 +61,8 @@ class CompressorPlugin {
 namespace {
 
 // The element-wise arithmetic of momentum and error feedback, on the
-// floating types compressors take.
+// floating types compressors take. Its arrays are distinct buffers
+// (__restrict): the compiler vectorises the loops only knowing that.
 template <class F>
 void by_float(caravan_dtype dtype, const std::string& what, F&& f) {
   if (dtype == CARAVAN_FLOAT32) return f(float{});
@@ -80,9 +81,10 @@ T* as(std::vector<char>& v) {
 void add_error(Codec& codec, std::vector<char>& values, std::vector<char>& error) {
   by_float(codec.dtype(), codec.what(), [&](auto t) {
     using T = decltype(t);
-    T* v = as<T>(values);
-    const T* e = as<T>(error);
-    for (size_t i = 0; i < codec.count(); ++i) v[i] += e[i];
+    T* __restrict v = as<T>(values);
+    const T* __restrict e = as<T>(error);
+    const size_t n = codec.count();
+    for (size_t i = 0; i < n; ++i) v[i] += e[i];
   });
 }
 
@@ -94,9 +96,10 @@ size_t compress_keeping_error(Codec& codec, std::vector<char>& values, void* out
   codec.decompress(out, len, error.data(), false, seed, direction);
   by_float(codec.dtype(), codec.what(), [&](auto t) {
     using T = decltype(t);
-    T* e = as<T>(error);
-    const T* v = as<T>(values);
-    for (size_t i = 0; i < codec.count(); ++i) e[i] = v[i] - e[i];
+    T* __restrict e = as<T>(error);
+    const T* __restrict v = as<T>(values);
+    const size_t n = codec.count();
+    for (size_t i = 0; i < n; ++i) e[i] = v[i] - e[i];
   });
   return len;
 }
@@ -171,11 +174,11 @@ size_t PushCodec::compress(const void* grad, void* out, uint64_t seed) {
   size_t n = codec_.count();
   by_float(codec_.dtype(), codec_.what(), [&](auto t) {
     using T = decltype(t);
-    const T* g = static_cast<const T*>(grad);
-    T* w = as<T>(work_);
+    const T* __restrict g = static_cast<const T*>(grad);
+    T* __restrict w = as<T>(work_);
     std::memcpy(w, g, n * sizeof(T));
     if (momentum_) {
-      T* m = as<T>(velocity_);
+      T* __restrict m = as<T>(velocity_);
       T mu = static_cast<T>(mu_);
       for (size_t i = 0; i < n; ++i) {
         m[i] = mu * m[i] + g[i];
