@@ -6,7 +6,7 @@
 #          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
-#          [--no-gloo]
+#          [--no-gloo] [--compress key=value,...]
 #
 # Hosts are network namespaces joined by a Linux bridge that lives in a
 # namespace of its own (nothing is added to this machine's network): N
@@ -35,6 +35,11 @@
 # the figures leave out the ranks' own start skew.
 # --plot FILE.png draws the table as grouped bars (gnuplot, Debian's
 # gnuplot-nox): Caravan and Gloo for each rate, workload and servers.
+# --compress key=value,... (e.g. byteps_compressor_type=onebit,
+# byteps_error_feedback_type=vanilla): each Caravan mode runs again with
+# every tensor declared with those compression parameters
+# (docs/compression.md), as a row "<mode>+<compressor>" whose last column
+# is its speed-up over the same mode uncompressed in this run.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
 # --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
 #
@@ -44,7 +49,7 @@ set -u
 
 hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
 iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1 plot="" aligned=0
-extra_env=() sysctls=()
+extra_env=() sysctls=() compress=""
 die() { echo "cluster-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,6 +66,7 @@ while [ $# -gt 0 ]; do
     --keep-logs) keep_logs=${2:?}; shift ;;
     --plot) plot=${2:?}; shift ;;
     --no-gloo) gloo=0 ;;
+    --compress) [[ ${2:-} == *=* ]] || die "--compress wants key=value,..., got '${2:-}'"; compress=$2; shift ;;
     --aligned) aligned=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (--help lists them)" ;;
@@ -238,8 +244,9 @@ run_gloo() {  # $1 rate, $2 workload; prints MB/s
   result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
 }
 
-run_caravan() {  # $1 rate, $2 workload, $3 mode; prints MB/s
-  local tag=$1-$2-$3 i server_host
+run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed]; prints MB/s
+  local tag=$1-$2-$3 i server_host mode=${3%+compressed} worker_args=()
+  [ "$mode" != "$3" ] && worker_args=(--compress "$compress")
   local job=(env DMLC_PS_ROOT_URI="${addr[sch]}" DMLC_PS_ROOT_PORT=9100 DMLC_NUM_WORKER="$hosts"
              DMLC_NUM_SERVER="$hosts" DMLC_INTERFACE=eth1 CARAVAN_OP_TIMEOUT="$deadline"
              "${extra_env[@]}")
@@ -247,10 +254,10 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode; prints MB/s
   start_in sch "$work/$tag-sch.log" "${job[@]}" DMLC_ROLE=scheduler "$server_bin"
   for ((i = 0; i < hosts; i++)); do
     server_host=s$i
-    [ "$3" = colocated ] && server_host=w$i
+    [ "$mode" = colocated ] && server_host=w$i
     start_in "$server_host" "$work/$tag-server$i.log" "${job[@]}" DMLC_ROLE=server "$server_bin"
     start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker "$worker_bin" \
-      --workload "$2" --iters "$iters" --warmup "$warmup" --aligned "$aligned"
+      --workload "$2" --iters "$iters" --warmup "$warmup" --aligned "$aligned" "${worker_args[@]}"
   done
   wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
   result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
@@ -281,8 +288,13 @@ n=$hosts
 ring_share=$(awk -v n="$n" 'BEGIN { printf "%.6f", n / (2 * (n - 1)) }')
 echo "cluster-bench: $n worker hosts, $n server hosts (dedicated) or servers on the worker hosts" \
   "(colocated); median of $iters iterations after $warmup warm-up; MB/s = workload bytes / step time"
-printf "%-8s %-11s %-10s %12s %12s %7s %14s %12s\n" rate workload servers "caravan MB/s" \
-  "gloo MB/s" ratio "caravan/bound" "gloo/bound"
+compressor=""
+if [ -n "$compress" ]; then
+  compressor=$(tr ',' '\n' <<<"$compress" | sed -n 's/^byteps_compressor_type=//p')
+  echo "cluster-bench: compressed rows: every tensor declared with $compress"
+fi
+printf "%-8s %-11s %-17s %12s %12s %7s %14s %12s %s\n" rate workload servers "caravan MB/s" \
+  "gloo MB/s" ratio "caravan/bound" "gloo/bound" "${compress:+vs uncompressed}"
 for rate in "${rate_list[@]}"; do
   shape "$rate"
   bps=$(rate_bytes "$rate")
@@ -297,14 +309,21 @@ for rate in "${rate_list[@]}"; do
     gloo_mbps=""
     if [ "$gloo" = 1 ]; then gloo_mbps=$(measure "$rate" "$w" gloo) || exit 1; fi
     for m in "${mode_list[@]}"; do
-      mbps=$(measure "$rate" "$w" "$m") || exit 1
       bound=$bps
       [ "$m" = colocated ] && bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
-      awk -v r="$rate" -v w="$w" -v m="$m" -v c="$mbps" -v g="$gloo_mbps" -v b="$bound" \
-        -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
-          if (g == "") printf "%-8s %-11s %-10s %12.1f %12s %7s %14.2f %12s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-"
-          else printf "%-8s %-11s %-10s %12.1f %12.1f %7.2f %14.2f %12.2f\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb }'
-      [ -n "$plot" ] && echo "\"$w $m${rate_list[1]:+ $rate}\" $mbps ${gloo_mbps:-0}" >>"$work/plot.dat"
+      plain=""
+      for variant in "$m" ${compress:+"$m+compressed"}; do
+        mbps=$(measure "$rate" "$w" "$variant") || exit 1
+        label=$m
+        [ "$variant" != "$m" ] && label="$m+$compressor"
+        awk -v r="$rate" -v w="$w" -v m="$label" -v c="$mbps" -v g="$gloo_mbps" -v b="$bound" \
+          -v p="$plain" -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
+            vs = (p == "") ? "" : sprintf("%.2fx", c / p)
+            if (g == "") printf "%-8s %-11s %-17s %12.1f %12s %7s %14.2f %12s %s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-", vs
+            else printf "%-8s %-11s %-17s %12.1f %12.1f %7.2f %14.2f %12.2f %s\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb, vs }'
+        [ -n "$plot" ] && echo "\"$w $label${rate_list[1]:+ $rate}\" $mbps ${gloo_mbps:-0}" >>"$work/plot.dat"
+        plain=$mbps
+      done
     done
   done
 done

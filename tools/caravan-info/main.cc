@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "caravan/plugin/compressor_v1.h"
 #include "caravan/plugin/reducer_v1.h"
 #include "caravan/plugin/van_v2.h"
 #include "engine/base/config.h"
@@ -82,6 +83,9 @@ void list_plugins(const std::string& plugin_path) {
       } else if (file.rfind("libcaravan-reducer-", 0) == 0) {
         kind = CARAVAN_PLUGIN_KIND_REDUCER;
         rest = file.substr(19);
+      } else if (file.rfind("libcaravan-compressor-", 0) == 0) {
+        kind = static_cast<caravan_plugin_kind>(CARAVAN_PLUGIN_KIND_COMPRESSOR);
+        rest = file.substr(22);
       } else {
         continue;
       }
@@ -108,6 +112,9 @@ void list_plugins(const std::string& plugin_path) {
                   d.abi_minor, d.description ? d.description : "");
       if (kind == CARAVAN_PLUGIN_KIND_REDUCER)
         std::printf("    capabilities: %s\n", reducer_capabilities(*lib).c_str());
+      else if (static_cast<uint32_t>(kind) == CARAVAN_PLUGIN_KIND_COMPRESSOR)
+        std::printf("    chosen per tensor: byteps_compressor_type=%s (docs/compression.md)\n",
+                    name.c_str());
       else
         std::printf("    capabilities: reported by a started van (caravan-van-check shows them)\n");
       std::string prefix = plugin_param_prefix(kind, d.name ? d.name : name);
