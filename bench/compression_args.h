@@ -8,6 +8,7 @@
 
 #include <caravan/caravan.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -69,6 +70,26 @@ inline void fill_gradient(float* v, size_t n, int rank, int iter) {
     v[i] = static_cast<float>(u * 1e-3);
   }
 }
+
+// Gradient-like values for each of a set of tensors, made once (the
+// values are the same every step: making them costs more than a
+// compressor, and on an emulated cluster it would take CPU from the
+// other hosts' timed steps).
+class GradientSource {
+ public:
+  GradientSource(const std::vector<size_t>& sizes, int rank) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      values_.emplace_back(sizes[i]);
+      fill_gradient(values_.back().data(), sizes[i], rank, static_cast<int>(i));
+    }
+  }
+  void fill(size_t tensor, float* dst) const {
+    std::copy(values_[tensor].begin(), values_[tensor].end(), dst);
+  }
+
+ private:
+  std::vector<std::vector<float>> values_;
+};
 
 // The bytes every interface of this host (network namespace) has sent.
 inline uint64_t host_sent_bytes() {

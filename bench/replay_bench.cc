@@ -136,15 +136,20 @@ int main(int argc, char** argv) {
     for (auto& l : layers) Must(caravan_bench::declare(o.compress, l.name), "caravan_declare_tensor");
     Must(caravan_bench::declare(o.compress, "whole-model"), "caravan_declare_tensor");
   }
-  auto fill = [&](std::vector<float>& v, int step) {
+  std::vector<size_t> sizes;
+  for (auto& l : layers) sizes.push_back(l.elements);
+  sizes.push_back(total);
+  const caravan_bench::GradientSource source(compressed ? sizes : std::vector<size_t>{}, rank);
+  // Tensor `index` (layers.size(): the whole model) for this step.
+  auto fill = [&](std::vector<float>& v, size_t index, int step) {
     if (compressed)
-      caravan_bench::fill_gradient(v.data(), v.size(), rank, step);
+      source.fill(index, v.data());
     else
       Fill(v, rank, step);
   };
   using Clock = std::chrono::steady_clock;
   for (int step = 0; step < o.warmup + o.steps; ++step) {
-    for (auto& g : grads) fill(g, step);
+    for (size_t i = 0; i < grads.size(); ++i) fill(grads[i], i, step);
     uint64_t sent0 = caravan_bench::host_sent_bytes();
     auto t0 = Clock::now();
     // Backward order; as in BytePS, layers nearer the input get higher
@@ -159,7 +164,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < layers.size(); ++i)
       Check(grads[i], layers[i].name, workers, step, compressed);
 
-    fill(whole, step);
+    fill(whole, layers.size(), step);
     t0 = Clock::now();
     Must(caravan_push_pull("whole-model", whole.data(), whole.size(), CARAVAN_FLOAT32, 0),
          "caravan_push_pull");

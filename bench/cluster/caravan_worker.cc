@@ -48,15 +48,18 @@ int main(int argc, char** argv) {
     grads.emplace_back(l.elements);
     bytes += static_cast<double>(l.elements) * sizeof(float);
   }
+  std::vector<size_t> sizes;
+  for (auto& l : o.layers) sizes.push_back(l.elements);
+  const caravan_bench::GradientSource source(compress.on() ? sizes : std::vector<size_t>{}, rank);
   std::vector<caravan_handle> handles(o.layers.size());
   std::vector<double> seconds;
   using Clock = std::chrono::steady_clock;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
-    for (auto& g : grads) {
+    for (size_t i = 0; i < grads.size(); ++i) {
       if (compress.on())
-        caravan_bench::fill_gradient(g.data(), g.size(), rank, it);
+        source.fill(i, grads[i].data());
       else
-        fill(g.data(), g.size(), rank, it);
+        fill(grads[i].data(), grads[i].size(), rank, it);
     }
     if (o.aligned) {
       float ready = 1;  // a one-element push_pull: every worker has arrived

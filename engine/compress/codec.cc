@@ -171,23 +171,28 @@ PushCodec::PushCodec(const CompressionSpec& spec, caravan_dtype dtype, size_t co
 
 size_t PushCodec::compress(const void* grad, void* out, uint64_t seed) {
   if (!error_feedback_ && !momentum_) return codec_.compress(grad, out, seed, CARAVAN_COMPRESSOR_PUSH);
-  size_t n = codec_.count();
+  const size_t n = codec_.count();
+  // What is sent, in one pass: the gradient, with momentum, plus the
+  // carried error.
   by_float(codec_.dtype(), codec_.what(), [&](auto t) {
     using T = decltype(t);
     const T* __restrict g = static_cast<const T*>(grad);
     T* __restrict w = as<T>(work_);
-    std::memcpy(w, g, n * sizeof(T));
+    const T* __restrict e = error_feedback_ ? as<T>(error_) : nullptr;
     if (momentum_) {
       T* __restrict m = as<T>(velocity_);
-      T mu = static_cast<T>(mu_);
+      const T mu = static_cast<T>(mu_);
       for (size_t i = 0; i < n; ++i) {
         m[i] = mu * m[i] + g[i];
-        w[i] += mu * m[i];
+        w[i] = g[i] + mu * m[i];
       }
+      if (e)
+        for (size_t i = 0; i < n; ++i) w[i] += e[i];
+    } else {
+      for (size_t i = 0; i < n; ++i) w[i] = g[i] + e[i];
     }
   });
   if (!error_feedback_) return codec_.compress(work_.data(), out, seed, CARAVAN_COMPRESSOR_PUSH);
-  add_error(codec_, work_, error_);
   return compress_keeping_error(codec_, work_, out, error_, seed, CARAVAN_COMPRESSOR_PUSH);
 }
 
