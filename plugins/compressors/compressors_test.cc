@@ -201,15 +201,20 @@ std::vector<size_t> largest(const Values& x, size_t k) {
 using TopK = BuiltIn;
 
 TEST_P(TopK, KeepsTheKLargestMagnitudesWithTheirValues) {
-  Values x = rounded(signed_octaves(1000, kSeed, 20));
-  auto c = make(kTopK, {{"byteps_compressor_k", "0.01"}}, x.size());
-  ASSERT_TRUE(c);
-  const std::vector<size_t> kept = largest(x, 10);
-  // Exactly: the kept values travel as they are, with no arithmetic.
-  for (int direction : {kPush, kPull}) {
-    Values d = round_trip(*c, x, kSeed, direction);
-    EXPECT_EQ(nonzero(d), kept);
-    expect_each(d, [&](size_t i) { return contains(kept, i) ? x[i] : 0.0; });
+  // A small partition, and one large enough for shortcuts that look at a
+  // sample of it first.
+  for (size_t n : {size_t{1000}, (size_t{1} << 20) + 3}) {
+    SCOPED_TRACE(std::to_string(n) + " elements");
+    Values x = rounded(signed_octaves(n, kSeed, 20));
+    auto c = make(kTopK, {{"byteps_compressor_k", "0.01"}}, n);
+    ASSERT_TRUE(c);
+    const std::vector<size_t> kept = largest(x, n / 100);
+    // Exactly: the kept values travel as they are, with no arithmetic.
+    for (int direction : {kPush, kPull}) {
+      Values d = round_trip(*c, x, kSeed, direction);
+      EXPECT_EQ(nonzero(d), kept);
+      expect_each(d, [&](size_t i) { return contains(kept, i) ? x[i] : 0.0; });
+    }
   }
 }
 
@@ -228,6 +233,13 @@ TEST_P(TopK, TiesGoToTheLowerIndex) {
     ASSERT_TRUE(c);
     EXPECT_EQ(nonzero(round_trip(*c, x, kSeed, kPush)), t.kept) << "k = " << t.k;
   }
+  // A large partition of three magnitudes (2, 3 and 4), the k-th shared
+  // by 29% of it: which of those are kept is the tie rule alone.
+  Values many = signed_octaves((size_t{1} << 20) + 3, kSeed, 2);
+  for (double& v : many) v = std::copysign(std::ceil(std::fabs(v) * 4), v);
+  auto c = make(kTopK, {{"byteps_compressor_k", "0.3"}}, many.size());
+  ASSERT_TRUE(c);
+  EXPECT_EQ(nonzero(round_trip(*c, many, kSeed, kPush)), largest(many, many.size() * 3 / 10));
 }
 
 TEST_P(TopK, ReadsKAsAFractionOfAtLeastOneOrAsACount) {
