@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "caravan/plugin/compressor_v1.h"
+
 namespace caravan::conformance {
 
 namespace {
@@ -13,6 +15,7 @@ const char* kind_name(uint32_t kind) {
   switch (kind) {
     case CARAVAN_PLUGIN_KIND_VAN: return "van";
     case CARAVAN_PLUGIN_KIND_REDUCER: return "reducer";
+    case CARAVAN_PLUGIN_KIND_COMPRESSOR: return "compressor";
   }
   return "unknown";
 }

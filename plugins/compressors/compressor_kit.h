@@ -84,8 +84,11 @@ inline size_t k_of(const TensorParams& params, size_t count, const char* compres
   if (!(k > 0))
     TensorParams::bad("byteps_compressor_k", *params.text("byteps_compressor_k"),
                       "above 0 (a count, or a fraction below 1)");
-  size_t n = k < 1 ? static_cast<size_t>(k * static_cast<double>(count)) : static_cast<size_t>(k);
-  return n < 1 ? 1 : (n > count ? count : n);
+  // Clamped while still a double: converting one beyond size_t's range
+  // (k=1e30) is undefined, and came out as k = 1 on x86-64.
+  double n = k < 1 ? k * static_cast<double>(count) : k;
+  if (n >= static_cast<double>(count)) return count;
+  return n < 1 ? 1 : static_cast<size_t>(n);
 }
 
 // Indices travel as 32-bit numbers: a partition has fewer elements.

@@ -1,0 +1,24 @@
+// The compressors under test: every plugin CMake listed in
+// CARAVAN_COMPRESSOR_TARGETS, each with tensor parameters it accepts.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "conformance/host/fake_host.h"
+
+namespace caravan::conformance {
+
+struct Variant {
+  std::string path;
+  std::string name;  // from the file name, which the descriptor must match
+  Params params;     // the tensor's parameters create() is given
+};
+
+// gtest would otherwise print the parameter byte by byte.
+inline void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
+
+std::vector<Variant> all_variants();
+
+}  // namespace caravan::conformance
