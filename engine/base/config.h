@@ -47,6 +47,9 @@ struct JobConfig {
   // BYTEPS_PARTITION_BYTES; 0 when unset: the job's shape chooses
   // (default_partition_bytes in engine/worker/partition_plan.h).
   int64_t partition_bytes = 0;
+  // The partition size of compressed tensors: BYTEPS_PARTITION_BYTES when
+  // set, else chosen with partition_bytes (engine/worker/partition_plan.h).
+  int64_t compressed_partition_bytes = 0;
   // BYTEPS_MIN_COMPRESS_BYTES: smaller tensors travel uncompressed whatever
   // their compression parameters say.
   int64_t min_compress_bytes = 65536;

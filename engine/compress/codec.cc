@@ -77,30 +77,32 @@ T* as(std::vector<char>& v) {
   return reinterpret_cast<T*>(v.data());
 }
 
-// Vanilla error feedback, on either side: values += the error carried.
-void add_error(Codec& codec, std::vector<char>& values, std::vector<char>& error) {
+// Vanilla error feedback keeps, per element, the error: what the receiver
+// did not get of what was meant to be sent. It is stored negated, as the
+// deficit d = -error, so that a round takes three passes rather than four:
+// correct() makes w = v + error = v - d and sets d = -w in one pass; the
+// codec compresses w; decompressing those bytes adding into d leaves
+// d = decoded - w, minus the new error.
+void correct(Codec& codec, const void* values, std::vector<char>& corrected,
+             std::vector<char>& deficit) {
   by_float(codec.dtype(), codec.what(), [&](auto t) {
     using T = decltype(t);
-    T* __restrict v = as<T>(values);
-    const T* __restrict e = as<T>(error);
+    const T* v = static_cast<const T*>(values);  // may be `corrected` itself
+    T* w = as<T>(corrected);
+    T* __restrict d = as<T>(deficit);
     const size_t n = codec.count();
-    for (size_t i = 0; i < n; ++i) v[i] += e[i];
+    for (size_t i = 0; i < n; ++i) {
+      T x = v[i] - d[i];
+      w[i] = x;
+      d[i] = -x;
+    }
   });
 }
 
-// Compresses the corrected `values` into `out`; the error kept is what the
-// receiver will not see: the values less what it decodes from the bytes.
-size_t compress_keeping_error(Codec& codec, std::vector<char>& values, void* out,
-                              std::vector<char>& error, uint64_t seed, int direction) {
-  size_t len = codec.compress(values.data(), out, seed, direction);
-  codec.decompress(out, len, error.data(), false, seed, direction);
-  by_float(codec.dtype(), codec.what(), [&](auto t) {
-    using T = decltype(t);
-    T* __restrict e = as<T>(error);
-    const T* __restrict v = as<T>(values);
-    const size_t n = codec.count();
-    for (size_t i = 0; i < n; ++i) e[i] = v[i] - e[i];
-  });
+size_t compress_keeping_deficit(Codec& codec, std::vector<char>& corrected, void* out,
+                                std::vector<char>& deficit, uint64_t seed, int direction) {
+  size_t len = codec.compress(corrected.data(), out, seed, direction);
+  codec.decompress(out, len, deficit.data(), true, seed, direction);
   return len;
 }
 
@@ -165,35 +167,31 @@ PushCodec::PushCodec(const CompressionSpec& spec, caravan_dtype dtype, size_t co
     by_float(dtype, what, [](auto) {});
     work_.assign(bytes, 0);
   }
-  if (error_feedback_) error_.assign(bytes, 0);
+  if (error_feedback_) deficit_.assign(bytes, 0);
   if (momentum_) velocity_.assign(bytes, 0);
 }
 
 size_t PushCodec::compress(const void* grad, void* out, uint64_t seed) {
   if (!error_feedback_ && !momentum_) return codec_.compress(grad, out, seed, CARAVAN_COMPRESSOR_PUSH);
-  const size_t n = codec_.count();
-  // What is sent, in one pass: the gradient, with momentum, plus the
-  // carried error.
-  by_float(codec_.dtype(), codec_.what(), [&](auto t) {
-    using T = decltype(t);
-    const T* __restrict g = static_cast<const T*>(grad);
-    T* __restrict w = as<T>(work_);
-    const T* __restrict e = error_feedback_ ? as<T>(error_) : nullptr;
-    if (momentum_) {
+  const void* sent = grad;
+  if (momentum_) {
+    by_float(codec_.dtype(), codec_.what(), [&](auto t) {
+      using T = decltype(t);
+      const T* __restrict g = static_cast<const T*>(grad);
+      T* __restrict w = as<T>(work_);
       T* __restrict m = as<T>(velocity_);
       const T mu = static_cast<T>(mu_);
+      const size_t n = codec_.count();
       for (size_t i = 0; i < n; ++i) {
         m[i] = mu * m[i] + g[i];
         w[i] = g[i] + mu * m[i];
       }
-      if (e)
-        for (size_t i = 0; i < n; ++i) w[i] += e[i];
-    } else {
-      for (size_t i = 0; i < n; ++i) w[i] = g[i] + e[i];
-    }
-  });
-  if (!error_feedback_) return codec_.compress(work_.data(), out, seed, CARAVAN_COMPRESSOR_PUSH);
-  return compress_keeping_error(codec_, work_, out, error_, seed, CARAVAN_COMPRESSOR_PUSH);
+    });
+    sent = work_.data();
+  }
+  if (!error_feedback_) return codec_.compress(sent, out, seed, CARAVAN_COMPRESSOR_PUSH);
+  correct(codec_, sent, work_, deficit_);
+  return compress_keeping_deficit(codec_, work_, out, deficit_, seed, CARAVAN_COMPRESSOR_PUSH);
 }
 
 void PushCodec::decompress_sum(const void* payload, size_t len, void* dst, uint64_t seed) {
@@ -207,7 +205,7 @@ SumCodec::SumCodec(const CompressionSpec& spec, caravan_dtype dtype, size_t coun
       sum_(count * caravan_dtype_size(dtype)) {
   if (error_feedback_) {
     by_float(dtype, what, [](auto) {});
-    error_.assign(sum_.size(), 0);
+    deficit_.assign(sum_.size(), 0);
   }
 }
 
@@ -217,8 +215,8 @@ void SumCodec::add(const void* payload, size_t len, bool first, uint64_t seed) {
 
 size_t SumCodec::compress_sum(void* out, uint64_t seed) {
   if (!error_feedback_) return codec_.compress(sum_.data(), out, seed, CARAVAN_COMPRESSOR_PULL);
-  add_error(codec_, sum_, error_);
-  return compress_keeping_error(codec_, sum_, out, error_, seed, CARAVAN_COMPRESSOR_PULL);
+  correct(codec_, sum_.data(), sum_, deficit_);
+  return compress_keeping_deficit(codec_, sum_, out, deficit_, seed, CARAVAN_COMPRESSOR_PULL);
 }
 
 }  // namespace caravan

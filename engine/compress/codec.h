@@ -69,7 +69,8 @@ class PushCodec {
   Codec codec_;
   bool error_feedback_, momentum_;
   double mu_;
-  std::vector<char> error_, velocity_, work_;
+  // deficit_: minus the error carried (codec.cc says why negated).
+  std::vector<char> deficit_, velocity_, work_;
 };
 
 // A server's key: the workers' pushes decompressed into one sum, and the
@@ -87,7 +88,7 @@ class SumCodec {
  private:
   Codec codec_;
   bool error_feedback_;
-  std::vector<char> sum_, error_;
+  std::vector<char> sum_, deficit_;
 };
 
 }  // namespace caravan

@@ -30,6 +30,8 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
   // Every worker sees the same nodes, so all choose the same partitions
   // (and so the same keys).
   JobConfig chosen = config;
+  chosen.compressed_partition_bytes =
+      config.partition_bytes ? config.partition_bytes : static_cast<int64_t>(kCompressedPartitionBytes);
   if (chosen.partition_bytes == 0) {
     chosen.partition_bytes = static_cast<int64_t>(default_partition_bytes(hosts.size() > 1));
     CARAVAN_VLOG(1) << "tensors are cut into partitions of at most " << chosen.partition_bytes

@@ -29,6 +29,9 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> server
       servers_(std::move(servers)),
       rank_((kv.id() - worker_id(0)) / 2),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
+      compressed_partition_bytes_(static_cast<size_t>(
+          config.compressed_partition_bytes ? config.compressed_partition_bytes
+                                            : config.partition_bytes)),
       op_timeout_s_(config.op_timeout_s),
       min_compress_bytes_(static_cast<size_t>(config.min_compress_bytes)),
       async_(config.enable_async),
@@ -72,20 +75,25 @@ TensorPlan& PushPullClient::declare(const std::string& name, size_t count, int d
   plan->count = count;
   plan->dtype = dtype;
   plan->broadcast = broadcast;
-  plan->partitions = plan_partitions(name, count * dtype_size(dtype), dtype_size(dtype),
-                                     partition_bytes_, static_cast<int>(servers_.size()));
   auto spec = compression_.find(name);
-  if (spec != compression_.end() && spec->second.compressed()) {
-    if (broadcast)
-      throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name +
-                                            "' has compression parameters, but a broadcast "
-                                            "sends values as they are; give it another name");
+  const size_t bytes = count * dtype_size(dtype);
+  const bool compressed = spec != compression_.end() && spec->second.compressed() &&
+                          bytes >= min_compress_bytes_;
+  if (spec != compression_.end() && spec->second.compressed() && broadcast)
+    throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name +
+                                          "' has compression parameters, but a broadcast "
+                                          "sends values as they are; give it another name");
+  plan->partitions =
+      plan_partitions(name, bytes, dtype_size(dtype),
+                      compressed ? compressed_partition_bytes_ : partition_bytes_,
+                      static_cast<int>(servers_.size()));
+  if (compressed) {
     plan->compression = spec->second;
-    if (count * dtype_size(dtype) >= min_compress_bytes_) make_codecs(*plan);
-    else
-      CARAVAN_LOG(INFO) << "tensor '" << name << "' (" << count * dtype_size(dtype)
-                        << " bytes) travels uncompressed: under BYTEPS_MIN_COMPRESS_BYTES="
-                        << min_compress_bytes_;
+    make_codecs(*plan);
+  } else if (spec != compression_.end() && spec->second.compressed()) {
+    CARAVAN_LOG(INFO) << "tensor '" << name << "' (" << bytes
+                      << " bytes) travels uncompressed: under BYTEPS_MIN_COMPRESS_BYTES="
+                      << min_compress_bytes_;
   }
   for (auto& p : plan->partitions) {
     auto [k, fresh] = keys_.emplace(p.key, name);

@@ -183,6 +183,7 @@ class PushPullClient {
   int rank_;  // this worker's
 
   size_t partition_bytes_;
+  size_t compressed_partition_bytes_;  // of compressed tensors
   int op_timeout_s_;
   size_t min_compress_bytes_;
   bool async_;
