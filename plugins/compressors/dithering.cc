@@ -74,9 +74,11 @@ class Dithering {
   uint32_t quantise(double r, Rng& rng) const {
     uint32_t lo;
     if (!natural_) {
+      // Evenly spaced: up with probability y - floor(y).
       double y = r * levels_;
       lo = static_cast<uint32_t>(y);
       if (lo >= levels_) return levels_;
+      return rng.uniform() < y - lo ? lo + 1 : lo;
     } else {
       int e;
       std::frexp(r, &e);  // r in [2^(e-1), 2^e)
@@ -111,11 +113,16 @@ class Dithering {
   template <class T>
   void decompress_as(const void* src, void* dst, bool accumulate) const {
     double norm = load<double>(src, 0);
+    // Every field's value, by its bits (sign lowest): a lookup per element.
+    std::vector<T> value(size_t{1} << width_, T(0));
+    for (uint32_t code = 0; code <= levels_; ++code) {
+      T m = static_cast<T>(norm * level_value(code));
+      value[code << 1] = m;
+      value[(code << 1) | 1u] = -m;
+    }
     BitReader in(static_cast<const char*>(src) + 8);
     for (size_t i = 0; i < count_; ++i) {
-      uint32_t field = in.get(width_);
-      double m = norm * level_value(field >> 1);
-      T v = static_cast<T>(field & 1u ? -m : m);
+      T v = value[in.get(width_)];
       store<T>(dst, i, accumulate ? load<T>(dst, i) + v : v);
     }
   }
