@@ -1,5 +1,7 @@
-// The compressors under test: every plugin CMake listed in
-// CARAVAN_COMPRESSOR_TARGETS, each with tensor parameters it accepts.
+// The compressors under test: the plugin files given on caravan-compressor-
+// check's command line, else every plugin CMake listed in
+// CARAVAN_COMPRESSOR_TARGETS (compressor_conformance_test), each with tensor
+// parameters it accepts.
 #pragma once
 
 #include <ostream>
@@ -20,5 +22,10 @@ struct Variant {
 inline void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 std::vector<Variant> all_variants();
+
+// caravan-compressor-check: test these files instead, each created with
+// `params` added to those variants.cc knows for its name. Called before
+// GoogleTest registers the suites.
+void test_only(const std::vector<std::string>& paths, const Params& params);
 
 }  // namespace caravan::conformance

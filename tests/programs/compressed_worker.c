@@ -10,7 +10,10 @@
  *   small     a tensor under BYTEPS_MIN_COMPRESS_BYTES: the exact sum;
  *   errors    the refusals, each naming what is wrong;
  *   disagree  worker 1 declares another k: both get MISMATCH naming both;
- *   async     (with BYTEPS_ENABLE_ASYNC=1) declaring compression is refused.
+ *   async     (with BYTEPS_ENABLE_ASYNC=1) declaring compression is refused;
+ *   plugin NAME  a compressor that keeps about 8 significant bits (the SDK's
+ *             example, bf16): every result within 2^-7 of the sum's
+ *             magnitudes, and not every one exact (it did compress).
  * The test runs one server and tensors of one partition, so the model
  * needs no partition plan. Inputs are multiples of 1/64 small enough that
  * every sum is exact in float32 whatever the order of additions.
@@ -242,6 +245,37 @@ static int run_errors(void) {
   return bad;
 }
 
+static int run_plugin(const char* type, int size) {
+  const char* kv[] = {"byteps_compressor_type", type};
+  CHECK_RC(declare("plugin", kv, 1));
+  float* x = malloc(N * sizeof(float));
+  size_t inexact = 0;
+  for (int step = 0; step < 2; ++step) {
+    for (size_t i = 0; i < N; ++i) x[i] = input(caravan_rank(), i, step);
+    CHECK_RC(caravan_push_pull("plugin", x, N, CARAVAN_FLOAT32, 0));
+    for (size_t i = 0; i < N; ++i) {
+      float sum = 0, magnitude = 0;
+      for (int r = 0; r < size; ++r) {
+        sum += input(r, i, step);
+        magnitude += fabsf(input(r, i, step));
+      }
+      if (fabsf(x[i] - sum) > magnitude / 128) {
+        fprintf(stderr, "%s step %d element %zu: got %.9g, the sum is %.9g\n", type, step, i,
+                x[i], sum);
+        return 1;
+      }
+      inexact += x[i] != sum;
+    }
+  }
+  free(x);
+  if (inexact == 0) {
+    fprintf(stderr, "%s: every result is the exact sum: was the tensor compressed?\n", type);
+    return 1;
+  }
+  printf("%s: %zu of %d results rounded, all within 2^-7\n", type, inexact, 2 * N);
+  return 0;
+}
+
 static int run_disagree(int rank) {
   const char* kv[] = {"byteps_compressor_type", "topk", "byteps_compressor_k",
                       rank == 1 ? "0.02" : "0.01"};
@@ -261,6 +295,8 @@ int main(int argc, char** argv) {
     static const char* kv[] = {"byteps_compressor_type", "onebit"};
     bad = expect(declare("a", kv, 1), CARAVAN_ERR_CONFIG, "BYTEPS_ENABLE_ASYNC=1",
                  "compression in asynchronous mode");
+  } else if (!strcmp(mode, "plugin") && argc > 2) {
+    bad = run_plugin(argv[2], size);
   } else if (!strcmp(mode, "disagree")) {
     bad = run_disagree(rank);
   } else {
