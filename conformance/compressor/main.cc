@@ -56,7 +56,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   caravan::conformance::test_only(paths, params);
+  // GoogleTest moves the flags it takes out of argv, NULL at argv[argc] too.
   int n = static_cast<int>(rest.size());
+  rest.push_back(nullptr);
   testing::InitGoogleTest(&n, rest.data());
   return RUN_ALL_TESTS();
 }
