@@ -427,6 +427,14 @@ void SumServer::sum_compressed(KeyState& k, uint64_t key, Queued&& q, int rank) 
     return refuse(req, CARAVAN_ERR_SERVER,
                   "worker " + std::to_string(rank) + " pushed key " + std::to_string(key) +
                       " twice in one round");
+  // Seeds are made from the round: a worker at another round than this
+  // key's would be decoded with the wrong draws (random-k's indices).
+  if (static_cast<uint64_t>(req.head.cmd) != (k.rounds & 0x7fffffff))
+    return refuse(req, CARAVAN_ERR_SERVER,
+                  "worker " + std::to_string(rank) + " pushed compressed key " +
+                      std::to_string(key) + " for its round " + std::to_string(req.head.cmd) +
+                      ", but the key is at round " + std::to_string(k.rounds & 0x7fffffff) +
+                      " here (a push_pull of the tensor failed or was abandoned on one side)");
   const uint64_t seed = round_seed(k.seed, key, k.rounds);
   try {
     k.codec->add(req.vals.data, req.vals.len, r.waiting.empty(), seed);

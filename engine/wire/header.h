@@ -59,8 +59,9 @@ enum Flags : uint32_t {
   // With kPush | kPull: vals is the partition compressed by the tensor's
   // compressor (docs/compression.md), and lens its parameters as text
   // (CompressionSpec::text() and "count=<elements>\n", NUL-padded to a
-  // multiple of 4). The answer carries the flag too: its vals are the
-  // sum, compressed.
+  // multiple of 4), and cmd the worker's round of the tensor (low 31
+  // bits), which the server checks. The answer carries the flag too: its
+  // vals are the sum, compressed.
   kCompressed = 1u << 10,
 };
 

@@ -449,6 +449,9 @@ void PushPullClient::compress_partition(Operation& op, size_t index, KVMessage& 
   std::string& params = plan.wire_params[index];
   msg.lens = Blob{params.data(), params.size(), nullptr};
   msg.head.flags |= wire::kCompressed;
+  // The round the seed was made for: the server checks it is at the same
+  // one, since a different seed would decode other indices, silently.
+  msg.head.cmd = static_cast<int32_t>(op.round & 0x7fffffff);
 }
 
 std::string PushPullClient::store_sum(Operation& op, size_t index, const ipc::Slot* slot,
