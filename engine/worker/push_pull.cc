@@ -312,11 +312,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
     try {
       compress_partition(*op, index, msg);
     } catch (const Error& e) {
-      // Nothing was sent: account for both events here.
-      partition_finished();
-      finish_event(*op, e.code(), e.what());
-      finish_event(*op, e.code(), e.what());
-      return;
+      return never_sent(*op, e);
     }
   } else if (slot) {
     std::memcpy(slot->data, op->data + part.offset, part.bytes);
@@ -406,11 +402,15 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
   } catch (const Error& e) {
-    // Neither handler will run: account for both events here.
-    partition_finished();
-    finish_event(*op, e.code(), e.what());
-    finish_event(*op, e.code(), e.what());
+    never_sent(*op, e);
   }
+}
+
+void PushPullClient::never_sent(Operation& op, const Error& e) {
+  // Neither handler will run: account for both events here.
+  partition_finished();
+  finish_event(op, e.code(), e.what());
+  finish_event(op, e.code(), e.what());
 }
 
 void PushPullClient::trace_stage(Operation& op, size_t index, const char* stage,

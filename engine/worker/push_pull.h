@@ -26,6 +26,8 @@
 
 namespace caravan {
 
+class Error;
+
 struct ServerAddress {
   int node_id;
   std::string name;  // "server 1 (pid ... at ...)"
@@ -157,6 +159,9 @@ class PushPullClient {
   void queue(const std::shared_ptr<Operation>& op, size_t index);
   void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
   void finish_event(Operation& op, int code, const std::string& error);
+  // A partition that failed before the van took it (its credit and both
+  // of its events, with `e`).
+  void never_sent(Operation& op, const Error& e);
   // Copies partition `index`'s sum from answer `r` (or `slot`) into the
   // caller's buffer.
   // Returns why it could not ("" when stored).
