@@ -5,7 +5,9 @@ values written on a side stream made current just before the call (the
 engine must wait for that stream, not for the device); in-place, new-tensor
 and asynchronous forms; a non-contiguous column; a tensor of many
 partitions; several in flight at once; broadcast of a CUDA tensor and of a
-CUDA model's parameters; results staying on the tensor's device. Run it
+CUDA model's parameters; results staying on the tensor's device; a
+compressed tensor (onebit) giving on the GPU exactly what the same values
+give from host memory. Run it
 where torch sees a GPU (CMake probes first and skips otherwise).
 """
 import torch
@@ -92,6 +94,26 @@ def broadcasts(rank, size, device):
         check_equal(p, q, "parameter %s after broadcast_parameters" % name)
 
 
+def compressed(rank, size, device):
+    # Staged device tensors are compressed on the host like host tensors, so
+    # both must give the same bits. 4 MiB of float32: two partitions.
+    params = dict(byteps_compressor_type="onebit", byteps_compressor_onebit_scaling=True)
+    for where in ("dev", "host"):
+        bps.declare("cuda.onebit." + where, **params)
+    for step in range(2):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        values = torch.randn(1 << 20, generator=g)
+        on_device = bps.push_pull(values.to(device), average=False, name="cuda.onebit.dev")
+        on_host = bps.push_pull(values.clone(), average=False, name="cuda.onebit.host")
+        check(on_device.device == device, "the compressed result is on %s" % on_device.device)
+        check_equal(on_device.cpu(), on_host, "onebit step %d: device against host memory" % step)
+        if size > 1 and bps.local_size() == 1:
+            # Through a server: one sign bit and one scale per partition.
+            magnitudes = on_host.abs().unique().numel()
+            check(magnitudes <= 2, "onebit step %d: %d magnitudes, not one per partition"
+                  % (step, magnitudes))
+
+
 def main():
     bps.init()
     rank, size = bps.rank(), bps.size()
@@ -100,6 +122,7 @@ def main():
     every_dtype(rank, size, device)
     shapes_and_forms(rank, size, device)
     broadcasts(rank, size, device)
+    compressed(rank, size, device)
     done(rank, "CUDA tensors on %d workers (%s)" % (size, torch.cuda.get_device_name(device)))
     bps.shutdown()
 
