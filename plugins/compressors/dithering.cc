@@ -138,8 +138,6 @@ class Dithering {
 }  // namespace
 }  // namespace caravan::compressors
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-  return caravan::plugin::compressor_descriptor<caravan::compressors::Dithering>(
-      "dithering", CARAVAN_VERSION_STRING,
-      "sign and a stochastically rounded level per element, unbiased (byteps_compressor_k levels)");
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<caravan::compressors::Dithering>(
+    "dithering", CARAVAN_VERSION_STRING,
+    "sign and a stochastically rounded level per element, unbiased (byteps_compressor_k levels)"))

@@ -157,8 +157,6 @@ class OneBit {
 }  // namespace
 }  // namespace caravan::compressors
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-  return caravan::plugin::compressor_descriptor<caravan::compressors::OneBit>(
-      "onebit", CARAVAN_VERSION_STRING,
-      "one sign bit per element and one scale (byteps_compressor_onebit_scaling)");
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<caravan::compressors::OneBit>(
+    "onebit", CARAVAN_VERSION_STRING,
+    "one sign bit per element and one scale (byteps_compressor_onebit_scaling)"))

@@ -84,8 +84,6 @@ class RandomK {
 }  // namespace
 }  // namespace caravan::compressors
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-  return caravan::plugin::compressor_descriptor<caravan::compressors::RandomK>(
-      "randomk", CARAVAN_VERSION_STRING,
-      "k values at indices drawn from the round's shared seed, unbiased (byteps_compressor_k)");
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<caravan::compressors::RandomK>(
+    "randomk", CARAVAN_VERSION_STRING,
+    "k values at indices drawn from the round's shared seed, unbiased (byteps_compressor_k)"))

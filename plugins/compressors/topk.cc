@@ -189,8 +189,6 @@ class TopK {
 }  // namespace
 }  // namespace caravan::compressors
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-  return caravan::plugin::compressor_descriptor<caravan::compressors::TopK>(
-      "topk", CARAVAN_VERSION_STRING,
-      "the k largest magnitudes with their indices (byteps_compressor_k)");
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<caravan::compressors::TopK>(
+    "topk", CARAVAN_VERSION_STRING,
+    "the k largest magnitudes with their indices (byteps_compressor_k)"))

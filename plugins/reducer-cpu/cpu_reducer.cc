@@ -204,23 +204,10 @@ void CpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double fac
 
 const caravan_param_info kParams[] = {kKernel.info, kThreads.info, kMinBytesPerThread.info};
 
-const caravan_plugin_descriptor kDescriptor = {
-    CARAVAN_PLUGIN_MAGIC,
-    CARAVAN_REDUCER_ABI_MAJOR_V1,
-    CARAVAN_REDUCER_ABI_MINOR_V1,
-    CARAVAN_PLUGIN_KIND_REDUCER,
-    sizeof(caravan_plugin_descriptor),
-    "cpu",
-    CARAVAN_VERSION_STRING,
-    "sums host memory on the CPU (portable, AVX2 or AVX-512 kernels)",
-    kParams,
-    sizeof kParams / sizeof kParams[0],
-    plugin::reducer_ops_v1<CpuReducer>(),
-};
-
 }  // namespace
 }  // namespace caravan::reducer_cpu
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
-  return &caravan::reducer_cpu::kDescriptor;
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::reducer_descriptor_v1<caravan::reducer_cpu::CpuReducer>(
+    "cpu", CARAVAN_VERSION_STRING,
+    "sums host memory on the CPU (portable, AVX2 or AVX-512 kernels)",
+    caravan::reducer_cpu::kParams))

@@ -165,24 +165,12 @@ namespace {
 
 const caravan_param_info kParams[] = {kDevice.info, kBlockThreads.info, kLocalTimeoutS.info};
 
-const caravan_plugin_descriptor kDescriptor = {
-    CARAVAN_PLUGIN_MAGIC,
-    CARAVAN_REDUCER_ABI_MAJOR_V1,
-    CARAVAN_REDUCER_ABI_MINOR_V1,
-    CARAVAN_PLUGIN_KIND_REDUCER,
-    sizeof(caravan_plugin_descriptor),
-    "gpu",
-    CARAVAN_VERSION_STRING,
-    kHasNccl ? "sums CUDA device memory on the caller's stream; NCCL local group"
-             : "sums CUDA device memory on the caller's stream (built without NCCL)",
-    kParams,
-    sizeof kParams / sizeof kParams[0],
-    plugin::reducer_ops_v1<GpuReducer>(),
-};
-
 }  // namespace
 }  // namespace caravan::reducer_gpu
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
-  return &caravan::reducer_gpu::kDescriptor;
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::reducer_descriptor_v1<caravan::reducer_gpu::GpuReducer>(
+    "gpu", CARAVAN_VERSION_STRING,
+    caravan::reducer_gpu::kHasNccl
+        ? "sums CUDA device memory on the caller's stream; NCCL local group"
+        : "sums CUDA device memory on the caller's stream (built without NCCL)",
+    caravan::reducer_gpu::kParams))

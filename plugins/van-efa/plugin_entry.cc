@@ -5,16 +5,7 @@
 #include "params.h"
 #include "efa_van.h"
 
-namespace {
-
-const caravan_plugin_descriptor kDescriptor =
-    caravan::plugin::van_descriptor_v2<caravan::van_efa::EfaVan>(
-        "efa", "0.1.0",
-        "libfabric van (EFA by default; any FI_EP_RDM provider), eager + rendezvous reads + cached remote writes",
-        caravan::van_efa::params::kList);
-
-}  // namespace
-
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
-  return &kDescriptor;
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_efa::EfaVan>(
+    "efa", "0.1.0",
+    "libfabric van (EFA by default; any FI_EP_RDM provider), eager + rendezvous reads + cached remote writes",
+    caravan::van_efa::params::kList))

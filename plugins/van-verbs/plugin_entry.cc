@@ -5,16 +5,7 @@
 #include "params.h"
 #include "verbs_van.h"
 
-namespace {
-
-const caravan_plugin_descriptor kDescriptor =
-    caravan::plugin::van_descriptor_v2<caravan::van_verbs::VerbsVan>(
-        "verbs", "0.1.0",
-        "ibverbs RDMA van: RC queue pairs over rdma_cm, eager sends + rendezvous RDMA reads + cached RDMA writes",
-        caravan::van_verbs::params::kList);
-
-}  // namespace
-
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
-  return &kDescriptor;
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_verbs::VerbsVan>(
+    "verbs", "0.1.0",
+    "ibverbs RDMA van: RC queue pairs over rdma_cm, eager sends + rendezvous RDMA reads + cached RDMA writes",
+    caravan::van_verbs::params::kList))

@@ -5,16 +5,7 @@
 #include "params.h"
 #include "zmq_van.h"
 
-namespace {
-
-const caravan_plugin_descriptor kDescriptor =
-    caravan::plugin::van_descriptor_v2<caravan::van_zmq::ZmqVan>(
-        "zmq", "0.1.0",
-        "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
-        caravan::van_zmq::params::kList);
-
-}  // namespace
-
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
-  return &kDescriptor;
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_zmq::ZmqVan>(
+    "zmq", "0.1.0",
+    "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
+    caravan::van_zmq::params::kList))

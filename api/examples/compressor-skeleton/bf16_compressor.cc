@@ -55,7 +55,5 @@ class Bf16 {
 
 }  // namespace
 
-extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-  return caravan::plugin::compressor_descriptor<Bf16>(
-      "bf16", "1.0", "float32 as the nearest bfloat16 (an example of the SDK)");
-}
+CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<Bf16>(
+    "bf16", "1.0", "float32 as the nearest bfloat16 (an example of the SDK)"))

@@ -14,9 +14,7 @@
 //       // throws plugin::Error(INVALID_ARGUMENT) before writing dst when the
 //       // bytes cannot be compress()'s output
 // and the plugin exports its descriptor with
-//   extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry() {
-//     return caravan::plugin::compressor_descriptor<C>("name", "1.0", "one line");
-//   }
+//   CARAVAN_PLUGIN_ENTRY(caravan::plugin::compressor_descriptor<C>("name", "1.0", "one line"))
 #ifndef CARAVAN_PLUGIN_COMPRESSOR_CXX_HPP
 #define CARAVAN_PLUGIN_COMPRESSOR_CXX_HPP
 
@@ -147,10 +145,10 @@ const caravan_plugin_descriptor* compressor_descriptor(const char* name, const c
   static const caravan_compressor_ops_v1 ops = {
       sizeof(caravan_compressor_ops_v1), T::Entry::create, T::Entry::destroy, T::create,
       T::destroy, T::compress, T::decompress};
-  static const caravan_plugin_descriptor descriptor = {
-      CARAVAN_PLUGIN_MAGIC, CARAVAN_COMPRESSOR_ABI_MAJOR_V1, CARAVAN_COMPRESSOR_ABI_MINOR_V1,
-      CARAVAN_PLUGIN_KIND_COMPRESSOR, sizeof(caravan_plugin_descriptor), name, version,
-      description, nullptr, 0, &ops};
+  static const caravan_plugin_descriptor descriptor =
+      plugin_descriptor(CARAVAN_PLUGIN_KIND_COMPRESSOR, CARAVAN_COMPRESSOR_ABI_MAJOR_V1,
+                        CARAVAN_COMPRESSOR_ABI_MINOR_V1, name, version, description, nullptr, 0,
+                        &ops);
   return &descriptor;
 }
 

@@ -5,6 +5,8 @@
 #define CARAVAN_PLUGIN_PLUGIN_CXX_HPP
 
 #include <cstdarg>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -157,6 +159,36 @@ struct Instance {
   }
 };
 
+// A descriptor of the given kind and ABI version: what the van, reducer and
+// compressor helpers make, each with its kind's numbers and ops table.
+inline caravan_plugin_descriptor plugin_descriptor(uint32_t kind, uint32_t abi_major,
+                                                   uint32_t abi_minor, const char* name,
+                                                   const char* version, const char* description,
+                                                   const caravan_param_info* params,
+                                                   size_t num_params, const void* ops) {
+  return caravan_plugin_descriptor{CARAVAN_PLUGIN_MAGIC, abi_major, abi_minor, kind,
+                                   sizeof(caravan_plugin_descriptor), name, version, description,
+                                   params, num_params, ops};
+}
+
+// What CARAVAN_PLUGIN_ENTRY returns, from a descriptor held by value (the
+// van and reducer helpers make one) or by address (the compressor helper's).
+inline const caravan_plugin_descriptor* descriptor_address(const caravan_plugin_descriptor& d) {
+  return &d;
+}
+inline const caravan_plugin_descriptor* descriptor_address(const caravan_plugin_descriptor* d) {
+  return d;
+}
+
 }  // namespace caravan::plugin
+
+// Defines the plugin's one exported symbol, returning the descriptor that
+// the argument makes (built once, on the first call, and kept):
+//   CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<MyVan>("name", "1.0", "one line", kParams))
+#define CARAVAN_PLUGIN_ENTRY(...)                                                               \
+  extern "C" CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) { \
+    static const auto caravan_plugin_descriptor_ = (__VA_ARGS__);                                \
+    return ::caravan::plugin::descriptor_address(caravan_plugin_descriptor_);                    \
+  }
 
 #endif  // CARAVAN_PLUGIN_PLUGIN_CXX_HPP

@@ -402,6 +402,17 @@ const caravan_reducer_ops_v1* reducer_ops_v1() {
   return &ReducerOpsV1<R>::table;
 }
 
+// The whole descriptor of a reducer R of ABI 1 with its parameter list:
+//   CARAVAN_PLUGIN_ENTRY(reducer_descriptor_v1<MyReducer>("name", "1.0", "one line", kParams))
+template <class R, size_t N>
+caravan_plugin_descriptor reducer_descriptor_v1(const char* name, const char* version,
+                                                const char* description,
+                                                const caravan_param_info (&params)[N]) {
+  return plugin_descriptor(CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1,
+                           CARAVAN_REDUCER_ABI_MINOR_V1, name, version, description, params, N,
+                           reducer_ops_v1<R>());
+}
+
 }  // namespace caravan::plugin
 
 #endif  // CARAVAN_PLUGIN_REDUCER_CXX_HPP

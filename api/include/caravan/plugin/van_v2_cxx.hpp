@@ -89,25 +89,15 @@ const caravan_van_ops_v2* van_ops_v2() {
   return &VanOpsV2<V>::table;
 }
 
-// The whole descriptor of a van V of ABI 2 with its parameter list, for
-// the plugin's entry function to return:
-//   const caravan_plugin_descriptor kDescriptor =
-//       van_descriptor_v2<MyVan>("name", "1.0", "one line", kParams);
+// The whole descriptor of a van V of ABI 2 with its parameter list:
+//   CARAVAN_PLUGIN_ENTRY(van_descriptor_v2<MyVan>("name", "1.0", "one line", kParams))
 template <class V, size_t N>
 caravan_plugin_descriptor van_descriptor_v2(const char* name, const char* version,
                                             const char* description,
                                             const caravan_param_info (&params)[N]) {
-  return caravan_plugin_descriptor{CARAVAN_PLUGIN_MAGIC,
-                                   CARAVAN_VAN_ABI_MAJOR_V2,
-                                   CARAVAN_VAN_ABI_MINOR_V2,
-                                   CARAVAN_PLUGIN_KIND_VAN,
-                                   sizeof(caravan_plugin_descriptor),
-                                   name,
-                                   version,
-                                   description,
-                                   params,
-                                   N,
-                                   van_ops_v2<V>()};
+  return plugin_descriptor(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V2,
+                           CARAVAN_VAN_ABI_MINOR_V2, name, version, description, params, N,
+                           van_ops_v2<V>());
 }
 
 }  // namespace caravan::plugin
