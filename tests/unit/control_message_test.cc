@@ -49,14 +49,38 @@ TEST(FrameReader, CutsAStreamFedOneByteAtATime) {
   EXPECT_EQ(r.buffered(), 0u);
 }
 
-TEST(FrameReader, RefusesAStrangerOnItsFirstWrongByte) {
-  FrameReader r(1 << 20);
-  uint8_t http[] = {'G', 'E', 'T', ' '};
-  r.append(http, 1);
-  wire::Header h;
+// The first frame a FrameReader holding at most `limit` bytes makes of `stream`.
+struct FirstFrame {
+  FrameReader::Next next;
+  wire::Header head;
   Bytes body;
   std::string why;
-  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+};
+
+FirstFrame first_frame(const Bytes& stream, size_t limit = 1 << 20) {
+  FrameReader r(limit);
+  r.append(stream.data(), stream.size());
+  FirstFrame f;
+  f.next = r.next(&f.head, &f.body, &f.why);
+  return f;
+}
+
+// What the FrameReader must refuse as soon as `stream` arrives: its reason.
+std::string malformed(const Bytes& stream, size_t limit = 1 << 20) {
+  FirstFrame f = first_frame(stream, limit);
+  EXPECT_EQ(f.next, FrameReader::Next::kMalformed);
+  return f.why;
+}
+
+// A wire header with no body after it.
+Bytes header_alone(const wire::Header& h) {
+  Bytes b(wire::kHeaderBytes);
+  wire::encode(h, b.data());
+  return b;
+}
+
+TEST(FrameReader, RefusesAStrangerOnItsFirstWrongByte) {
+  std::string why = malformed({'G'});  // of "GET "
   EXPECT_NE(why.find("bad magic"), std::string::npos) << why;
 }
 
@@ -64,13 +88,7 @@ TEST(FrameReader, RefusesAnOversizedBodyBeforeItArrives) {
   wire::Header h;
   h.type = wire::Type::kRegister;
   h.seg_len[0] = 3ull << 30;  // claims 3 GiB
-  Bytes b(wire::kHeaderBytes);
-  wire::encode(h, b.data());
-  FrameReader r(16 << 20);
-  r.append(b.data(), b.size());
-  Bytes body;
-  std::string why;
-  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+  std::string why = malformed(header_alone(h), 16 << 20);
   EXPECT_NE(why.find("3221225472"), std::string::npos) << why;
 }
 
@@ -78,13 +96,7 @@ TEST(FrameReader, RefusesDataSegmentsOnTheControlChannel) {
   wire::Header h;
   h.type = wire::Type::kHeartbeat;
   h.seg_len[2] = 4;
-  Bytes b(wire::kHeaderBytes);
-  wire::encode(h, b.data());
-  FrameReader r(1 << 20);
-  r.append(b.data(), b.size());
-  Bytes body;
-  std::string why;
-  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMalformed);
+  std::string why = malformed(header_alone(h));
   EXPECT_NE(why.find("must be empty"), std::string::npos) << why;
 }
 
@@ -97,15 +109,13 @@ TEST(FrameReader, DescribesAMessageCutShort) {
   EXPECT_EQ(r.describe_partial(), "10 of 500 body bytes");
 }
 
+// A well-framed message that `side` must refuse: its reason.
 std::string refusal(ControlReceiver side, const Bytes& stream) {
-  FrameReader r(1 << 20);
-  r.append(stream.data(), stream.size());
-  wire::Header h;
-  Bytes body;
-  std::string why;
-  EXPECT_EQ(r.next(&h, &body, &why), FrameReader::Next::kMessage) << why;
+  FirstFrame f = first_frame(stream);
+  EXPECT_EQ(f.next, FrameReader::Next::kMessage) << f.why;
   ControlMessage msg;
-  EXPECT_FALSE(parse_control_message(side, h, body, &msg, &why));
+  std::string why;
+  EXPECT_FALSE(parse_control_message(side, f.head, f.body, &msg, &why));
   EXPECT_FALSE(why.empty());
   return why;
 }

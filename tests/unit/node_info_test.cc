@@ -1,8 +1,10 @@
 // Node registration and node-table bodies, and rank assignment.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/base/error.h"
@@ -23,26 +25,37 @@ NodeInfo node(Role role, std::string host, std::string address, int preferred = 
   return n;
 }
 
-void expect_same(const NodeInfo& a, const NodeInfo& b) {
-  EXPECT_EQ(a.id, b.id);
-  EXPECT_EQ(a.role, b.role);
-  EXPECT_EQ(a.rank, b.rank);
-  EXPECT_EQ(a.preferred_rank, b.preferred_rank);
-  EXPECT_EQ(a.host, b.host);
-  EXPECT_EQ(a.van_address, b.van_address);
-  EXPECT_EQ(a.pid, b.pid);
+// Every field that travels, the role by name so that a failure reads plainly.
+auto fields(const NodeInfo& n) {
+  return std::make_tuple(n.id, std::string(role_name(n.role)), n.rank, n.preferred_rank, n.host,
+                         n.van_address, n.pid);
+}
+
+// assign_ranks must refuse `nodes` with a config error that says each of `messages`.
+void expect_refused(std::vector<NodeInfo> nodes, int num_servers, int num_workers,
+                    std::initializer_list<std::string> messages) {
+  try {
+    assign_ranks(nodes, num_servers, num_workers);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG) << what;
+    for (const std::string& m : messages)
+      EXPECT_NE(what.find(m), std::string::npos) << "missing '" << m << "' in: " << what;
+    return;
+  }
+  ADD_FAILURE() << "accepted nodes that should be refused for " << *messages.begin();
 }
 
 TEST(NodeInfo, RegisterRoundTrip) {
   NodeInfo n = node(Role::kServer, "10.0.0.5", "tcp://10.0.0.5:4242", 3, 4711);
   n.id = 14;
   n.rank = 3;
-  expect_same(decode_register(encode_register(n)), n);
+  EXPECT_EQ(fields(decode_register(encode_register(n))), fields(n));
 
   NodeInfo empty;  // empty strings and negative numbers
   empty.role = Role::kScheduler;
   empty.id = -1;
-  expect_same(decode_register(encode_register(empty)), empty);
+  EXPECT_EQ(fields(decode_register(encode_register(empty))), fields(empty));
 }
 
 TEST(NodeInfo, NodeTableRoundTrip) {
@@ -54,7 +67,8 @@ TEST(NodeInfo, NodeTableRoundTrip) {
   for (size_t i = 0; i < nodes.size(); ++i) nodes[i].id = static_cast<int>(i) * 7;
   auto out = decode_node_table(encode_node_table(nodes));
   ASSERT_EQ(out.size(), nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) expect_same(out[i], nodes[i]);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    EXPECT_EQ(fields(out[i]), fields(nodes[i])) << "node " << i;
   EXPECT_TRUE(decode_node_table(encode_node_table({})).empty());
 }
 
@@ -153,47 +167,19 @@ TEST(AssignRanks, PreferredRanksAreHonoured) {
 }
 
 TEST(AssignRanks, DuplicatePreferredRankNamesBothNodes) {
-  std::vector<NodeInfo> nodes = {
-      node(Role::kWorker, "10.0.0.1", "tcp://10.0.0.1:5", 1, 111),
-      node(Role::kWorker, "10.0.0.2", "tcp://10.0.0.2:5", 1, 222),
-  };
-  try {
-    assign_ranks(nodes, 1, 2);
-    FAIL() << "duplicate DMLC_WORKER_ID accepted";
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
-    EXPECT_NE(what.find("DMLC_WORKER_ID=1"), std::string::npos) << what;
-    EXPECT_NE(what.find("pid 111 at 10.0.0.1"), std::string::npos) << what;
-    EXPECT_NE(what.find("pid 222 at 10.0.0.2"), std::string::npos) << what;
-  }
+  expect_refused({node(Role::kWorker, "10.0.0.1", "tcp://10.0.0.1:5", 1, 111),
+                  node(Role::kWorker, "10.0.0.2", "tcp://10.0.0.2:5", 1, 222)},
+                 1, 2, {"DMLC_WORKER_ID=1", "pid 111 at 10.0.0.1", "pid 222 at 10.0.0.2"});
 }
 
 TEST(AssignRanks, DuplicateServerIdIsNamed) {
-  std::vector<NodeInfo> nodes = {node(Role::kServer, "x", "1", 0, 1),
-                                 node(Role::kServer, "y", "1", 0, 2)};
-  try {
-    assign_ranks(nodes, 2, 0);
-    FAIL() << "duplicate CARAVAN_SERVER_ID accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
-    EXPECT_NE(std::string(e.what()).find("CARAVAN_SERVER_ID=0"), std::string::npos) << e.what();
-  }
+  expect_refused({node(Role::kServer, "x", "1", 0, 1), node(Role::kServer, "y", "1", 0, 2)}, 2, 0,
+                 {"CARAVAN_SERVER_ID=0"});
 }
 
 TEST(AssignRanks, OutOfRangePreferredRank) {
-  std::vector<NodeInfo> nodes = {node(Role::kWorker, "a", "1", 2, 5),
-                                 node(Role::kWorker, "b", "1")};
-  try {
-    assign_ranks(nodes, 1, 2);
-    FAIL() << "rank 2 of 2 workers accepted";
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
-    EXPECT_NE(what.find("DMLC_WORKER_ID=2"), std::string::npos) << what;
-    EXPECT_NE(what.find("0..1"), std::string::npos) << what;
-    EXPECT_NE(what.find("pid 5"), std::string::npos) << what;
-  }
+  expect_refused({node(Role::kWorker, "a", "1", 2, 5), node(Role::kWorker, "b", "1")}, 1, 2,
+                 {"DMLC_WORKER_ID=2", "0..1", "pid 5"});
 }
 
 TEST(NodeInfo, Describe) {
