@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,52 +45,74 @@ class ConfigTest : public ::testing::Test {
     return Error(0, "");
   }
 
+  // from_env must refuse `var`=`value` (with DMLC_ROLE=`role` unless null)
+  // with a config error that names the variable and quotes the value.
+  void expect_value_refused(const char* var, const char* value, const char* role = nullptr) {
+    SCOPED_TRACE(std::string(var) + "=" + value);
+    test::EnvGuard local;
+    if (role) local.set("DMLC_ROLE", role);
+    local.set(var, value);
+    Error e = config_failure();
+    std::string what = e.what();
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
+    EXPECT_NE(what.find(var), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("'") + value + "'"), std::string::npos) << what;
+  }
+
   test::EnvGuard env_;
 };
 
+// A field of the config as text, so that fields of every type fit one table.
+template <typename T>
+std::string text(const T& v) {
+  std::ostringstream out;
+  out << std::boolalpha << v;
+  return out.str();
+}
+std::string text(const std::optional<int>& v) { return v ? std::to_string(*v) : "unset"; }
+
+#define FIELD(name) [](const JobConfig& c) { return text(c.name); }
+
+// Each variable the base environment leaves unset: a value for it, and the
+// field it fills, with that value and by default.
+struct Optional {
+  const char* var;
+  const char* value;
+  std::string (*field)(const JobConfig&);
+  const char* when_set;
+  const char* by_default;
+};
+
+const Optional kOptional[] = {
+    {"DMLC_WORKER_ID", "1", FIELD(preferred_rank), "1", "unset"},
+    {"DMLC_INTERFACE", "eth1", FIELD(interface), "eth1", ""},
+    {"DMLC_NODE_HOST", "10.0.0.7", FIELD(node_host), "10.0.0.7", ""},
+    {"DMLC_PORT", "4321", FIELD(port), "4321", "0"},
+    {"CARAVAN_REDUCER", "cuda", FIELD(reducer), "cuda", "cpu"},
+    {"CARAVAN_PLUGIN_PATH", "/opt/a:/opt/b", FIELD(plugin_path), "/opt/a:/opt/b", ""},
+    // Unset: the job's shape chooses (partition_plan.h).
+    {"BYTEPS_PARTITION_BYTES", "1024000", FIELD(partition_bytes), "1024000", "0"},
+    {"CARAVAN_CONNECT_TIMEOUT", "5", FIELD(connect_timeout_s), "5", "60"},
+    {"CARAVAN_OP_TIMEOUT", "30", FIELD(op_timeout_s), "30", "600"},
+    {"BYTEPS_ENABLE_IPC", "1", FIELD(enable_ipc), "true", "false"},
+};
+
 TEST_F(ConfigTest, ReadsEveryVariable) {
-  env_.set("DMLC_WORKER_ID", "1")
-      .set("DMLC_INTERFACE", "eth1")
-      .set("DMLC_NODE_HOST", "10.0.0.7")
-      .set("DMLC_PORT", "4321")
-      .set("CARAVAN_REDUCER", "cuda")
-      .set("CARAVAN_PLUGIN_PATH", "/opt/a:/opt/b")
-      .set("BYTEPS_PARTITION_BYTES", "1024000")
-      .set("CARAVAN_CONNECT_TIMEOUT", "5")
-      .set("CARAVAN_OP_TIMEOUT", "30")
-      .set("BYTEPS_ENABLE_IPC", "1");
+  for (const Optional& o : kOptional) env_.set(o.var, o.value);
   JobConfig c = JobConfig::from_env();
   EXPECT_EQ(c.role, Role::kWorker);
   EXPECT_EQ(c.root_uri, "10.0.0.1");
   EXPECT_EQ(c.root_port, 9000);
   EXPECT_EQ(c.num_workers, 2);
   EXPECT_EQ(c.num_servers, 3);
-  EXPECT_EQ(c.preferred_rank, 1);
-  EXPECT_EQ(c.interface, "eth1");
-  EXPECT_EQ(c.node_host, "10.0.0.7");
-  EXPECT_EQ(c.port, 4321);
   EXPECT_EQ(c.van, "zmq");
-  EXPECT_EQ(c.reducer, "cuda");
-  EXPECT_EQ(c.plugin_path, "/opt/a:/opt/b");
-  EXPECT_EQ(c.partition_bytes, 1024000);
-  EXPECT_EQ(c.connect_timeout_s, 5);
-  EXPECT_EQ(c.op_timeout_s, 30);
-  EXPECT_TRUE(c.enable_ipc);
+  for (const Optional& o : kOptional) EXPECT_EQ(o.field(c), o.when_set) << o.var << "=" << o.value;
 }
 
 TEST_F(ConfigTest, Defaults) {
   JobConfig c = JobConfig::from_env();
-  EXPECT_FALSE(c.preferred_rank.has_value());
-  EXPECT_EQ(c.interface, "");
-  EXPECT_EQ(c.node_host, "");
-  EXPECT_EQ(c.port, 0);
   EXPECT_EQ(c.van, "zmq");
-  EXPECT_EQ(c.reducer, "cpu");
-  EXPECT_EQ(c.plugin_path, "");
-  EXPECT_EQ(c.partition_bytes, 0);  // unset: the job's shape chooses (partition_plan.h)
-  EXPECT_EQ(c.connect_timeout_s, 60);
-  EXPECT_EQ(c.op_timeout_s, 600);
-  EXPECT_FALSE(c.enable_ipc);
+  for (const Optional& o : kOptional) EXPECT_EQ(o.field(c), o.by_default) << o.var << " unset";
 }
 
 TEST_F(ConfigTest, Roles) {
@@ -166,17 +190,7 @@ TEST_F(ConfigTest, MalformedValueIsNamedWithItsValue) {
       {"CARAVAN_REDUCER", "a b", "worker"},
       {"BYTEPS_ENABLE_IPC", "yes", "server"},
   };
-  for (const Malformed& m : cases) {
-    SCOPED_TRACE(std::string(m.var) + "=" + m.value);
-    test::EnvGuard local;
-    if (m.role) local.set("DMLC_ROLE", m.role);
-    local.set(m.var, m.value);
-    Error e = config_failure();
-    std::string what = e.what();
-    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
-    EXPECT_NE(what.find(m.var), std::string::npos) << what;
-    EXPECT_NE(what.find(std::string("'") + m.value + "'"), std::string::npos) << what;
-  }
+  for (const Malformed& m : cases) expect_value_refused(m.var, m.value, m.role);
 }
 
 TEST_F(ConfigTest, RangeIsStatedForIntegers) {
@@ -238,16 +252,7 @@ TEST_F(ConfigTest, BadVanChoiceIsNamed) {
       {"CARAVAN_VAN", "vans/libx.so"}, {"CARAVAN_VAN", "a b"},     {"CARAVAN_VAN", "./x"},
       {"CARAVAN_VAN", "x;rm"},         {"DMLC_ENABLE_RDMA", "a b"}, {"DMLC_ENABLE_RDMA", "../x.so"},
   };
-  for (auto& [var, value] : cases) {
-    SCOPED_TRACE(std::string(var) + "=" + value);
-    test::EnvGuard local;
-    local.set(var, value);
-    Error e = config_failure();
-    std::string what = e.what();
-    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
-    EXPECT_NE(what.find(var), std::string::npos) << what;
-    EXPECT_NE(what.find(std::string("'") + value + "'"), std::string::npos) << what;
-  }
+  for (auto& [var, value] : cases) expect_value_refused(var, value);
 }
 
 TEST_F(ConfigTest, ReducerChoice) {
