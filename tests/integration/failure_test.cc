@@ -61,6 +61,12 @@ struct Job {
     return true;
   }
 
+  // The scheduler, or server or worker `index`.
+  RunningProcess* node(const std::string& role, int index) {
+    if (role == "scheduler") return scheduler.get();
+    return (role == "server" ? servers : workers).at(index).get();
+  }
+
   std::vector<RunningProcess*> all() {
     std::vector<RunningProcess*> out = {scheduler.get()};
     for (auto* group : {&servers, &workers})
@@ -91,39 +97,36 @@ void expect_all_gone(Job& job, RunningProcess* victim, const std::string& lost) 
   }
 }
 
-TEST(NodeFailure, KilledServerEndsTheJobNamingIt) {
-  Job job(2, 2);
+// A job of `workers` and `servers` in which, once every node has joined,
+// `role` `index` gets `sig`: every other node must exit in time, and the
+// workers must name what was lost.
+void expect_loss_ends_the_job(int workers, int servers, const std::string& role, int index, int sig,
+                              const std::string& lost) {
+  Job job(workers, servers);
   ASSERT_TRUE(job.started());
-  job.servers[1]->signal(SIGKILL);
-  expect_all_gone(job, job.servers[1].get(), "lost server 1");
+  RunningProcess* victim = job.node(role, index);
+  victim->signal(sig);
+  expect_all_gone(job, victim, lost);
+}
+
+TEST(NodeFailure, KilledServerEndsTheJobNamingIt) {
+  expect_loss_ends_the_job(2, 2, "server", 1, SIGKILL, "lost server 1");
 }
 
 TEST(NodeFailure, KilledWorkerEndsTheJobNamingIt) {
-  Job job(2, 2);
-  ASSERT_TRUE(job.started());
-  job.workers[0]->signal(SIGKILL);
-  expect_all_gone(job, job.workers[0].get(), "lost worker 0");
+  expect_loss_ends_the_job(2, 2, "worker", 0, SIGKILL, "lost worker 0");
 }
 
 TEST(NodeFailure, KilledSchedulerEndsTheJob) {
-  Job job(2, 1);
-  ASSERT_TRUE(job.started());
-  job.scheduler->signal(SIGKILL);
-  expect_all_gone(job, job.scheduler.get(), "scheduler");
+  expect_loss_ends_the_job(2, 1, "scheduler", 0, SIGKILL, "scheduler");
 }
 
 TEST(NodeFailure, StoppedServerIsDeclaredDeadByHeartbeat) {
-  Job job(2, 2);
-  ASSERT_TRUE(job.started());
-  job.servers[0]->signal(SIGSTOP);
-  expect_all_gone(job, job.servers[0].get(), "no heartbeat");
+  expect_loss_ends_the_job(2, 2, "server", 0, SIGSTOP, "no heartbeat");
 }
 
 TEST(NodeFailure, StoppedSchedulerIsNoticedByEveryNode) {
-  Job job(1, 1);
-  ASSERT_TRUE(job.started());
-  job.scheduler->signal(SIGSTOP);
-  expect_all_gone(job, job.scheduler.get(), "has been silent");
+  expect_loss_ends_the_job(1, 1, "scheduler", 0, SIGSTOP, "has been silent");
 }
 
 // Regression: a worker whose push_pulls time out leaves the process with
