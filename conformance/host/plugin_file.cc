@@ -1,68 +1,20 @@
 #include "plugin_file.h"
 
-#include <dlfcn.h>
-#include <sys/stat.h>
-
-#include <sstream>
-
-#include "caravan/plugin/compressor_v1.h"
+#include "engine/plugin/plugin_file.h"
 
 namespace caravan::conformance {
 
-namespace {
-
-const char* kind_name(uint32_t kind) {
-  switch (kind) {
-    case CARAVAN_PLUGIN_KIND_VAN: return "van";
-    case CARAVAN_PLUGIN_KIND_REDUCER: return "reducer";
-    case CARAVAN_PLUGIN_KIND_COMPRESSOR: return "compressor";
-  }
-  return "unknown";
-}
-
-}  // namespace
-
 std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
                              uint32_t newest_major, PluginFile* out) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return "not found";
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    const char* e = dlerror();
-    return std::string("dlopen failed: ") + (e ? e : "unknown error");
-  }
-  auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(h, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-  const caravan_plugin_descriptor* d = entry ? entry() : nullptr;
-  std::ostringstream why;
-  if (!entry) {
-    why << "no symbol " << CARAVAN_PLUGIN_ENTRY_SYMBOL << " (not a Caravan plugin)";
-  } else if (!d) {
-    why << CARAVAN_PLUGIN_ENTRY_SYMBOL << "() returned NULL";
-  } else if (d->magic != CARAVAN_PLUGIN_MAGIC) {
-    why << "descriptor has bad magic 0x" << std::hex << d->magic << " (want 0x" << CARAVAN_PLUGIN_MAGIC
-        << ")";
-  } else if (d->kind != static_cast<uint32_t>(kind)) {
-    why << "is a plugin of kind " << d->kind << " (" << kind_name(d->kind) << "), not a "
-        << kind_name(kind) << " (kind " << kind << ")";
-  } else if (d->abi_major < oldest_major || d->abi_major > newest_major) {
-    why << "speaks " << kind_name(kind) << " ABI " << d->abi_major << "." << d->abi_minor << "; this kit knows ";
-    if (oldest_major == newest_major)
-      why << "only major " << newest_major;
-    else
-      why << "majors " << oldest_major << " to " << newest_major;
-    why << " (use the kit of a Caravan that speaks it)";
-  } else if (!d->ops) {
-    why << "descriptor has no ops table";
-  }
-  if (!why.str().empty()) {
-    dlclose(h);
-    return why.str();
-  }
+  OpenedPlugin opened;
+  std::string why =
+      caravan::open_plugin_file(path, kind, oldest_major, newest_major, "this kit", &opened);
+  if (!why.empty()) return why;
   out->path = path;
-  out->handle = h;
-  out->entry = entry;
-  out->descriptor = d;
-  out->ops = d->ops;
+  out->handle = opened.handle;
+  out->entry = opened.entry;
+  out->descriptor = opened.descriptor;
+  out->ops = opened.descriptor->ops;
   return "";
 }
 

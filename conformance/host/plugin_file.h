@@ -1,7 +1,7 @@
-// A plugin file opened the way the engine opens one: dlopen, the entry
-// symbol, then the descriptor's magic, kind and ABI major checked before
-// its ops table is trusted. Files are never closed, as the engine keeps its
-// plugins for the life of the process.
+// A plugin file opened the way the engine opens one, by the engine's own
+// check (engine/plugin/plugin_file.h): dlopen, the entry symbol, then the
+// descriptor's magic, kind, ABI major, ops table and name. Files are never
+// closed, as the engine keeps its plugins for the life of the process.
 #pragma once
 
 #include <cstdint>

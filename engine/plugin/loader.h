@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "caravan/plugin/plugin.h"
+#include "engine/plugin/plugin_file.h"
 
 namespace caravan {
 
@@ -20,8 +21,6 @@ struct PluginLibrary {
   const caravan_plugin_descriptor* descriptor = nullptr;
   ~PluginLibrary();
 };
-
-const char* plugin_kind_name(caravan_plugin_kind kind);
 
 // The folders searched for a plugin name, in order.
 std::vector<std::string> plugin_search_dirs(const std::string& plugin_path);
