@@ -104,6 +104,15 @@ inline void check_count_fits_indices(size_t count, const char* compressor) {
               std::string(compressor) + ": the bytes to decompress are not its output: " + why);
 }
 
+// Every compressor's output has one length for a partition: refuses any
+// other, `what` saying what fixes it ("100 elements", "k = 5").
+inline void expect_length(const char* compressor, size_t len, size_t expected,
+                          const std::string& what) {
+  if (len != expected)
+    not_my_bytes(compressor, std::to_string(len) + " bytes where " + std::to_string(expected) +
+                                 " are expected (" + what + ")");
+}
+
 // Fixed-width fields of `bits` (1..32) bits, packed little-end first into
 // 64-bit words.
 class BitWriter {

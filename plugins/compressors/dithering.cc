@@ -43,9 +43,7 @@ class Dithering {
     });
   }
   void decompress(const void* src, size_t len, void* dst, bool accumulate, uint64_t, bool) {
-    if (len != max_bytes())
-      not_my_bytes(kName, std::to_string(len) + " bytes, where " + std::to_string(count_) +
-                              " elements take " + std::to_string(max_bytes()));
+    expect_length(kName, len, max_bytes(), std::to_string(count_) + " elements");
     // Levels are checked first: dst stays as it was if one is out of range.
     BitReader check(static_cast<const char*>(src) + 8);
     for (size_t i = 0; i < count_; ++i)

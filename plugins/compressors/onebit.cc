@@ -80,9 +80,7 @@ class OneBit {
     return by_float(dtype_, kName, [&](auto t) { return compress_as<decltype(t)>(src, dst); });
   }
   void decompress(const void* src, size_t len, void* dst, bool accumulate, uint64_t, bool) {
-    if (len != max_bytes())
-      not_my_bytes(kName, std::to_string(len) + " bytes, where " + std::to_string(count_) +
-                              " elements take " + std::to_string(max_bytes()));
+    expect_length(kName, len, max_bytes(), std::to_string(count_) + " elements");
     by_float(dtype_, kName, [&](auto t) {
       decompress_as<decltype(t)>(src, dst, accumulate);
       return 0;

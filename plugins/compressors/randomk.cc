@@ -38,9 +38,7 @@ class RandomK {
   }
   void decompress(const void* src, size_t len, void* dst, bool accumulate, uint64_t seed,
                   bool pull) {
-    if (len != max_bytes())
-      not_my_bytes(kName, std::to_string(len) + " bytes, where k = " + std::to_string(k_) +
-                              " takes " + std::to_string(max_bytes()));
+    expect_length(kName, len, max_bytes(), "k = " + std::to_string(k_));
     const std::vector<uint32_t>& idx = indices(seed);
     by_float(dtype_, kName, [&](auto t) {
       using T = decltype(t);

@@ -36,9 +36,7 @@ class TopK {
     return by_float(dtype_, kName, [&](auto t) { return compress_as<decltype(t)>(src, dst); });
   }
   void decompress(const void* src, size_t len, void* dst, bool accumulate, uint64_t, bool) {
-    if (len != max_bytes())
-      not_my_bytes(kName, std::to_string(len) + " bytes, where k = " + std::to_string(k_) +
-                              " takes " + std::to_string(max_bytes()));
+    expect_length(kName, len, max_bytes(), "k = " + std::to_string(k_));
     for (size_t j = 0; j < k_; ++j) {
       uint32_t i = load<uint32_t>(src, j);
       if (i >= count_)
