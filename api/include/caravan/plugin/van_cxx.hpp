@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/van_common_cxx.hpp"
 #include "caravan/plugin/van_v1.h"
 
 namespace caravan::plugin {
@@ -37,11 +38,9 @@ struct HasSendSlot<V, std::void_t<decltype(std::declval<V&>().send_slot(
                           caravan_send_done_fn{}, static_cast<void*>(nullptr)))>> : std::true_type {};
 
 template <class V>
-struct VanOpsV1 {
-  template <class Body>
-  static caravan_status with(void* ctx, Body&& body) noexcept {
-    return Instance<V>::with(ctx, std::forward<Body>(body));
-  }
+struct VanOpsV1 : VanOpsCommon<V> {
+  using C = VanOpsCommon<V>;
+  using C::with;
 
   // send and send_slot may return void (OK) or a caravan_status.
   template <class Call>
@@ -54,22 +53,8 @@ struct VanOpsV1 {
     }
   }
 
-  static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-    return Instance<V>::create(host, out_ctx);
-  }
-  static caravan_status finalize(void* ctx) { return Instance<V>::destroy(ctx); }
   static caravan_status properties(void* ctx, caravan_van_properties_v1* out) {
     return with(ctx, [&](V& v) { return v.properties(out), CARAVAN_STATUS_OK; });
-  }
-  static caravan_status listen(void* ctx, const char* host, int port, char* addr_out,
-                               size_t addr_cap) {
-    return with(ctx, [&](V& v) { return v.listen(host, port, addr_out, addr_cap), CARAVAN_STATUS_OK; });
-  }
-  static caravan_status connect(void* ctx, uint64_t peer, const char* address) {
-    return with(ctx, [&](V& v) { return v.connect(peer, address), CARAVAN_STATUS_OK; });
-  }
-  static caravan_status disconnect(void* ctx, uint64_t peer) {
-    return with(ctx, [&](V& v) { return v.disconnect(peer), CARAVAN_STATUS_OK; });
   }
   static caravan_status send(void* ctx, uint64_t peer, const caravan_segment_v1* segments,
                              size_t num_segments, caravan_send_done_fn done, void* cookie) {
@@ -96,8 +81,8 @@ struct VanOpsV1 {
   }
 
   static constexpr caravan_van_ops_v1 table = {
-      sizeof(caravan_van_ops_v1), init, finalize, properties, listen, connect, disconnect,
-      send, recv, release, send_slot_entry()};
+      sizeof(caravan_van_ops_v1), C::init, C::finalize, properties, C::listen, C::connect,
+      C::disconnect, send, recv, release, send_slot_entry()};
 };
 
 // The ops table for V, to put in the plugin's descriptor.

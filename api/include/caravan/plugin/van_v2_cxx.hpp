@@ -24,37 +24,22 @@
 #include <utility>
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/van_common_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
 
 namespace caravan::plugin {
 
 template <class V>
-struct VanOpsV2 {
-  template <class Body>
-  static caravan_status with(void* ctx, Body&& body) noexcept {
-    return Instance<V>::with(ctx, std::forward<Body>(body));
-  }
+struct VanOpsV2 : VanOpsCommon<V> {
+  using C = VanOpsCommon<V>;
+  using C::with;
 
-  static caravan_status init(const caravan_host_v1* host, void** out_ctx) {
-    return Instance<V>::create(host, out_ctx);
-  }
-  static caravan_status finalize(void* ctx) { return Instance<V>::destroy(ctx); }
   static caravan_status properties(void* ctx, caravan_van_properties_v2* out) {
     return with(ctx, [&](V& v) {
       if (!out || out->struct_size < sizeof(caravan_van_properties_v2))
         throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: output struct missing or too small");
       return v.properties(out), CARAVAN_STATUS_OK;
     });
-  }
-  static caravan_status listen(void* ctx, const char* host, int port, char* addr_out,
-                               size_t addr_cap) {
-    return with(ctx, [&](V& v) { return v.listen(host, port, addr_out, addr_cap), CARAVAN_STATUS_OK; });
-  }
-  static caravan_status connect(void* ctx, uint64_t peer, const char* address) {
-    return with(ctx, [&](V& v) { return v.connect(peer, address), CARAVAN_STATUS_OK; });
-  }
-  static caravan_status disconnect(void* ctx, uint64_t peer) {
-    return with(ctx, [&](V& v) { return v.disconnect(peer), CARAVAN_STATUS_OK; });
   }
   static caravan_status send(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
                              size_t num_segments, uint64_t send_id) {
@@ -79,8 +64,8 @@ struct VanOpsV2 {
   }
 
   static constexpr caravan_van_ops_v2 table = {
-      sizeof(caravan_van_ops_v2), init, finalize, properties, listen, connect, disconnect,
-      send, poll, release, interrupt};
+      sizeof(caravan_van_ops_v2), C::init, C::finalize, properties, C::listen, C::connect,
+      C::disconnect, send, poll, release, interrupt};
 };
 
 // The ops table for V, to put in the plugin's descriptor.
