@@ -19,18 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/outcome.h"
 #include "tests/support/process.h"
 
 namespace caravan::test {
 namespace {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
-
-int count_of(const std::string& text, const std::string& needle) {
-  int n = 0;
-  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
-  return n;
-}
 
 std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
   std::vector<std::string> out;
@@ -75,15 +70,10 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-ProcessResult launch(int workers, int servers, std::vector<std::string> command, Env env,
+ProcessResult launch(int workers, int servers, const std::vector<std::string>& command, Env env,
                      double timeout_s) {
-  ProcessSpec spec;
-  spec.argv = {CARAVAN_LAUNCH_BIN,      "--workers", std::to_string(workers), "--servers",
-               std::to_string(servers), "--"};
-  spec.argv.insert(spec.argv.end(), command.begin(), command.end());
-  spec.set_env = std::move(env);
-  spec.timeout_s = timeout_s;
-  return run_process(spec);
+  return run_process(
+      launch_spec(CARAVAN_LAUNCH_BIN, workers, servers, command, std::move(env), timeout_s));
 }
 
 TEST(IpcJob, TwoWorkersTwoServersSumExactlyThroughSharedMemory) {
@@ -94,8 +84,7 @@ TEST(IpcJob, TwoWorkersTwoServersSumExactlyThroughSharedMemory) {
                             {"BYTEPS_LOG_LEVEL", "info"},
                             {"PS_VERBOSE", "2"}},
                            240);
-  ASSERT_FALSE(r.timed_out) << r.output;
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(Succeeded(r));
   EXPECT_EQ(count_of(r.output, "all sums exact"), 2) << r.output;
   // Each worker with each server.
   EXPECT_EQ(count_of(r.output, "go through shared memory"), 4) << r.output;
@@ -123,8 +112,7 @@ TEST(IpcJob, TwoWorkersTwoServersSumExactlyThroughSharedMemory) {
 TEST(IpcJob, MisuseAndSizeMismatchStillAnswerEveryWorker) {
   ProcessResult r = launch(2, 2, {API_MISUSE_WORKER_BIN},
                            {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "info"}}, 60);
-  ASSERT_FALSE(r.timed_out) << r.output;
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(Succeeded(r));
   EXPECT_EQ(count_of(r.output, "0 failures"), 2) << r.output;
   // The server found the mismatch in the workers' slots.
   EXPECT_NE(r.output.find("different sizes or dtypes"), std::string::npos) << r.output;
@@ -139,8 +127,7 @@ void expect_async_store_exact(const std::string& ipc) {
                             {"BYTEPS_PARTITION_BYTES", "262144"},
                             {"BYTEPS_LOG_LEVEL", "info"}},
                            120);
-  ASSERT_FALSE(r.timed_out) << r.output;
-  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(Succeeded(r));
   EXPECT_EQ(count_of(r.output, "async store exact (60)"), 3) << r.output;
   EXPECT_EQ(count_of(r.output, "go through shared memory"), ipc == "1" ? 6 : 0) << r.output;
 }
@@ -210,8 +197,7 @@ TEST(IpcJob, ServersThatCannotShareMemoryGetValuesThroughTheVan) {
   RunningProcess& worker1 = job.worker(1, args, small);
   for (RunningProcess* w : {&worker0, &worker1}) {
     ProcessResult r = w->wait(180);
-    ASSERT_FALSE(r.timed_out) << r.output;
-    EXPECT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_TRUE(Succeeded(r));
     EXPECT_NE(r.output.find("all sums exact"), std::string::npos) << r.output;
   }
   const std::string& out = worker0.output();
@@ -270,12 +256,10 @@ TEST(IpcJob, KilledWorkerLeavesNoSegmentBehind) {
 // Under caravan-launch the servers may be stopped before they can clean
 // up; the launcher removes what is left of the job once all are gone.
 TEST(IpcJob, LaunchedJobLeavesNoSegmentWhenAWorkerIsKilled) {
-  ProcessSpec spec;
   // One worker: the line below is its own.
-  spec.argv = {CARAVAN_LAUNCH_BIN,   "--workers", "1",    "--servers", "1", "--",
-               SUM_CHECK_WORKER_BIN, "100000",    "10000"};
-  spec.set_env = {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "info"}};
-  RunningProcess launcher(spec);
+  RunningProcess launcher(launch_spec(CARAVAN_LAUNCH_BIN, 1, 1,
+                                      {SUM_CHECK_WORKER_BIN, "100000", "10000"},
+                                      {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "info"}}));
   ASSERT_TRUE(launcher.wait_for_output("go through shared memory", 30)) << launcher.output();
   std::smatch m;
   std::string out = launcher.output();

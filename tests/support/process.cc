@@ -115,6 +115,18 @@ ProcessResult run_process(const ProcessSpec& spec) {
   return p.wait(spec.timeout_s);
 }
 
+ProcessSpec launch_spec(const std::string& launcher, int workers, int servers,
+                        const std::vector<std::string>& command,
+                        std::vector<std::pair<std::string, std::string>> env, double timeout_s) {
+  ProcessSpec spec;
+  spec.argv = {launcher, "--workers", std::to_string(workers), "--servers", std::to_string(servers),
+               "--"};
+  spec.argv.insert(spec.argv.end(), command.begin(), command.end());
+  spec.set_env = std::move(env);
+  spec.timeout_s = timeout_s;
+  return spec;
+}
+
 std::vector<std::pair<std::string, std::string>> node_env(const std::string& role, int port,
                                                           int workers, int servers) {
   return {{"DMLC_ROLE", role},

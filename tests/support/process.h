@@ -50,6 +50,13 @@ class RunningProcess {
   ProcessResult result_;
 };
 
+// `launcher` (caravan-launch) starting a job of `workers` and `servers` on
+// this machine, every worker running `command`.
+ProcessSpec launch_spec(const std::string& launcher, int workers, int servers,
+                        const std::vector<std::string>& command,
+                        std::vector<std::pair<std::string, std::string>> env = {},
+                        double timeout_s = 60);
+
 // The environment a local job needs for one node, without any launcher.
 std::vector<std::pair<std::string, std::string>> node_env(const std::string& role, int port,
                                                           int workers, int servers);
