@@ -7,9 +7,6 @@
 // sender) every malformed message that does; the job must complete with
 // exact sums and every process exit 0.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <cerrno>
@@ -36,55 +33,6 @@ constexpr int kStallLimit = 3;
 // How long an immediate drop may take on a loaded machine.
 constexpr double kDropDeadline = 5;
 constexpr double kStartDeadline = 30;
-
-// A process that is no node of the job, talking raw TCP.
-class Stranger {
- public:
-  explicit Stranger(int port) { fd_ = connect_loopback(port, &address_); }
-  ~Stranger() { hang_up(); }
-  Stranger(const Stranger&) = delete;
-  Stranger& operator=(const Stranger&) = delete;
-
-  bool connected() const { return fd_ >= 0; }
-  // As the scheduler logs it.
-  const std::string& address() const { return address_; }
-
-  // The peer may already have dropped us: a failed write is no error here.
-  void send(const Bytes& bytes) {
-    size_t off = 0;
-    while (fd_ >= 0 && off < bytes.size()) {
-      ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
-
-  // Reads (and discards) until the peer closes the connection, by EOF or
-  // reset: true; false at the deadline.
-  bool dropped_within(double timeout_s) {
-    double deadline = now_s() + timeout_s;
-    while (fd_ >= 0) {
-      double left = deadline - now_s();
-      if (left <= 0) return false;
-      pollfd p = {fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) return true;
-    }
-    return false;
-  }
-
-  void hang_up() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-  std::string address_;
-};
 
 Bytes random_bytes(size_t n, unsigned seed) {
   std::mt19937 gen(seed);

@@ -9,9 +9,6 @@
 #include "engine/base/job_token.h"
 
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <cerrno>
@@ -31,6 +28,7 @@
 #include "tests/support/control_frame.h"
 #include "tests/support/loopback_job.h"
 #include "tests/support/process.h"
+#include "tests/support/refusal.h"
 
 namespace caravan::test {
 namespace {
@@ -48,26 +46,12 @@ constexpr double kStartDeadline = 30;
 // protocol, with whatever token it likes.
 class ControlStranger {
  public:
-  explicit ControlStranger(int port) { fd_ = connect_loopback(port, &address_); }
-  ~ControlStranger() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ControlStranger(const ControlStranger&) = delete;
-  ControlStranger& operator=(const ControlStranger&) = delete;
+  explicit ControlStranger(int port) : raw_(port) {}
 
-  bool connected() const { return fd_ >= 0; }
-  const std::string& address() const { return address_; }
+  bool connected() const { return raw_.connected(); }
+  const std::string& address() const { return raw_.address(); }
 
-  void send(wire::Type type, const Bytes& body) {
-    Bytes frame = control_frame(type, body);
-    size_t off = 0;
-    while (off < frame.size()) {
-      ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
-      off += static_cast<size_t>(n);
-    }
-  }
+  void send(wire::Type type, const Bytes& body) { raw_.send(control_frame(type, body)); }
 
   // The next message from the scheduler; false at EOF or the deadline.
   bool receive(ControlMessage* out, double timeout_s) {
@@ -85,13 +69,8 @@ class ControlStranger {
         case FrameReader::Next::kNeedMore:
           break;
       }
-      double left = deadline - now_s();
-      if (left <= 0) return false;
-      pollfd p = {fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
       uint8_t buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR) continue;
+      long n = raw_.receive(buf, sizeof buf, deadline - now_s());
       if (n <= 0) return false;
       reader_.append(buf, static_cast<size_t>(n));
     }
@@ -107,8 +86,7 @@ class ControlStranger {
   }
 
  private:
-  int fd_ = -1;
-  std::string address_;
+  Stranger raw_;
   FrameReader reader_{1 << 20};
 };
 
@@ -344,10 +322,7 @@ TEST(JobToken, AnEmptyTokenIsAConfigError) {
   spec.set_env = node_env("scheduler", free_port(), 1, 1);
   spec.set_env.push_back({"CARAVAN_JOB_TOKEN", ""});
   spec.timeout_s = kRefusalDeadline;
-  ProcessResult r = run_process(spec);
-  EXPECT_FALSE(r.timed_out);
-  EXPECT_NE(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("CARAVAN_JOB_TOKEN is set but empty"), std::string::npos) << r.output;
+  ExpectRefusal(spec, {"CARAVAN_JOB_TOKEN is set but empty"});
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 
 namespace caravan::test {
@@ -13,22 +15,59 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-int connect_loopback(int port, std::string* local) {
+Stranger::Stranger(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
+  if (fd < 0) return;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    return -1;
+    return;
   }
   sockaddr_in me{};
   socklen_t len = sizeof me;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len);
-  *local = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
-  return fd;
+  address_ = "127.0.0.1:" + std::to_string(ntohs(me.sin_port));
+  fd_ = fd;
+}
+
+Stranger::~Stranger() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Stranger::send(const std::vector<uint8_t>& bytes) {
+  size_t off = 0;
+  while (fd_ >= 0 && off < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+long Stranger::receive(void* buf, size_t size, double timeout_s) {
+  double deadline = now_s() + timeout_s;
+  while (fd_ >= 0) {
+    double left = deadline - now_s();
+    if (left <= 0) return -1;
+    pollfd p = {fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) continue;
+    ssize_t n = ::recv(fd_, buf, size, 0);
+    if (n > 0) return n;
+    if (n == 0 || (errno != EINTR && errno != EAGAIN)) return 0;
+  }
+  return -1;
+}
+
+bool Stranger::dropped_within(double timeout_s) {
+  double deadline = now_s() + timeout_s;
+  char buf[4096];
+  for (;;) {
+    long n = receive(buf, sizeof buf, deadline - now_s());
+    if (n <= 0) return n == 0;
+  }
 }
 
 LoopbackJob::LoopbackJob(LoopbackJobSpec spec)

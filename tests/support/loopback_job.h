@@ -4,6 +4,8 @@
 // connections to it, as a stranger would open them.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,9 +18,33 @@ namespace caravan::test {
 // Seconds on a steady clock, for deadlines.
 double now_s();
 
-// A TCP connection to 127.0.0.1:port: the socket, or -1. *local is the
-// connection's own end ("127.0.0.1:40312"), as the scheduler logs it.
-int connect_loopback(int port, std::string* local);
+// A raw TCP connection to 127.0.0.1:port from a process that is no node
+// of the job.
+class Stranger {
+ public:
+  explicit Stranger(int port);
+  ~Stranger();  // hangs up
+  Stranger(const Stranger&) = delete;
+  Stranger& operator=(const Stranger&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  // The connection's own end ("127.0.0.1:40312"), as the scheduler logs it.
+  const std::string& address() const { return address_; }
+
+  // The peer may already have dropped us: a failed write is no error here.
+  void send(const std::vector<uint8_t>& bytes);
+  // Waits up to timeout_s for bytes from the peer: how many were read into
+  // `buf` (> 0); 0 when the peer closed the connection (EOF or reset); -1
+  // at the deadline, or when not connected.
+  long receive(void* buf, size_t size, double timeout_s);
+  // Reads (and discards) until the peer closes the connection: true;
+  // false at the deadline.
+  bool dropped_within(double timeout_s);
+
+ private:
+  int fd_ = -1;
+  std::string address_;
+};
 
 struct LoopbackJobSpec {
   std::string server_bin;  // caravan-server
