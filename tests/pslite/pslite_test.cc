@@ -92,33 +92,35 @@ std::vector<ProcessResult> start_by_hand(
   return results;
 }
 
+// Every process of a job run by hand ended by its deadline, with exit code
+// 0 (`succeeded`) or not. Returns all their output.
+std::string expect_every_process(bool succeeded, const std::vector<ProcessResult>& results,
+                                 const std::vector<HandNode>& nodes) {
+  std::string all;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const ProcessResult& r = results[i];
+    all += r.output;
+    EXPECT_FALSE(r.timed_out) << nodes[i].role << " " << i << " hung:\n" << r.output;
+    EXPECT_EQ(r.exit_code == 0, succeeded)
+        << nodes[i].role << " " << i << " exit code " << r.exit_code << ":\n"
+        << r.output;
+  }
+  return all;
+}
+
 // Runs the job and expects every process to succeed; returns all output.
 std::string run_by_hand(const std::string& program, const std::vector<std::string>& args,
                         int num_workers, int num_servers, std::vector<HandNode> nodes,
                         const std::vector<std::pair<std::string, std::string>>& common = {}) {
   auto results = start_by_hand(program, args, num_workers, num_servers, nodes, common);
-  std::string all;
-  for (size_t i = 0; i < results.size(); ++i) {
-    all += results[i].output;
-    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " timed out:\n"
-                                       << results[i].output;
-    EXPECT_EQ(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
-  }
-  return all;
+  return expect_every_process(true, results, nodes);
 }
 
 // A job that must fail: every process ended by its deadline, non-zero.
 // Returns all their output.
 std::string expect_every_process_failed(const std::vector<ProcessResult>& results,
                                         const std::vector<HandNode>& nodes) {
-  std::string all;
-  for (size_t i = 0; i < results.size(); ++i) {
-    all += results[i].output;
-    EXPECT_FALSE(results[i].timed_out) << nodes[i].role << " " << i << " hung:\n"
-                                       << results[i].output;
-    EXPECT_NE(results[i].exit_code, 0) << nodes[i].role << " " << i << ":\n" << results[i].output;
-  }
-  return all;
+  return expect_every_process(false, results, nodes);
 }
 
 // dmlc/ps-lite's multi-worker form: each Start(customer_id) of a worker
