@@ -11,17 +11,6 @@ namespace caravan::van_efa {
 
 using plugin::Error;
 
-EfaVan::Call::Call(EfaVan& van) : van_(van) {
-  std::lock_guard<std::mutex> lock(van_.mu_);
-  if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "van is closing");
-  ++van_.calls_;
-}
-
-EfaVan::Call::~Call() {
-  std::lock_guard<std::mutex> lock(van_.mu_);
-  if (--van_.calls_ == 0) van_.cv_.notify_all();
-}
-
 EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   // libfabric reads FI_PROVIDER itself too; the host's view wins so the
   // job's configuration, not just this process's, decides.

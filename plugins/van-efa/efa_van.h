@@ -14,6 +14,7 @@
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
 #include "fabric.h"
+#include "rendezvous/counted_call.h"
 #include "rendezvous/protocol.h"
 
 namespace caravan::van_efa {
@@ -35,16 +36,11 @@ class EfaVan {
   void release(const caravan_van_message_v2* msg);
   void interrupt();
 
-  // Counts a call into the instance, so finalize can wait for it to leave.
-  class Call {
-   public:
-    explicit Call(EfaVan& van);
-    ~Call();
-   private:
-    EfaVan& van_;
-  };
+  // A call into the instance, which finalize waits for.
+  using Call = rendezvous::CountedCall<EfaVan>;
 
  private:
+  friend Call;
   void open(const char* node, const char* service);
   rendezvous::Protocol* protocol_or_open();
   void run() noexcept;

@@ -51,17 +51,6 @@ void set_nonblocking(int fd, const char* what) {
 
 }  // namespace
 
-VerbsVan::Call::Call(VerbsVan& van) : van_(van) {
-  std::lock_guard<std::mutex> lock(van_.mu_);
-  if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "van is closing");
-  ++van_.calls_;
-}
-
-VerbsVan::Call::~Call() {
-  std::lock_guard<std::mutex> lock(van_.mu_);
-  if (--van_.calls_ == 0) van_.cv_.notify_all();
-}
-
 VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
   cfg_.eager_bytes = static_cast<size_t>(params::kEagerBytes.integer(host_));
   cfg_.max_registered_bytes = static_cast<size_t>(params::kMaxRegisteredBytes.integer(host_));

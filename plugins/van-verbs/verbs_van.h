@@ -29,6 +29,7 @@
 #include "caravan/plugin/van_v2.h"
 #include "connection.h"
 #include "device.h"
+#include "rendezvous/counted_call.h"
 #include "rendezvous/protocol.h"
 
 namespace caravan::van_verbs {
@@ -50,15 +51,8 @@ class VerbsVan : public rendezvous::Transport {
   void release(const caravan_van_message_v2* msg);
   void interrupt();
 
-  // Counts a call into the instance, so finalize can wait for it to leave.
-  class Call {
-   public:
-    explicit Call(VerbsVan& van);
-    ~Call();
-
-   private:
-    VerbsVan& van_;
-  };
+  // A call into the instance, which finalize waits for.
+  using Call = rendezvous::CountedCall<VerbsVan>;
 
   // rendezvous::Transport; posting happens on the progress thread only.
   Post post_send(uint64_t to, const void* buf, size_t len, void* desc, void* ctx,
@@ -75,6 +69,7 @@ class VerbsVan : public rendezvous::Transport {
   void wake() override;
 
  private:
+  friend Call;
   Post post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
                 void* ctx, std::string* err);
   // A work request that will never complete on its own: handed back to the
