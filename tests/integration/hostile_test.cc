@@ -7,7 +7,6 @@
 // sender) every malformed message that does; the job must complete with
 // exact sums and every process exit 0.
 #include <gtest/gtest.h>
-#include <zmq.h>
 
 #include <cerrno>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "tests/support/control_frame.h"
 #include "tests/support/loopback_job.h"
 #include "tests/support/process.h"
+#include "tests/support/zmq_stranger.h"
 
 namespace caravan::test {
 namespace {
@@ -60,17 +60,8 @@ constexpr uint64_t kFourGiB = 4ull << 30;
 // A stranger that speaks ZMTP (through libzmq, as any zmq program could)
 // and sends data-plane messages that are not what they claim.
 void send_malformed_kv(int van_port) {
-  void* ctx = zmq_ctx_new();
-  void* s = zmq_socket(ctx, ZMQ_DEALER);
-  // Bounded: zmq_close below waits this long at most for the bytes to go.
-  int linger_ms = static_cast<int>(kDropDeadline * 1000);
-  zmq_setsockopt(s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
-  std::string endpoint = "tcp://127.0.0.1:" + std::to_string(van_port);
-  ASSERT_EQ(zmq_connect(s, endpoint.c_str()), 0) << zmq_strerror(errno);
-  auto send = [&](const std::vector<Bytes>& segments) {
-    for (size_t i = 0; i < segments.size(); ++i)
-      zmq_send(s, segments[i].data(), segments[i].size(), i + 1 < segments.size() ? ZMQ_SNDMORE : 0);
-  };
+  ZmqStranger s(van_port, kDropDeadline);
+  ASSERT_EQ(s.error(), "");
   wire::Header h;
   h.type = wire::Type::kKV;
   h.flags = wire::kRequest | wire::kPush | wire::kPull;
@@ -80,11 +71,9 @@ void send_malformed_kv(int van_port) {
   h.seg_len[1] = kFourGiB;  // while 16 bytes follow
   Bytes claims(wire::kHeaderBytes);
   wire::encode(h, claims.data());
-  send({first(claims, 40), {}, {}, {}});
-  send({claims, Bytes(8, 1), Bytes(16, 2), {}});
-  send({claims, Bytes(8, 1)});
-  zmq_close(s);
-  zmq_ctx_term(ctx);
+  s.send({first(claims, 40), {}, {}, {}});
+  s.send({claims, Bytes(8, 1), Bytes(16, 2), {}});
+  s.send({claims, Bytes(8, 1)});
 }
 
 // Long enough (seconds here) that the strangers of the second round meet

@@ -9,7 +9,6 @@
 #include "engine/base/job_token.h"
 
 #include <gtest/gtest.h>
-#include <zmq.h>
 
 #include <cerrno>
 #include <csignal>
@@ -29,6 +28,7 @@
 #include "tests/support/loopback_job.h"
 #include "tests/support/process.h"
 #include "tests/support/refusal.h"
+#include "tests/support/zmq_stranger.h"
 
 namespace caravan::test {
 namespace {
@@ -125,12 +125,8 @@ std::vector<Target> worker_keys() {
 // accepted, worker 0's own push of that round would be refused as a
 // second one and the job would fail.
 void forge_pushes(int van_port, const auth::JobToken* wrong) {
-  void* ctx = zmq_ctx_new();
-  void* s = zmq_socket(ctx, ZMQ_DEALER);
-  int linger_ms = static_cast<int>(kRefusalDeadline * 1000);
-  zmq_setsockopt(s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
-  std::string endpoint = "tcp://127.0.0.1:" + std::to_string(van_port);
-  ASSERT_EQ(zmq_connect(s, endpoint.c_str()), 0) << zmq_strerror(errno);
+  ZmqStranger s(van_port, kRefusalDeadline);
+  ASSERT_EQ(s.error(), "");
   // A guess at the job nonce: the stranger cannot know the real one.
   std::unique_ptr<MessageSeal> seal;
   if (wrong)
@@ -156,14 +152,10 @@ void forge_pushes(int van_port, const auth::JobToken* wrong) {
           {head.data(), head.size()}, {key.data(), key.size()}, {vals.data(), vals.size()}, {}};
       auto lock = seal->seal(server_id(0), segs, &sealed);
     }
-    zmq_send(s, head.data(), head.size(), ZMQ_SNDMORE);
-    zmq_send(s, key.data(), key.size(), ZMQ_SNDMORE);
-    zmq_send(s, vals.data(), vals.size(), ZMQ_SNDMORE);
-    zmq_send(s, nullptr, 0, seal ? ZMQ_SNDMORE : 0);
-    if (seal) zmq_send(s, sealed.data(), sealed.size(), 0);
+    std::vector<Bytes> message = {head, key, vals, {}};
+    if (seal) message.push_back(Bytes(sealed.begin(), sealed.end()));
+    s.send(message);
   }
-  zmq_close(s);
-  zmq_ctx_term(ctx);
 }
 
 // Long enough (several seconds) that every stranger below meets the
