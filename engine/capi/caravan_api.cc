@@ -141,6 +141,12 @@ int not_initialized() {
   return fail(CARAVAN_ERR_NOT_INITIALIZED, "caravan_init() has not been called (or caravan_shutdown() was)");
 }
 
+// What the worker says of itself (rank, size, ...), or NOT_INITIALIZED.
+int ask_worker(int (Worker::*question)() const) {
+  auto s = state();
+  return s ? ((*s->worker).*question)() : not_initialized();
+}
+
 // push_pull, or (`broadcast`) a broadcast from worker rank `root`,
 // asynchronously; `device`: data is in device memory, ordered on `stream`.
 int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority,
@@ -216,25 +222,10 @@ int caravan_shutdown(void) {
   });
 }
 
-int caravan_rank(void) {
-  auto s = state();
-  return s ? s->worker->rank() : not_initialized();
-}
-
-int caravan_size(void) {
-  auto s = state();
-  return s ? s->worker->size() : not_initialized();
-}
-
-int caravan_local_rank(void) {
-  auto s = state();
-  return s ? s->worker->local_rank() : not_initialized();
-}
-
-int caravan_local_size(void) {
-  auto s = state();
-  return s ? s->worker->local_size() : not_initialized();
-}
+int caravan_rank(void) { return ask_worker(&Worker::rank); }
+int caravan_size(void) { return ask_worker(&Worker::size); }
+int caravan_local_rank(void) { return ask_worker(&Worker::local_rank); }
+int caravan_local_size(void) { return ask_worker(&Worker::local_size); }
 
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int priority, caravan_handle* out) {
