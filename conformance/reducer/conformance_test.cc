@@ -15,6 +15,7 @@
 #include "memory.h"
 #include "numerics.h"
 #include "reducer_plugin.h"
+#include "variants.h"
 
 namespace caravan::conformance {
 namespace {

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 
 #include "conformance/host/plugin_file.h"
-#include "reducer_plugins.h"  // generated: CARAVAN_CONFORMANCE_PLUGIN_PATHS
 
 namespace caravan::conformance {
 
@@ -28,26 +28,8 @@ const LoadedPlugin& load_plugin(const std::string& path) {
   return p;
 }
 
-std::vector<Variant> all_variants() {
-  static const char* const kPaths[] = {CARAVAN_CONFORMANCE_PLUGIN_PATHS nullptr};
-  std::vector<Variant> out;
-  for (const char* const* p = kPaths; *p; ++p) {
-    std::string path = *p;
-    std::string file = path.substr(path.find_last_of('/') + 1);
-    const std::string prefix = "libcaravan-reducer-";
-    std::string name = file.substr(prefix.size(), file.find('.') - prefix.size());
-    if (name == "cpu") {
-      for (const char* kernel : {"auto", "avx2", "portable", "avx512"})
-        out.push_back({path, name, name + "_" + kernel, {{"KERNEL", kernel}}});
-    } else {
-      out.push_back({path, name, name, {}});
-    }
-  }
-  return out;
-}
-
-Instance::Instance(const caravan_reducer_ops_v1& o, std::map<std::string, std::string> params)
-    : ops(o), host("reducer", std::move(params)) {
+Instance::Instance(const caravan_reducer_ops_v1& o, Params params, std::optional<Params> env)
+    : ops(o), host("reducer", std::move(params), std::move(env)) {
   status = ops.init(host.table(), &ctx);
   if (status != CARAVAN_STATUS_OK) ctx = nullptr;
 }

@@ -1,13 +1,14 @@
 // Loads reducer plugins the way the engine does (dlopen, the entry symbol,
 // the descriptor checks) and runs instances against the kits' fake host,
-// whose parameters come from a map.
+// whose parameters come from a map. The library caravan_reducer_test_kit,
+// shared by the conformance suite and the reducers' own tests.
 #ifndef CARAVAN_TESTS_REDUCER_CONFORMANCE_REDUCER_PLUGIN_H
 #define CARAVAN_TESTS_REDUCER_CONFORMANCE_REDUCER_PLUGIN_H
 
-#include <map>
-#include <ostream>
+#include <gtest/gtest.h>
+
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "caravan/plugin/plugin.h"
 #include "caravan/plugin/reducer_v1.h"
@@ -26,24 +27,26 @@ struct LoadedPlugin {
 // Loaded once per path and never unloaded, as the engine keeps its plugins.
 const LoadedPlugin& load_plugin(const std::string& path);
 
-// One way to instantiate a plugin: the CPU reducer once per kernel family,
-// every other plugin once with its defaults.
-struct Variant {
-  std::string path;
-  std::string plugin;  // from the file name, which the descriptor must match
-  std::string label;   // e.g. "cpu_avx2"
-  std::map<std::string, std::string> params;
+// The fixture of a reducer's own tests (TEST_F) on the plugin file at `Path`
+// (a constexpr char array, e.g. of CARAVAN_REDUCER_CPU_PATH): each test
+// fails at SetUp, saying why, when the file did not load.
+template <const char* Path>
+class ReducerPluginTest : public testing::Test {
+ public:
+  static const LoadedPlugin& plugin() { return load_plugin(Path); }
+  static const caravan_reducer_ops_v1& ops() { return *plugin().ops; }
+
+ protected:
+  void SetUp() override {
+    ASSERT_NE(plugin().ops, nullptr) << plugin().path << ": " << plugin().error;
+  }
 };
 
-// gtest would otherwise print the parameter byte by byte.
-inline void PrintTo(const Variant& v, std::ostream* os) { *os << v.label; }
-
-// Every reducer plugin this build made, as CMake listed them.
-std::vector<Variant> all_variants();
-
-// An instance of a reducer; `status` is what init returned.
+// An instance of a reducer; `status` is what init returned. `env`, when
+// given, is all the plugin sees of the environment (see FakeHost).
 struct Instance {
-  Instance(const caravan_reducer_ops_v1& ops, std::map<std::string, std::string> params);
+  Instance(const caravan_reducer_ops_v1& ops, Params params,
+           std::optional<Params> env = std::nullopt);
   ~Instance();
   Instance(const Instance&) = delete;
   Instance& operator=(const Instance&) = delete;

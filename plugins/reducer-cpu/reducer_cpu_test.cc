@@ -2,7 +2,6 @@
 // threads), its thread pool and its refusal of streams. The arithmetic of
 // every kernel family, the error codes and the descriptor rules every
 // reducer shares are checked by conformance/reducer.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -15,66 +14,24 @@
 
 #include "caravan/plugin/plugin.h"
 #include "caravan/plugin/reducer_v1.h"
+#include "conformance/reducer/reducer_plugin.h"
 
 namespace {
 
-const caravan_plugin_descriptor* descriptor() {
-  static const caravan_plugin_descriptor* d = [] {
-    void* lib = dlopen(CARAVAN_REDUCER_CPU_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return static_cast<const caravan_plugin_descriptor*>(nullptr);
-    auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(lib, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-    return entry ? entry() : nullptr;
-  }();
-  return d;
-}
+namespace conformance = caravan::conformance;
+using conformance::Params;
 
-const caravan_reducer_ops_v1& ops() {
-  return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops);
-}
+constexpr char kPath[] = CARAVAN_REDUCER_CPU_PATH;
+using ReducerCpu = conformance::ReducerPluginTest<kPath>;
 
-struct FakeHost {
-  std::map<std::string, std::string> params;
-  std::string error;
-  std::vector<std::string> logs;
-  caravan_host_v1 table{};
-
-  FakeHost(const FakeHost&) = delete;  // the table points at this object
-  FakeHost& operator=(const FakeHost&) = delete;
-  FakeHost() {
-    table.struct_size = sizeof table;
-    table.host_ctx = this;
-    table.log = [](void* c, caravan_log_level, const char* m) {
-      static_cast<FakeHost*>(c)->logs.push_back(m);
-    };
-    table.get_param = [](void* c, const char* name) -> const char* {
-      auto& p = static_cast<FakeHost*>(c)->params;
-      auto it = p.find(name);
-      return it == p.end() ? nullptr : it->second.c_str();
-    };
-    table.get_env = [](void*, const char*) -> const char* { return nullptr; };
-    table.set_error = [](void* c, const char* m) { static_cast<FakeHost*>(c)->error = m; };
-  }
-};
-
-// One reducer instance; `status` is what init returned.
-struct Instance {
-  FakeHost host;
-  void* ctx = nullptr;
-  caravan_status status;
-
-  explicit Instance(std::map<std::string, std::string> params) {
-    host.params = std::move(params);
-    status = ops().init(&host.table, &ctx);
-  }
-  ~Instance() {
-    if (ctx) {
-      EXPECT_EQ(ops().finalize(ctx), CARAVAN_STATUS_OK);
-    }
-  }
+// One reducer instance, which sees no environment; `status` is what init returned.
+struct Instance : conformance::Instance {
+  explicit Instance(Params params)
+      : conformance::Instance(ReducerCpu::ops(), std::move(params), Params{}) {}
   std::string kernel() {
     caravan_reducer_properties_v1 p{};
     p.struct_size = sizeof p;
-    EXPECT_EQ(ops().properties(ctx, &p), CARAVAN_STATUS_OK);
+    EXPECT_EQ(ops.properties(ctx, &p), CARAVAN_STATUS_OK);
     return p.kernel ? p.kernel : "";
   }
 };
@@ -93,16 +50,16 @@ bool cpu_supports(const std::string& kernel) {
 
 // ---- The descriptor and the parameters ------------------------------------------
 
-TEST(ReducerCpu, DeclaresItsParameters) {
-  const caravan_plugin_descriptor* d = descriptor();
-  ASSERT_NE(d, nullptr) << dlerror();
+TEST_F(ReducerCpu, DeclaresItsParameters) {
+  const caravan_plugin_descriptor* d = plugin().descriptor;
+  ASSERT_NE(d, nullptr) << plugin().error;
   EXPECT_STREQ(d->name, "cpu");
   std::vector<std::string> names;
   for (size_t i = 0; i < d->num_params; ++i) names.push_back(d->params[i].name);
   EXPECT_EQ(names, (std::vector<std::string>{"KERNEL", "THREADS", "MIN_BYTES_PER_THREAD"}));
 }
 
-TEST(ReducerCpu, AutoPicksTheBestTheCpuHas) {
+TEST_F(ReducerCpu, AutoPicksTheBestTheCpuHas) {
   Instance inst({});
   ASSERT_EQ(inst.status, CARAVAN_STATUS_OK);
   std::string want = cpu_supports("avx512") ? "avx512" : cpu_supports("avx2") ? "avx2" : "portable";
@@ -114,27 +71,27 @@ TEST(ReducerCpu, AutoPicksTheBestTheCpuHas) {
   EXPECT_EQ(p.dtypes, 0xffu);
 }
 
-TEST(ReducerCpu, ForcedKernelIsTheOneUsed) {
+TEST_F(ReducerCpu, ForcedKernelIsTheOneUsed) {
   for (std::string k : {"portable", "avx2", "avx512"}) {
     if (!cpu_supports(k)) continue;
     Instance inst({{"KERNEL", k}});
-    ASSERT_EQ(inst.status, CARAVAN_STATUS_OK) << inst.host.error;
+    ASSERT_EQ(inst.status, CARAVAN_STATUS_OK) << inst.host.error();
     EXPECT_EQ(inst.kernel(), k);
   }
 }
 
-TEST(ReducerCpu, ForcingAMissingKernelIsUnavailable) {
+TEST_F(ReducerCpu, ForcingAMissingKernelIsUnavailable) {
   for (std::string k : {"avx2", "avx512"}) {
     if (cpu_supports(k)) continue;
     Instance inst({{"KERNEL", k}});
     EXPECT_EQ(inst.status, CARAVAN_STATUS_UNAVAILABLE);
-    EXPECT_NE(inst.host.error.find(k), std::string::npos) << inst.host.error;
+    EXPECT_NE(inst.host.error().find(k), std::string::npos) << inst.host.error();
   }
   if (cpu_supports("avx512"))
     GTEST_SKIP() << "this CPU has every kernel family, so none can be missing";
 }
 
-TEST(ReducerCpu, InitRejectsBadParameters) {
+TEST_F(ReducerCpu, InitRejectsBadParameters) {
   for (auto params :
        std::vector<std::map<std::string, std::string>>{{{"KERNEL", "sse9"}},
                                                        {{"THREADS", "0"}},
@@ -144,27 +101,29 @@ TEST(ReducerCpu, InitRejectsBadParameters) {
     Instance inst(params);
     EXPECT_EQ(inst.status, CARAVAN_STATUS_INVALID_ARGUMENT) << params.begin()->first;
     EXPECT_EQ(inst.ctx, nullptr);
-    EXPECT_NE(inst.host.error.find(params.begin()->first), std::string::npos) << inst.host.error;
+    EXPECT_NE(inst.host.error().find(params.begin()->first), std::string::npos)
+        << inst.host.error();
   }
 }
 
-TEST(ReducerCpu, InitLogsItsChoice) {
+TEST_F(ReducerCpu, InitLogsItsChoice) {
   Instance inst({{"KERNEL", "portable"}, {"THREADS", "2"}});
   ASSERT_EQ(inst.status, CARAVAN_STATUS_OK);
-  ASSERT_FALSE(inst.host.logs.empty());
-  EXPECT_NE(inst.host.logs.back().find("portable"), std::string::npos) << inst.host.logs.back();
-  EXPECT_NE(inst.host.logs.back().find("2 thread"), std::string::npos) << inst.host.logs.back();
+  std::vector<std::string> logs = inst.host.lines();
+  ASSERT_FALSE(logs.empty());
+  EXPECT_NE(logs.back().find("portable"), std::string::npos) << logs.back();
+  EXPECT_NE(logs.back().find("2 thread"), std::string::npos) << logs.back();
 }
 
 // Host memory only: a stream means the caller took this for a GPU reducer.
-TEST(ReducerCpu, RefusesAStream) {
+TEST_F(ReducerCpu, RefusesAStream) {
   Instance inst({});
   ASSERT_EQ(inst.status, CARAVAN_STATUS_OK);
   float x[4] = {1, 2, 3, 4};
   int stream = 0;
   EXPECT_EQ(ops().sum(inst.ctx, x, x, 4, CARAVAN_FLOAT32, &stream),
             CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(inst.host.error.find("stream"), std::string::npos) << inst.host.error;
+  EXPECT_NE(inst.host.error().find("stream"), std::string::npos) << inst.host.error();
   EXPECT_EQ(x[0], 1.0f);
 }
 
@@ -198,29 +157,29 @@ std::vector<uint8_t> run_op(Instance& inst, int dt, size_t n, int op) {
   caravan_status s = CARAVAN_STATUS_INTERNAL;
   switch (op) {
     case 0:
-      s = ops().sum(inst.ctx, dst.data(), b.data(), n, dtype, nullptr);
+      s = inst.ops.sum(inst.ctx, dst.data(), b.data(), n, dtype, nullptr);
       break;
     case 1:
-      s = ops().sum2(inst.ctx, dst.data(), b.data(), c.data(), n, dtype, nullptr);
+      s = inst.ops.sum2(inst.ctx, dst.data(), b.data(), c.data(), n, dtype, nullptr);
       break;
     case 2:
-      s = ops().sum_many(inst.ctx, dst.data(), srcs, 3, n, dtype, nullptr);
+      s = inst.ops.sum_many(inst.ctx, dst.data(), srcs, 3, n, dtype, nullptr);
       break;
     default:
-      s = is_float(dt) ? ops().scale(inst.ctx, dst.data(), n, dtype, 0.7, nullptr) : 0;
+      s = is_float(dt) ? inst.ops.scale(inst.ctx, dst.data(), n, dtype, 0.7, nullptr) : 0;
       break;
   }
-  EXPECT_EQ(s, CARAVAN_STATUS_OK) << inst.host.error;
+  EXPECT_EQ(s, CARAVAN_STATUS_OK) << inst.host.error();
   return dst;
 }
 
 // The split is element-wise and on cache-line boundaries, so threads change
 // no bit of any result, NaN payloads included.
-TEST(ReducerCpu, TwoThreadsGiveIdenticalResults) {
+TEST_F(ReducerCpu, TwoThreadsGiveIdenticalResults) {
   Instance one({});
   Instance two({{"THREADS", "2"}, {"MIN_BYTES_PER_THREAD", "4096"}});
-  ASSERT_EQ(one.status, CARAVAN_STATUS_OK) << one.host.error;
-  ASSERT_EQ(two.status, CARAVAN_STATUS_OK) << two.host.error;
+  ASSERT_EQ(one.status, CARAVAN_STATUS_OK) << one.host.error();
+  ASSERT_EQ(two.status, CARAVAN_STATUS_OK) << two.host.error();
   for (int dt = 0; dt < CARAVAN_DTYPE_COUNT; ++dt)
     for (int op = 0; op < 4; ++op)
       for (size_t n : {size_t{4095}, size_t{100003}, (size_t{1} << 20) + 3}) {
@@ -231,9 +190,9 @@ TEST(ReducerCpu, TwoThreadsGiveIdenticalResults) {
 
 // Several summation threads on one instance: whoever finds the pool busy runs
 // alone, and nobody's result suffers.
-TEST(ReducerCpu, ConcurrentCallersOnOneInstance) {
+TEST_F(ReducerCpu, ConcurrentCallersOnOneInstance) {
   Instance inst({{"THREADS", "3"}, {"MIN_BYTES_PER_THREAD", "1024"}});
-  ASSERT_EQ(inst.status, CARAVAN_STATUS_OK) << inst.host.error;
+  ASSERT_EQ(inst.status, CARAVAN_STATUS_OK) << inst.host.error();
   const size_t n = 200001;
   std::vector<std::thread> callers;
   std::vector<int> failures(4, 0);

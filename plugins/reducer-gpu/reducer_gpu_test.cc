@@ -15,6 +15,7 @@
 
 #include "caravan/plugin/plugin.h"
 #include "caravan/plugin/reducer_v1.h"
+#include "conformance/reducer/reducer_plugin.h"
 #include "scalar.h"  // the CPU reducer's arithmetic, as the reference
 #include "test_data.h"
 
@@ -23,63 +24,16 @@ namespace cpu = caravan::reducer_cpu::scalar;
 
 namespace {
 
-const caravan_plugin_descriptor* descriptor() {
-  static const caravan_plugin_descriptor* d = [] {
-    void* lib = dlopen(CARAVAN_REDUCER_GPU_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      ADD_FAILURE() << "dlopen: " << dlerror();
-      return static_cast<const caravan_plugin_descriptor*>(nullptr);
-    }
-    auto entry = reinterpret_cast<caravan_plugin_entry_fn>(dlsym(lib, CARAVAN_PLUGIN_ENTRY_SYMBOL));
-    return entry ? entry() : nullptr;
-  }();
-  return d;
-}
+namespace conformance = caravan::conformance;
+using conformance::Params;
 
-const caravan_reducer_ops_v1& ops() {
-  return *static_cast<const caravan_reducer_ops_v1*>(descriptor()->ops);
-}
+constexpr char kPath[] = CARAVAN_REDUCER_GPU_PATH;
+using ReducerGpu = conformance::ReducerPluginTest<kPath>;
 
-struct FakeHost {
-  std::map<std::string, std::string> params, env;
-  std::string error;
-  caravan_host_v1 table{};
-
-  FakeHost(const FakeHost&) = delete;  // the table points at this object
-  FakeHost& operator=(const FakeHost&) = delete;
-  FakeHost() {
-    table.struct_size = sizeof table;
-    table.host_ctx = this;
-    table.log = [](void*, caravan_log_level, const char*) {};
-    table.get_param = [](void* c, const char* name) {
-      return find(static_cast<FakeHost*>(c)->params, name);
-    };
-    table.get_env = [](void* c, const char* name) {
-      return find(static_cast<FakeHost*>(c)->env, name);
-    };
-    table.set_error = [](void* c, const char* m) { static_cast<FakeHost*>(c)->error = m; };
-  }
-  static const char* find(const std::map<std::string, std::string>& m, const char* name) {
-    auto it = m.find(name);
-    return it == m.end() ? nullptr : it->second.c_str();
-  }
-};
-
-using Params = std::map<std::string, std::string>;
-
-struct Instance {
-  FakeHost host;
-  void* ctx = nullptr;
-  caravan_status status;
-  explicit Instance(Params params = {}) {
-    host.params = std::move(params);
-    status = ops().init(&host.table, &ctx);
-  }
-  ~Instance() {
-    if (ctx) {
-      EXPECT_EQ(ops().finalize(ctx), CARAVAN_STATUS_OK);
-    }
-  }
+// An instance of the GPU reducer; it sees only the environment `env`.
+struct Instance : conformance::Instance {
+  explicit Instance(Params params = {}, Params env = {})
+      : conformance::Instance(ReducerGpu::ops(), std::move(params), std::move(env)) {}
 };
 
 std::string no_device_reason() {
@@ -97,9 +51,9 @@ std::string no_device_reason() {
 
 #define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
 
-TEST(ReducerGpu, Descriptor) {
-  const caravan_plugin_descriptor* d = descriptor();
-  ASSERT_NE(d, nullptr);
+TEST_F(ReducerGpu, Descriptor) {
+  const caravan_plugin_descriptor* d = plugin().descriptor;
+  ASSERT_NE(d, nullptr) << plugin().error;
   EXPECT_EQ(d->magic, CARAVAN_PLUGIN_MAGIC);
   EXPECT_EQ(d->abi_major, CARAVAN_REDUCER_ABI_MAJOR_V1);
   EXPECT_EQ(d->kind, static_cast<uint32_t>(CARAVAN_PLUGIN_KIND_REDUCER));
@@ -128,23 +82,23 @@ TEST(ReducerGpu, Descriptor) {
   bool any = o.local_id || o.local_join || o.local_leave || o.local_reduce || o.local_broadcast;
   bool all = o.local_id && o.local_join && o.local_leave && o.local_reduce && o.local_broadcast;
   EXPECT_EQ(any, all);
-  EXPECT_EQ(descriptor(), reinterpret_cast<caravan_plugin_entry_fn>(
-                              dlsym(dlopen(CARAVAN_REDUCER_GPU_PATH, RTLD_NOW | RTLD_NOLOAD),
-                                    "caravan_plugin_entry"))());
+  EXPECT_EQ(plugin().descriptor, reinterpret_cast<caravan_plugin_entry_fn>(
+                                     dlsym(dlopen(CARAVAN_REDUCER_GPU_PATH, RTLD_NOW | RTLD_NOLOAD),
+                                           "caravan_plugin_entry"))());
 }
 
-TEST(ReducerGpu, NullInstanceIsAnError) {
+TEST_F(ReducerGpu, NullInstanceIsAnError) {
   EXPECT_EQ(ops().sum(nullptr, nullptr, nullptr, 0, CARAVAN_FLOAT32, nullptr),
             CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(ops().finalize(nullptr), CARAVAN_STATUS_INVALID_ARGUMENT);
 }
 
-TEST(ReducerGpu, InitWithoutDeviceIsUnavailable) {
+TEST_F(ReducerGpu, InitWithoutDeviceIsUnavailable) {
   if (no_device_reason().empty()) GTEST_SKIP() << "a CUDA device is present";
   Instance r;
   EXPECT_EQ(r.status, CARAVAN_STATUS_UNAVAILABLE);
   EXPECT_EQ(r.ctx, nullptr);
-  EXPECT_NE(r.host.error.find("no CUDA device"), std::string::npos) << r.host.error;
+  EXPECT_NE(r.host.error().find("no CUDA device"), std::string::npos) << r.host.error();
   // A second try answers the same, rather than finding a broken runtime.
   Instance again;
   EXPECT_EQ(again.status, CARAVAN_STATUS_UNAVAILABLE);
@@ -152,10 +106,10 @@ TEST(ReducerGpu, InitWithoutDeviceIsUnavailable) {
 
 // ---- With a device ----------------------------------------------------------
 
-TEST(ReducerGpu, PropertiesAndParams) {
+TEST_F(ReducerGpu, PropertiesAndParams) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   caravan_reducer_properties_v1 p{};
   p.struct_size = sizeof p;
   ASSERT_EQ(ops().properties(r.ctx, &p), CARAVAN_STATUS_OK);
@@ -173,17 +127,15 @@ TEST(ReducerGpu, PropertiesAndParams) {
   EXPECT_EQ(Instance(Params{{"DEVICE", "9999"}}).status, CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(Instance(Params{{"LOCAL_TIMEOUT_S", "0"}}).status, CARAVAN_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(Instance(Params{{"BLOCK_THREADS", "1024"}}).status, CARAVAN_STATUS_OK);
-  Instance by_rank;
-  by_rank.host.env["BYTEPS_LOCAL_RANK"] = "5";
-  void* ctx = nullptr;
-  ASSERT_EQ(ops().init(&by_rank.host.table, &ctx), CARAVAN_STATUS_OK) << by_rank.host.error;
-  EXPECT_EQ(ops().finalize(ctx), CARAVAN_STATUS_OK);
+  // Finalized, and checked, when it goes.
+  Instance by_rank({}, Params{{"BYTEPS_LOCAL_RANK", "5"}});
+  ASSERT_EQ(by_rank.status, CARAVAN_STATUS_OK) << by_rank.host.error();
 }
 
-TEST(ReducerGpu, ArgumentErrors) {
+TEST_F(ReducerGpu, ArgumentErrors) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   float* d = nullptr;
   CUDA_OK(cudaMalloc(&d, 64));
   const void* srcs[] = {d, nullptr};
@@ -271,10 +223,10 @@ void expect_same(const std::vector<unsigned char>& got, const std::vector<unsign
     ASSERT_TRUE(same(&got[i * z], &want[i * z], dt)) << what << " at element " << i;
 }
 
-TEST(ReducerGpu, EveryOpAndDtypeOnDevice) {
+TEST_F(ReducerGpu, EveryOpAndDtypeOnDevice) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   Rng rng;
@@ -294,13 +246,13 @@ TEST(ReducerGpu, EveryOpAndDtypeOnDevice) {
           kRef[dt].add2(want.data(), a.host.data(), b.host.data(), count);
           ASSERT_EQ(ops().sum2(r.ctx, dst.ptr(), a.ptr(), b.ptr(), count, type, s),
                     CARAVAN_STATUS_OK)
-              << r.host.error;
+              << r.host.error();
           CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
           expect_same(dst.read(), want, dt, "sum2 " + where);
 
           kRef[dt].add2(want.data(), a.host.data(), b.host.data(), count);
           ASSERT_EQ(ops().sum(r.ctx, a.ptr(), b.ptr(), count, type, s), CARAVAN_STATUS_OK)
-              << r.host.error;
+              << r.host.error();
           CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
           expect_same(a.read(), want, dt, "sum " + where);
           a.host = want;
@@ -338,7 +290,7 @@ TEST(ReducerGpu, EveryOpAndDtypeOnDevice) {
             want = b.host;
             kRef[dt].scale(want.data(), count, factor);
             ASSERT_EQ(ops().scale(r.ctx, b.ptr(), count, type, factor, s), CARAVAN_STATUS_OK)
-                << r.host.error;
+                << r.host.error();
             CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
             expect_same(b.read(), want, dt, "scale " + where);
             b.host = b.read();
@@ -351,10 +303,10 @@ TEST(ReducerGpu, EveryOpAndDtypeOnDevice) {
 }
 
 // More sources than one launch carries: the accumulator path.
-TEST(ReducerGpu, SumManyOfManySources) {
+TEST_F(ReducerGpu, SumManyOfManySources) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   Rng rng;
   for (unsigned dt : {0u, 2u, 4u, 7u}) {
     const size_t count = 301, num = 2100;
@@ -369,24 +321,24 @@ TEST(ReducerGpu, SumManyOfManySources) {
     ASSERT_EQ(ops().sum_many(r.ctx, dst.ptr(), srcs.data(), num, count,
                              static_cast<caravan_dtype>(dt), nullptr),
               CARAVAN_STATUS_OK)
-        << r.host.error;
+        << r.host.error();
     CUDA_OK(cudaDeviceSynchronize());
     expect_same(dst.read(), ref_sum_many(dt, in, count), dt,
                 std::string("sum_many of 2100 ") + info(dt).name);
   }
 }
 
-TEST(ReducerGpu, OneRankLocalGroup) {
+TEST_F(ReducerGpu, OneRankLocalGroup) {
   SKIP_WITHOUT_DEVICE();
   if (!ops().local_join) GTEST_SKIP() << "built without NCCL";
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   unsigned char id[CARAVAN_REDUCER_MAX_LOCAL_ID_V1];
   size_t len = sizeof id;
-  ASSERT_EQ(ops().local_id(r.ctx, id, &len), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(ops().local_id(r.ctx, id, &len), CARAVAN_STATUS_OK) << r.host.error();
   EXPECT_GT(len, 0u);
   void* group = nullptr;
-  ASSERT_EQ(ops().local_join(r.ctx, id, len, 0, 1, &group), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(ops().local_join(r.ctx, id, len, 0, 1, &group), CARAVAN_STATUS_OK) << r.host.error();
   Rng rng;
   for (unsigned dt = 0; dt < 8; ++dt) {
     const size_t count = 1000;
@@ -394,17 +346,17 @@ TEST(ReducerGpu, OneRankLocalGroup) {
     auto type = static_cast<caravan_dtype>(dt);
     ASSERT_EQ(ops().local_reduce(r.ctx, group, dst.ptr(), src.ptr(), count, type, 0, nullptr),
               CARAVAN_STATUS_OK)
-        << r.host.error;
+        << r.host.error();
     ASSERT_EQ(ops().local_broadcast(r.ctx, group, src.ptr(), count, type, 0, nullptr),
               CARAVAN_STATUS_OK)
-        << r.host.error;
+        << r.host.error();
     CUDA_OK(cudaDeviceSynchronize());
     expect_same(dst.read(), src.host, dt, std::string("local_reduce ") + info(dt).name);
     expect_same(src.read(), src.host, dt, std::string("local_broadcast ") + info(dt).name);
   }
   EXPECT_EQ(ops().local_reduce(r.ctx, group, nullptr, nullptr, 4, CARAVAN_FLOAT32, 1, nullptr),
             CARAVAN_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(ops().local_leave(r.ctx, group), CARAVAN_STATUS_OK) << r.host.error;
+  EXPECT_EQ(ops().local_leave(r.ctx, group), CARAVAN_STATUS_OK) << r.host.error();
 }
 
 }  // namespace
@@ -413,10 +365,10 @@ TEST(ReducerGpu, OneRankLocalGroup) {
 // pointers told from host ones, page-locked memory, copies in both
 // directions ordered by events across two streams, and event_done that
 // never blocks.
-TEST(ReducerGpu, DeviceServicesStageATensor) {
+TEST_F(ReducerGpu, DeviceServicesStageATensor) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   const auto& o = ops();
   const size_t n = (size_t{9} << 20) + 7, bytes = n * sizeof(float);
   float* dev = nullptr;
@@ -432,7 +384,7 @@ TEST(ReducerGpu, DeviceServicesStageATensor) {
   ASSERT_EQ(o.memory_device(r.ctx, pageable.data(), &device), CARAVAN_STATUS_OK);
   EXPECT_EQ(device, -1);
   void* pinned = nullptr;
-  ASSERT_EQ(o.host_alloc(r.ctx, bytes, &pinned), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(o.host_alloc(r.ctx, bytes, &pinned), CARAVAN_STATUS_OK) << r.host.error();
   ASSERT_EQ(o.memory_device(r.ctx, pinned, &device), CARAVAN_STATUS_OK);
   EXPECT_EQ(device, -1) << "page-locked host memory is host memory";
   EXPECT_EQ(o.host_alloc(r.ctx, 0, &pinned), CARAVAN_STATUS_INVALID_ARGUMENT);
@@ -485,22 +437,22 @@ TEST(ReducerGpu, DeviceServicesStageATensor) {
 // interprocess event that records and passes like any other, and memory
 // that is freed. Opening them takes another process: DeviceTensors.*Local*
 // and Python.*TwoLocalWorkers sum through them.
-TEST(ReducerGpu, IpcHandlesInOneProcess) {
+TEST_F(ReducerGpu, IpcHandlesInOneProcess) {
   SKIP_WITHOUT_DEVICE();
   Instance r;
-  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(r.status, CARAVAN_STATUS_OK) << r.host.error();
   const auto& o = ops();
   void* mem = nullptr;
-  ASSERT_EQ(o.device_alloc(r.ctx, 1 << 20, &mem), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(o.device_alloc(r.ctx, 1 << 20, &mem), CARAVAN_STATUS_OK) << r.host.error();
   unsigned char handle[CARAVAN_REDUCER_MAX_IPC_HANDLE_V1];
   size_t len = sizeof handle;
-  ASSERT_EQ(o.ipc_export(r.ctx, mem, handle, &len), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(o.ipc_export(r.ctx, mem, handle, &len), CARAVAN_STATUS_OK) << r.host.error();
   EXPECT_EQ(len, sizeof(cudaIpcMemHandle_t));
   size_t small = 8;
   EXPECT_EQ(o.ipc_export(r.ctx, mem, handle, &small), CARAVAN_STATUS_INVALID_ARGUMENT);
   void* event = nullptr;
   len = sizeof handle;
-  ASSERT_EQ(o.ipc_event_create(r.ctx, &event, handle, &len), CARAVAN_STATUS_OK) << r.host.error;
+  ASSERT_EQ(o.ipc_event_create(r.ctx, &event, handle, &len), CARAVAN_STATUS_OK) << r.host.error();
   EXPECT_EQ(len, sizeof(cudaIpcEventHandle_t));
   void* stream = nullptr;
   ASSERT_EQ(o.stream_create(r.ctx, &stream), CARAVAN_STATUS_OK);
