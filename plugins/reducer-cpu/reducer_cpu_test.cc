@@ -19,15 +19,14 @@
 namespace {
 
 namespace conformance = caravan::conformance;
-using conformance::Params;
 
 constexpr char kPath[] = CARAVAN_REDUCER_CPU_PATH;
 using ReducerCpu = conformance::ReducerPluginTest<kPath>;
 
 // One reducer instance, which sees no environment; `status` is what init returned.
 struct Instance : conformance::Instance {
-  explicit Instance(Params params)
-      : conformance::Instance(ReducerCpu::ops(), std::move(params), Params{}) {}
+  explicit Instance(conformance::Params params)
+      : conformance::Instance(ReducerCpu::ops(), std::move(params), conformance::Params{}) {}
   std::string kernel() {
     caravan_reducer_properties_v1 p{};
     p.struct_size = sizeof p;
