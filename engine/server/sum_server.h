@@ -112,8 +112,12 @@ class SumServer {
     std::condition_variable cv;
     std::vector<Queued> queue;
     bool stop = false;
+    // A request is being processed, by this thread or inline by the
+    // receiving thread (handle()); whoever set it owns `keys` until it is
+    // cleared, under mu.
+    bool busy = false;
     uint64_t bytes = 0;  // of the keys it owns; read by the receive thread only
-    std::unordered_map<uint64_t, KeyState> keys;  // its thread only
+    std::unordered_map<uint64_t, KeyState> keys;  // whoever holds busy
     std::thread thread;
   };
 
@@ -130,6 +134,11 @@ class SumServer {
   // Maps the segment an attach request announces and answers it.
   void attach(const KVMessage& request, int rank);
   void process(SumThread& t, Queued&& q);
+  // process(), its failure logged; the caller holds t.busy.
+  void run_one(SumThread& t, Queued&& q);
+  // Pushes up to this size are summed by the receiving thread when their
+  // summation thread is idle (handle()).
+  static constexpr size_t kInlineSumBytes = 65536;
   void sum_sync(KeyState& k, uint64_t key, Queued&& q, int rank, size_t esize);
   void finish_round(Round& done, uint64_t key, TracedRound traced);
   void relay(KeyState& k, uint64_t key, Queued&& q, int rank);
