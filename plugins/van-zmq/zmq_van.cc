@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "params.h"
+#include "tcp/tcp_address.h"
 
 namespace caravan::van_zmq {
 namespace {
@@ -72,11 +73,6 @@ std::string bindable_host(const std::string& host) {
   return rc2 == 0 ? std::string(text) : host;
 }
 
-std::string tcp_endpoint(const std::string& host, const std::string& port) {
-  bool v6 = host.find(':') != std::string::npos;
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + port;
-}
-
 }  // namespace
 
 ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
@@ -117,14 +113,7 @@ void ZmqVan::properties(caravan_van_properties_v2* out) const {
 }
 
 void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
-  if (!host || !*host || !addr_out)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: host or address buffer missing");
-  std::string name = host;
-  if (name.size() > 2 && name.front() == '[' && name.back() == ']')
-    name = name.substr(1, name.size() - 2);
-  std::string where = "host '" + name + "' port " + std::to_string(port);
-  if (port < 0 || port > 65535)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + where + ": port out of range");
+  auto [name, where] = plugin::tcp::check_listen(host, port, addr_out);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "listen on " + where + ": van is closing");
@@ -132,7 +121,7 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
     listened_ = true;  // claimed now so a racing second call fails
   }
   std::string bind_host = bindable_host(name);
-  std::string endpoint = tcp_endpoint(bind_host, port ? std::to_string(port) : "*");
+  std::string endpoint = plugin::tcp::endpoint(bind_host, port ? std::to_string(port) : "*");
 
   void* sock = zmq_socket(ctx_, ZMQ_ROUTER);
   auto fail = [&](caravan_status status, const std::string& why) {
@@ -176,7 +165,7 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
 
   // Advertise the name the engine gave (it may be a host name) with the
   // port zmq actually bound.
-  std::string advertised = tcp_endpoint(name, colon + 1);
+  std::string advertised = plugin::tcp::endpoint(name, colon + 1);
   if (advertised.size() + 1 > addr_cap)
     fail(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + advertised);
   std::memcpy(addr_out, advertised.c_str(), advertised.size() + 1);
@@ -499,25 +488,11 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v2* out) {
     out->segments[i].len = zmq_msg_size(&rec->frames[i]);
   }
   out->peer = rec->peer.c_str();
-  {
-    std::lock_guard<std::mutex> lock(held_mu_);
-    held_.insert(rec.get());
-  }
-  out->van_token = rec.release();
+  out->van_token = held_.hand_out(std::move(rec));
   return Read::kMessage;
 }
 
-void ZmqVan::release(const caravan_van_message_v2* message) {
-  if (!message || !message->van_token)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: not a received message");
-  auto* rec = static_cast<RecvRecord*>(message->van_token);
-  {
-    std::lock_guard<std::mutex> lock(held_mu_);
-    if (held_.erase(rec) == 0)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: message unknown or released twice");
-  }
-  delete rec;
-}
+void ZmqVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
 
 // Why no send is still in flight when this returns: all of our frames live
 // inside this instance's zmq context. Closing a socket hands its queued and
@@ -553,8 +528,6 @@ void ZmqVan::shutdown() noexcept {
   }
   ctx_ = nullptr;
   // The ABI makes unreleased messages invalid now; free them.
-  std::lock_guard<std::mutex> lock(held_mu_);
-  for (RecvRecord* rec : held_) delete rec;
   held_.clear();
 }
 

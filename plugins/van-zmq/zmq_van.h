@@ -11,10 +11,10 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
+#include "events/held_messages.h"
 #include "messages.h"
 
 namespace caravan::van_zmq {
@@ -84,8 +84,7 @@ class ZmqVan {
   std::unordered_map<uint64_t, std::shared_ptr<Link>> links_;
 
   // Received messages not yet released, freed by shutdown().
-  std::mutex held_mu_;
-  std::unordered_set<RecvRecord*> held_;
+  plugin::HeldMessages<RecvRecord> held_;
 };
 
 }  // namespace caravan::van_zmq

@@ -1,0 +1,167 @@
+#include "inbound.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace caravan::van_tcp {
+namespace {
+
+// One read() takes this much of a stream of small messages at once.
+constexpr size_t kStagingBytes = 256 * 1024;
+constexpr size_t kAlign = 64;
+constexpr size_t kTurnBytes = 8 << 20;
+
+size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+Received::~Received() { std::free(memory); }
+
+Inbound::Inbound(int fd, std::string peer, size_t max_message_bytes)
+    : fd_(fd), peer_(std::move(peer)), max_message_bytes_(max_message_bytes), staging_(kStagingBytes) {}
+
+Inbound::~Inbound() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Inbound::start_body(std::string* why) {
+  FrameHead head;
+  std::memcpy(&head, staging_.data() + staged_begin_, sizeof head);
+  auto r = std::make_unique<Received>();
+  r->num_segments = head.num_segments;
+  std::memcpy(r->lens, staging_.data() + staged_begin_ + sizeof head,
+              head.num_segments * sizeof(uint64_t));
+  size_t at = 0;
+  for (size_t i = 0; i < r->num_segments; ++i) {
+    uint64_t len = r->lens[i];
+    if (len > (uint64_t{1} << 56) ||
+        (max_message_bytes_ && r->body_bytes + len > max_message_bytes_)) {
+      *why = "a message of more than " +
+             std::to_string(max_message_bytes_ ? max_message_bytes_ : uint64_t{1} << 56) +
+             " bytes (segment " + std::to_string(i) + " alone is " + std::to_string(len) + ")";
+      return false;
+    }
+    r->offsets[i] = at;
+    at += round_up(static_cast<size_t>(len));
+    r->body_bytes += static_cast<size_t>(len);
+  }
+  if (posix_memalign(reinterpret_cast<void**>(&r->memory), kAlign, at ? at : kAlign) != 0) {
+    *why = "a message of " + std::to_string(r->body_bytes) + " bytes, more than this host can hold";
+    return false;
+  }
+  r->peer = peer_;
+  staged_begin_ += sizeof head + head.num_segments * sizeof(uint64_t);
+  current_ = std::move(r);
+  in_body_ = true;
+  segment_ = 0;
+  segment_done_ = 0;
+  return true;
+}
+
+unsigned char* Inbound::body_cursor(size_t* want) {
+  // Zero-length segments take no bytes: step over them.
+  while (segment_ < current_->num_segments && segment_done_ == current_->lens[segment_]) {
+    ++segment_;
+    segment_done_ = 0;
+  }
+  if (segment_ == current_->num_segments) {
+    *want = 0;
+    return nullptr;
+  }
+  *want = static_cast<size_t>(current_->lens[segment_] - segment_done_);
+  return current_->memory + current_->offsets[segment_] + segment_done_;
+}
+
+void Inbound::advance_body(size_t n) { segment_done_ += n; }
+
+Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std::string* why,
+                              bool* need_more) {
+  for (;;) {
+    size_t staged = staged_end_ - staged_begin_;
+    if (!in_body_) {
+      if (staged < sizeof(FrameHead)) break;
+      FrameHead head;
+      std::memcpy(&head, staging_.data() + staged_begin_, sizeof head);
+      if (head.magic != kFrameMagic) {
+        *why = "bytes that are not a Caravan tcp van frame (magic 0x" + [&] {
+          char hex[9];
+          std::snprintf(hex, sizeof hex, "%08x", head.magic);
+          return std::string(hex);
+        }() + ")";
+        return State::kMalformed;
+      }
+      if (head.num_segments < 1 || head.num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2) {
+        *why = "a message of " + std::to_string(head.num_segments) + " segments (1 to " +
+               std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)";
+        return State::kMalformed;
+      }
+      if (staged < sizeof head + head.num_segments * sizeof(uint64_t)) break;
+      if (!start_body(why)) return State::kMalformed;
+      continue;
+    }
+    size_t want;
+    unsigned char* to = body_cursor(&want);
+    if (!to) {
+      done->push_back(std::move(current_));
+      in_body_ = false;
+      continue;
+    }
+    if (staged == 0) break;
+    size_t n = want < staged ? want : staged;
+    std::memcpy(to, staging_.data() + staged_begin_, n);
+    staged_begin_ += n;
+    advance_body(n);
+  }
+  // What is left is the start of a header or nothing: move it to the front.
+  size_t left = staged_end_ - staged_begin_;
+  if (left && staged_begin_) std::memmove(staging_.data(), staging_.data() + staged_begin_, left);
+  staged_begin_ = 0;
+  staged_end_ = left;
+  *need_more = true;
+  return State::kOpen;
+}
+
+Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* done,
+                                       std::string* why) {
+  // The poller comes back while the socket stays readable: a bound on one
+  // turn keeps one busy sender from holding up the other connections.
+  size_t budget = kTurnBytes;
+  for (;;) {
+    bool need_more = false;
+    State s = parse(done, why, &need_more);
+    if (s != State::kOpen || budget == 0) return s;
+    // A large body goes straight into its memory, not through the staging buffer.
+    size_t want = 0;
+    unsigned char* to = in_body_ ? body_cursor(&want) : nullptr;
+    ssize_t got;
+    if (to && want >= staging_.size() / 2) {
+      do got = ::recv(fd_, to, want, 0);
+      while (got < 0 && errno == EINTR);
+      if (got > 0) {
+        advance_body(static_cast<size_t>(got));
+        budget -= std::min(budget, static_cast<size_t>(got));
+        continue;
+      }
+    } else {
+      do got = ::recv(fd_, staging_.data() + staged_end_, staging_.size() - staged_end_, 0);
+      while (got < 0 && errno == EINTR);
+      if (got > 0) {
+        staged_end_ += static_cast<size_t>(got);
+        budget -= std::min(budget, static_cast<size_t>(got));
+        continue;
+      }
+    }
+    if (got == 0) return State::kClosed;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return State::kOpen;
+    *why = std::strerror(errno);
+    return State::kClosed;
+  }
+}
+
+}  // namespace caravan::van_tcp

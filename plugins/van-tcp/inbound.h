@@ -1,0 +1,73 @@
+// One accepted connection's reading side: bytes from the socket become
+// whole messages. Only the poller thread touches it. Small messages are
+// parsed out of a staging buffer that one read() fills with several of
+// them; the body of a large one is read straight into its own memory.
+#ifndef CARAVAN_VAN_TCP_INBOUND_H
+#define CARAVAN_VAN_TCP_INBOUND_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "caravan/plugin/van_v2.h"
+#include "frame.h"
+
+namespace caravan::van_tcp {
+
+// A received message's memory: one allocation holding every segment, each
+// at a 64-byte boundary (the engine sums in place with vector loads).
+struct Received {
+  ~Received();
+  unsigned char* memory = nullptr;
+  size_t num_segments = 0;
+  uint64_t lens[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
+  size_t offsets[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
+  size_t body_bytes = 0;  // the segments' bytes, without the padding between them
+  std::string peer;
+};
+
+class Inbound {
+ public:
+  Inbound(int fd, std::string peer, size_t max_message_bytes);
+  ~Inbound();
+  Inbound(const Inbound&) = delete;
+  Inbound& operator=(const Inbound&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& peer() const { return peer_; }
+
+  enum class State { kOpen, kClosed, kMalformed };
+  // Reads what the socket has, appending every message it completes to
+  // `done`. kClosed: the peer closed or the connection failed (a message
+  // cut short is dropped); kMalformed: it sent what no Caravan peer sends
+  // (`why` says what). Either way the caller closes the connection.
+  State read_available(std::vector<std::unique_ptr<Received>>* done, std::string* why);
+
+ private:
+  // Takes what the staging buffer holds of the current message; true when
+  // it needs more bytes than the buffer has.
+  State parse(std::vector<std::unique_ptr<Received>>* done, std::string* why, bool* need_more);
+  bool start_body(std::string* why);
+  // Where the next body byte goes, and how many the current segment still wants.
+  unsigned char* body_cursor(size_t* want);
+  void advance_body(size_t n);
+
+  int fd_;
+  std::string peer_;
+  size_t max_message_bytes_;  // 0: unlimited
+
+  std::vector<unsigned char> staging_;
+  size_t staged_begin_ = 0, staged_end_ = 0;
+
+  // The message being read: its header, then its body.
+  bool in_body_ = false;
+  std::unique_ptr<Received> current_;
+  size_t segment_ = 0;      // the segment being filled
+  size_t segment_done_ = 0; // bytes of it already in
+};
+
+}  // namespace caravan::van_tcp
+
+#endif  // CARAVAN_VAN_TCP_INBOUND_H

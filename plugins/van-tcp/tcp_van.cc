@@ -1,0 +1,568 @@
+#include "tcp_van.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+
+#include "params.h"
+#include "tcp/tcp_address.h"
+
+namespace caravan::van_tcp {
+namespace {
+
+using plugin::Error;
+using Clock = std::chrono::steady_clock;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// How long a link that could not connect yet waits before trying again (libzmq's
+// reconnect interval is the same).
+constexpr int kRetryMs = 100;
+
+// "tcp://host:port" or "tcp://[v6]:port" into its parts; false when it is neither.
+bool split_address(const std::string& address, std::string* host, std::string* port) {
+  if (address.rfind("tcp://", 0) != 0) return false;
+  std::string rest = address.substr(6);
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon + 1 == rest.size()) return false;
+  *host = rest.substr(0, colon);
+  *port = rest.substr(colon + 1);
+  if (host->size() > 1 && host->front() == '[' && host->back() == ']')
+    *host = host->substr(1, host->size() - 2);
+  return !host->empty() && port->find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string peer_text(const sockaddr_storage& addr) {
+  char ip[INET6_ADDRSTRLEN] = "unknown";
+  int port = 0;
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
+    port = ntohs(a->sin6_port);
+  }
+  return plugin::tcp::endpoint(ip, std::to_string(port));
+}
+
+void set_option(int fd, int level, int option, int value) {
+  setsockopt(fd, level, option, &value, sizeof value);
+}
+
+}  // namespace
+
+TcpVan::Call::Call(TcpVan& van) : van_(van) {
+  std::lock_guard<std::mutex> lock(van_.mu_);
+  if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "van is closing");
+  ++van_.calls_;
+}
+
+TcpVan::Call::~Call() {
+  std::lock_guard<std::mutex> lock(van_.mu_);
+  if (--van_.calls_ == 0) van_.calls_cv_.notify_all();
+}
+
+TcpVan::TcpVan(const caravan_host_v1* host) : host_(host) {
+  max_message_bytes_ = static_cast<size_t>(params::kMaxMessageBytes.integer(host_));
+  long long sndbuf = params::kSndBuf.integer(host_);
+  if (sndbuf > INT_MAX / 2)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SNDBUF is too large");
+  sndbuf_ = static_cast<int>(sndbuf);
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_ < 0 || wake_fd_ < 0) {
+    int err = errno;
+    if (epoll_ >= 0) ::close(epoll_);
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+    throw Error(CARAVAN_STATUS_UNAVAILABLE, "epoll or eventfd: " + errno_text(err));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeKey;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_fd_, &ev);
+}
+
+// Sends not yet reported are dropped unreported and received messages not
+// yet released freed, as van_v2.h's finalize says.
+TcpVan::~TcpVan() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    wake();  // a poll() asleep in epoll_wait returns CLOSED
+    calls_cv_.wait(lock, [&] { return calls_ == 0; });
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  for (auto& entry : links_) {
+    std::lock_guard<std::mutex> lock(entry.second->mu);
+    if (entry.second->fd >= 0) ::close(entry.second->fd);
+    entry.second->fd = -1;
+  }
+  inbound_.clear();
+  ::close(epoll_);
+  ::close(wake_fd_);
+}
+
+void TcpVan::properties(caravan_van_properties_v2* out) const {
+  out->caps = CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND;
+  out->max_message_bytes = max_message_bytes_ ? max_message_bytes_ : SIZE_MAX;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
+  out->transport = "tcp";
+}
+
+void TcpVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
+  Call call(*this);
+  auto [name, where] = plugin::tcp::check_listen(host, port, addr_out);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (listened_)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen on " + where + ": already listening");
+    listened_ = true;  // claimed now so a racing second call fails
+  }
+  auto fail = [&](int fd, const std::string& why) {
+    if (fd >= 0) ::close(fd);
+    std::lock_guard<std::mutex> lock(mu_);
+    listened_ = false;
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + where + ": " + why);
+  };
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  std::string service = std::to_string(port);
+  int rc = getaddrinfo(name == "*" ? nullptr : name.c_str(), service.c_str(), &hints, &res);
+  if (rc != 0 || !res) fail(-1, gai_strerror(rc));
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    fail(-1, errno_text(errno));
+  }
+  set_option(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+  int bound = ::bind(fd, res->ai_addr, res->ai_addrlen);
+  int err = errno;
+  freeaddrinfo(res);
+  if (bound != 0 || ::listen(fd, SOMAXCONN) != 0) fail(fd, errno_text(bound != 0 ? err : errno));
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int bound_port = ntohs(addr.ss_family == AF_INET6
+                             ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                             : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  // Advertise the name the engine gave (it may be a host name) with the
+  // port actually bound.
+  std::string advertised = plugin::tcp::endpoint(name, std::to_string(bound_port));
+  if (advertised.size() + 1 > addr_cap) fail(fd, "address buffer too small for " + advertised);
+  std::memcpy(addr_out, advertised.c_str(), advertised.size() + 1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listen_fd_ = fd;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kListenKey;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised);
+}
+
+void TcpVan::connect(uint64_t peer, const char* address) {
+  Call call(*this);
+  std::string who = "peer " + std::to_string(peer);
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
+  std::string host, port;
+  if (!split_address(address, &host, &port))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "connect " + who + ": '" + address + "' is not tcp://HOST:PORT");
+  {
+    std::shared_lock<std::shared_mutex> lock(links_mu_);
+    auto it = links_.find(peer);
+    if (it != links_.end())
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + " at " + address +
+                                                       ": already connected (to " +
+                                                       it->second->address + ")");
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "connect " + who + " at " + address + ": " + gai_strerror(rc));
+  auto link = std::make_shared<Link>();
+  link->peer = peer;
+  link->address = address;
+  link->key = next_key_++;
+  std::memcpy(&link->target, res->ai_addr, res->ai_addrlen);
+  link->target_len = res->ai_addrlen;
+  freeaddrinfo(res);
+  {
+    std::unique_lock<std::shared_mutex> lock(links_mu_);
+    if (!links_.emplace(peer, link).second)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "connect " + who + " at " + address + ": already connected");
+    link_keys_.emplace(link->key, link);
+  }
+  std::lock_guard<std::mutex> lock(link->mu);
+  start_connect(*link, link);
+}
+
+void TcpVan::start_connect(Link& link, const std::shared_ptr<Link>& self) {
+  int fd = ::socket(link.target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return retry_later(link, self, errno);
+  // Messages are whole when handed over: nothing is gained by holding back
+  // the tail of one for the next.
+  set_option(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+  if (sndbuf_) set_option(fd, SOL_SOCKET, SO_SNDBUF, sndbuf_);
+  int started = ::connect(fd, reinterpret_cast<const sockaddr*>(&link.target), link.target_len);
+  if (started != 0 && errno != EINPROGRESS) {
+    int err = errno;
+    ::close(fd);
+    return retry_later(link, self, err);
+  }
+  link.fd = fd;
+  link.connecting = started != 0;
+  link.ever_connected = !link.connecting;
+  link.watched = link.connecting || !link.queue.empty();  // writability: connected, or room
+  epoll_event ev{};
+  ev.events = link.watched ? uint32_t{EPOLLOUT} : 0u;
+  ev.data.u64 = link.key;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void TcpVan::retry_later(Link& link, const std::shared_ptr<Link>& self, int err) {
+  if (link.fd >= 0) {
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
+    ::close(link.fd);
+    link.fd = -1;
+  }
+  link.connecting = true;
+  link.watched = false;
+  if (link.closed) return;
+  host_.log(CARAVAN_LOG_DEBUG, "connecting to peer " + std::to_string(link.peer) + " at " +
+                                   link.address + ": " + errno_text(err) + "; trying again in " +
+                                   std::to_string(kRetryMs) + " ms");
+  {
+    std::lock_guard<std::mutex> lock(retry_mu_);
+    retry_.emplace_back(Clock::now() + std::chrono::milliseconds(kRetryMs), self);
+  }
+  if (std::this_thread::get_id() != poller_.load()) wake();  // its wait may be too long now
+}
+
+int TcpVan::retry_due() {
+  std::vector<std::shared_ptr<Link>> due;
+  int next = -1;
+  {
+    std::lock_guard<std::mutex> lock(retry_mu_);
+    auto now = Clock::now();
+    for (size_t i = 0; i < retry_.size();) {
+      if (retry_[i].first <= now) {
+        if (auto l = retry_[i].second.lock()) due.push_back(std::move(l));
+        retry_[i] = std::move(retry_.back());
+        retry_.pop_back();
+        continue;
+      }
+      auto ms = std::chrono::ceil<std::chrono::milliseconds>(retry_[i].first - now).count();
+      if (next < 0 || ms < next) next = static_cast<int>(ms);
+      ++i;
+    }
+  }
+  for (auto& link : due) {
+    std::lock_guard<std::mutex> lock(link->mu);
+    if (!link->closed && link->fd < 0) start_connect(*link, link);
+  }
+  return due.empty() ? next : 0;  // a new try may have scheduled another
+}
+
+void TcpVan::disconnect(uint64_t peer) {
+  Call call(*this);
+  std::shared_ptr<Link> link;
+  {
+    std::unique_lock<std::shared_mutex> lock(links_mu_);
+    auto it = links_.find(peer);
+    if (it == links_.end())
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "disconnect peer " + std::to_string(peer) + ": not connected");
+    link = std::move(it->second);
+    links_.erase(it);
+    link_keys_.erase(link->key);
+  }
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (link->fd >= 0) {
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
+    ::close(link->fd);
+    link->fd = -1;
+  }
+  link->closed = true;
+  link->failed = "disconnected";
+  fail_queue(*link, CARAVAN_STATUS_CLOSED);
+}
+
+void TcpVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* segments,
+                  size_t num_segments, uint64_t send_id) {
+  Call call(*this);
+  auto who = [&] { return "send to peer " + std::to_string(peer); };
+  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
+                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
+  Outgoing out;
+  out.send_id = send_id;
+  FrameHead head{kFrameMagic, static_cast<uint32_t>(num_segments)};
+  std::memcpy(out.head, &head, sizeof head);
+  size_t total = 0;
+  for (size_t i = 0; i < num_segments; ++i) {
+    if (!segments[i].data && segments[i].len)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  who() + ": segment " + std::to_string(i) + " has no data");
+    uint64_t len = segments[i].len;
+    std::memcpy(out.head + sizeof head + i * sizeof len, &len, sizeof len);
+    out.iov[1 + i] = {const_cast<void*>(segments[i].data), segments[i].len};
+    total += segments[i].len;
+  }
+  if (max_message_bytes_ && total > max_message_bytes_)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who() + ": " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES=" +
+                    std::to_string(max_message_bytes_));
+  out.iov[0] = {out.head, sizeof head + num_segments * sizeof(uint64_t)};
+  out.count = 1 + num_segments;
+
+  std::shared_ptr<Link> link;
+  {
+    std::shared_lock<std::shared_mutex> lock(links_mu_);
+    auto it = links_.find(peer);
+    if (it != links_.end()) link = it->second;
+  }
+  if (!link) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who() + ": not connected");
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (!link->failed.empty())
+    throw Error(link->fd < 0 && link->failed == "disconnected" ? CARAVAN_STATUS_CLOSED
+                                                               : CARAVAN_STATUS_IO,
+                who() + " at " + link->address + ": " + link->failed);
+  link->queue.push_back(out);
+  // iov[0] must point at the queued copy's header, not this frame's.
+  Outgoing& queued = link->queue.back();
+  queued.iov[0].iov_base = queued.head;
+  if (!link->connecting && link->queue.size() == 1) flush(*link);
+}
+
+void TcpVan::flush(Link& link) {
+  while (!link.queue.empty()) {
+    Outgoing& o = link.queue.front();
+    msghdr msg{};
+    msg.msg_iov = o.iov + o.first;
+    msg.msg_iovlen = o.count - o.first;
+    ssize_t n = ::sendmsg(link.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      link.failed = "connection to " + link.address + " failed: " + errno_text(errno);
+      host_.log(CARAVAN_LOG_WARNING, "peer " + std::to_string(link.peer) + ": " + link.failed);
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
+      link.watched = false;
+      fail_queue(link, CARAVAN_STATUS_IO);
+      return;
+    }
+    size_t left = static_cast<size_t>(n);
+    while (o.first < o.count && left >= o.iov[o.first].iov_len) {
+      left -= o.iov[o.first].iov_len;
+      ++o.first;
+    }
+    if (o.first < o.count) {
+      o.iov[o.first].iov_base = static_cast<char*>(o.iov[o.first].iov_base) + left;
+      o.iov[o.first].iov_len -= left;
+      continue;  // the kernel took part: try the rest, which may now say EAGAIN
+    }
+    uint64_t id = o.send_id;
+    link.queue.pop_front();
+    sent(id, CARAVAN_STATUS_OK);
+  }
+  watch_writable(link, !link.queue.empty());
+}
+
+void TcpVan::fail_queue(Link& link, caravan_status status) {
+  for (const Outgoing& o : link.queue) sent(o.send_id, status);
+  link.queue.clear();
+}
+
+void TcpVan::watch_writable(Link& link, bool on) {
+  if (link.watched == on || link.fd < 0) return;
+  epoll_event ev{};
+  ev.events = on ? uint32_t{EPOLLOUT} : 0u;
+  ev.data.u64 = link.key;
+  epoll_ctl(epoll_, EPOLL_CTL_MOD, link.fd, &ev);
+  link.watched = on;
+}
+
+void TcpVan::sent(uint64_t send_id, caravan_status status) {
+  // The poller collects the event itself when it is the one writing; any
+  // other thread wakes it, once per batch of events.
+  if (sent_.push(send_id, status) && std::this_thread::get_id() != poller_.load()) wake();
+}
+
+void TcpVan::wake() {
+  uint64_t one = 1;
+  ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  (void)n;  // a full counter already wakes the poller
+}
+
+std::shared_ptr<Link> TcpVan::find_link(uint64_t key) {
+  std::shared_lock<std::shared_mutex> lock(links_mu_);
+  auto it = link_keys_.find(key);
+  return it == link_keys_.end() ? nullptr : it->second;
+}
+
+void TcpVan::accept_all() {
+  for (;;) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        host_.log(CARAVAN_LOG_ERROR, "accepting a connection: " + errno_text(errno));
+      return;
+    }
+    uint64_t key = next_key_++;
+    auto in = std::make_unique<Inbound>(fd, peer_text(addr), max_message_bytes_);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = key;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+    inbound_.emplace(key, std::move(in));
+  }
+}
+
+void TcpVan::close_inbound(std::unordered_map<uint64_t, std::unique_ptr<Inbound>>::iterator it) {
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, it->second->fd(), nullptr);
+  inbound_.erase(it);
+}
+
+void TcpVan::read_inbound(uint64_t key) {
+  auto it = inbound_.find(key);
+  if (it == inbound_.end()) return;
+  std::vector<std::unique_ptr<Received>> done;
+  std::string why;
+  Inbound::State s = it->second->read_available(&done, &why);
+  for (auto& r : done) received_.push_back(std::move(r));
+  if (s == Inbound::State::kMalformed)
+    host_.log(CARAVAN_LOG_WARNING, "dropped the connection from " + it->second->peer() +
+                                       ": it sent " + why);
+  if (s != Inbound::State::kOpen) close_inbound(it);
+}
+
+void TcpVan::link_ready(uint64_t key) {
+  std::shared_ptr<Link> link = find_link(key);
+  if (!link) return;
+  std::lock_guard<std::mutex> lock(link->mu);
+  if (link->fd < 0 || !link->failed.empty()) return;
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(link->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err && !link->ever_connected) return retry_later(*link, link, err);
+  if (err) {
+    link->failed = "connection to " + link->address + " failed: " + errno_text(err);
+    host_.log(CARAVAN_LOG_WARNING, "peer " + std::to_string(link->peer) + ": " + link->failed);
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
+    link->watched = false;
+    fail_queue(*link, CARAVAN_STATUS_IO);
+    return;
+  }
+  link->connecting = false;
+  link->ever_connected = true;
+  flush(*link);
+}
+
+size_t TcpVan::take_received(caravan_van_event_v2* events, size_t capacity) {
+  size_t n = 0;
+  for (; n < capacity && !received_.empty(); ++n) {
+    std::unique_ptr<Received> r = std::move(received_.front());
+    received_.pop_front();
+    caravan_van_event_v2& e = events[n];
+    std::memset(&e, 0, sizeof e);
+    e.type = CARAVAN_VAN_EVENT_RECEIVED;
+    e.message.num_segments = r->num_segments;
+    for (size_t i = 0; i < r->num_segments; ++i) {
+      e.message.segments[i].data = r->memory + r->offsets[i];
+      e.message.segments[i].len = static_cast<size_t>(r->lens[i]);
+    }
+    e.message.peer = r->peer.c_str();
+    e.message.van_token = held_.hand_out(std::move(r));
+  }
+  return n;
+}
+
+caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                            size_t* num_events) {
+  Call call(*this);
+  const bool forever = timeout_ms < 0;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+  auto remaining_ms = [&]() -> int {
+    if (forever) return -1;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    return left > 0 ? static_cast<int>(std::min<long long>(left, INT_MAX)) : 0;
+  };
+  std::lock_guard<std::mutex> poll_lock(poll_mu_);
+  poller_ = std::this_thread::get_id();
+  size_t& n = *num_events;
+  bool looked = false;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return CARAVAN_STATUS_CLOSED;
+    }
+    // Ends of sends first, so the engine frees a partition's credit
+    // before it handles its answer.
+    n = sent_.take(events, capacity);
+    n += take_received(events + n, capacity - n);
+    if (n > 0) return CARAVAN_STATUS_OK;
+    if (interrupted_.exchange(false)) return CARAVAN_STATUS_TIMEOUT;
+    int wait = remaining_ms();
+    if (looked && wait == 0) return CARAVAN_STATUS_TIMEOUT;
+    looked = true;
+    int retry = retry_due();
+    if (retry >= 0 && (wait < 0 || retry < wait)) wait = retry;
+    epoll_event ready[64];
+    int got = epoll_wait(epoll_, ready, 64, wait);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(CARAVAN_STATUS_IO, "poll: epoll_wait failed: " + errno_text(errno));
+    }
+    for (int i = 0; i < got; ++i) {
+      uint64_t key = ready[i].data.u64;
+      if (key == kWakeKey) {
+        uint64_t count;
+        ssize_t r = ::read(wake_fd_, &count, sizeof count);
+        (void)r;
+      } else if (key == kListenKey) {
+        accept_all();
+      } else if (inbound_.count(key)) {
+        read_inbound(key);
+      } else {
+        link_ready(key);
+      }
+    }
+  }
+}
+
+void TcpVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+
+void TcpVan::interrupt() {
+  interrupted_ = true;
+  wake();
+}
+
+}  // namespace caravan::van_tcp
