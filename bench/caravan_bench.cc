@@ -265,6 +265,7 @@ struct Row {
   double algbw, p50, p90, p99;
   double tcp = -1;       // the raw TCP stream, measured after this size, GB/s
   double pingpong = -1;  // raw TCP round trips of the same size, GB/s
+  double pingpong_p50 = -1;  // their median, us
   double echo = -1;      // the same, pipelined in kEchoPiece pieces, GB/s
   double cuda = -1;      // --device cuda: algbw of the same from device memory, GB/s
 };
@@ -416,10 +417,12 @@ int main(int argc, char** argv) {
     // host whose speed drifts during the run still gives ratios of
     // neighbouring measurements. "echo/TCP" is raw sockets' own ratio, no
     // Caravan in it: a pipelined echo of the size against the stream, what
-    // push_pull at best reaches.
+    // push_pull at best reaches. "p50/TCP rt" is push_pull's median round
+    // against the median raw round trip of the same bytes.
     if (o.baseline) printf("raw TCP baselines over %s, measured after each size\n", host.c_str());
-    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s", "size", "rounds", "algbw GB/s",
-           "p50 us", "p90 us", "p99 us", "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP");
+    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s %11s", "size", "rounds", "algbw GB/s",
+           "p50 us", "p90 us", "p99 us", "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP",
+           "p50/TCP rt");
     printf(o.cuda ? " %9s %9s\n" : "\n", "cuda GB/s", "cuda/host");
     fflush(stdout);
   }
@@ -428,7 +431,8 @@ int main(int argc, char** argv) {
     Row r = RunSize(o, bytes, rank, workers);
     if (o.cuda) r.cuda = RunSize(o, bytes, rank, workers, true).algbw;
     if (rank != 0) continue;
-    char stream[32] = "-", ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-";
+    char stream[32] = "-", ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-",
+         rt_ratio[32] = "-";
     if (o.baseline) {
       // Measured after the push_pull rounds of this size, so the other
       // workers wait in caravan's next push_pull rather than compete.
@@ -441,7 +445,8 @@ int main(int argc, char** argv) {
       std::string err;
       r.tcp = measured("stream", caravan_bench::MeasureTcpStream(host, 1.0, &err), err);
       r.pingpong = measured(
-          "ping-pong", caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err), err);
+          "ping-pong",
+          caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err, &r.pingpong_p50), err);
       r.echo = measured(
           "pipelined echo",
           caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err), err);
@@ -449,9 +454,10 @@ int main(int argc, char** argv) {
       if (r.tcp > 0) snprintf(ratio, sizeof ratio, "%.2f", r.algbw / r.tcp);
       if (r.pingpong > 0) snprintf(pp_ratio, sizeof pp_ratio, "%.2f", r.algbw / r.pingpong);
       if (r.echo > 0 && r.tcp > 0) snprintf(echo_ratio, sizeof echo_ratio, "%.2f", r.echo / r.tcp);
+      if (r.pingpong_p50 > 0) snprintf(rt_ratio, sizeof rt_ratio, "%.2f", r.p50 / r.pingpong_p50);
     }
-    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s", SizeLabel(r.bytes).c_str(),
-           r.rounds, r.algbw, r.p50, r.p90, r.p99, stream, ratio, pp_ratio, echo_ratio);
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s %11s", SizeLabel(r.bytes).c_str(),
+           r.rounds, r.algbw, r.p50, r.p90, r.p99, stream, ratio, pp_ratio, echo_ratio, rt_ratio);
     if (o.cuda)
       printf(" %9.3f %9.2f\n", r.cuda, r.cuda / r.algbw);
     else

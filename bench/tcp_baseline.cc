@@ -183,14 +183,23 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
 }
 
 double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
-                          std::string* error) {
+                          std::string* error, double* p50_us) {
   Echo echo;
   if (!echo.Open(host, bytes, bytes, error)) return -1;
   std::vector<char> buf(bytes, 1);
+  std::vector<double> us;
   double gbps = TimeRounds(bytes, seconds, [&] {
-    return SendAll(echo.fd(), buf.data(), bytes) && RecvAll(echo.fd(), buf.data(), bytes);
+    auto t0 = Clock::now();
+    bool ok = SendAll(echo.fd(), buf.data(), bytes) && RecvAll(echo.fd(), buf.data(), bytes);
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    return ok;
   });
   if (gbps < 0) *error = Errno("ping-pong");
+  if (p50_us && gbps >= 0) {
+    us.erase(us.begin());  // the untimed warm-up round
+    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+    *p50_us = us[us.size() / 2];
+  }
   return gbps;
 }
 

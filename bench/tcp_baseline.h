@@ -15,9 +15,10 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
 // Round trips of `bytes` over one TCP connection to `host`: send them to an
 // echoing thread and read them back, for about `seconds` (at least 5
 // rounds). What push_pull does at the socket level with no framework around
-// it. Returns bytes / round time in GB/s, or a negative value with *error.
+// it. Returns bytes / round time in GB/s, or a negative value with *error;
+// the median round trip in microseconds goes to *p50_us when given.
 double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
-                          std::string* error);
+                          std::string* error, double* p50_us = nullptr);
 
 // As MeasureTcpPingPong, but each round's `bytes` go in pieces of `piece`
 // bytes that the echoing thread returns as each arrives, while later pieces
