@@ -6,5 +6,5 @@
 #include "tcp_van.h"
 
 CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_tcp::TcpVan>(
-    "tcp", "0.1.0", "plain TCP van (epoll; small sends written by the caller, no I/O thread)",
+    "tcp", "0.1.0", "plain TCP van (epoll; sends written by the caller, reads by the poller)",
     caravan::van_tcp::params::kList))

@@ -82,16 +82,20 @@ TcpVan::TcpVan(const caravan_host_v1* host) : host_(host) {
   sndbuf_ = static_cast<int>(sndbuf);
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_ < 0 || wake_fd_ < 0) {
+  write_epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  write_wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_ < 0 || wake_fd_ < 0 || write_epoll_ < 0 || write_wake_fd_ < 0) {
     int err = errno;
-    if (epoll_ >= 0) ::close(epoll_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
+    for (int fd : {epoll_, wake_fd_, write_epoll_, write_wake_fd_})
+      if (fd >= 0) ::close(fd);
     throw Error(CARAVAN_STATUS_UNAVAILABLE, "epoll or eventfd: " + errno_text(err));
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kWakeKey;
   epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  epoll_ctl(write_epoll_, EPOLL_CTL_ADD, write_wake_fd_, &ev);
+  writer_ = std::thread([this] { write_loop(); });
 }
 
 // Sends not yet reported are dropped unreported and received messages not
@@ -103,6 +107,9 @@ TcpVan::~TcpVan() {
     wake();  // a poll() asleep in epoll_wait returns CLOSED
     calls_cv_.wait(lock, [&] { return calls_ == 0; });
   }
+  stop_writer_ = true;
+  wake_writer();
+  writer_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   for (auto& entry : links_) {
     std::lock_guard<std::mutex> lock(entry.second->mu);
@@ -110,8 +117,7 @@ TcpVan::~TcpVan() {
     entry.second->fd = -1;
   }
   inbound_.clear();
-  ::close(epoll_);
-  ::close(wake_fd_);
+  for (int fd : {epoll_, wake_fd_, write_epoll_, write_wake_fd_}) ::close(fd);
 }
 
 void TcpVan::properties(caravan_van_properties_v2* out) const {
@@ -239,12 +245,12 @@ void TcpVan::start_connect(Link& link, const std::shared_ptr<Link>& self) {
   epoll_event ev{};
   ev.events = link.watched ? uint32_t{EPOLLOUT} : 0u;
   ev.data.u64 = link.key;
-  epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  epoll_ctl(write_epoll_, EPOLL_CTL_ADD, fd, &ev);
 }
 
 void TcpVan::retry_later(Link& link, const std::shared_ptr<Link>& self, int err) {
   if (link.fd >= 0) {
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
+    epoll_ctl(write_epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
     ::close(link.fd);
     link.fd = -1;
   }
@@ -258,7 +264,7 @@ void TcpVan::retry_later(Link& link, const std::shared_ptr<Link>& self, int err)
     std::lock_guard<std::mutex> lock(retry_mu_);
     retry_.emplace_back(Clock::now() + std::chrono::milliseconds(kRetryMs), self);
   }
-  if (std::this_thread::get_id() != poller_.load()) wake();  // its wait may be too long now
+  if (std::this_thread::get_id() != writer_.get_id()) wake_writer();  // its wait may be too long now
 }
 
 int TcpVan::retry_due() {
@@ -301,7 +307,7 @@ void TcpVan::disconnect(uint64_t peer) {
   }
   std::lock_guard<std::mutex> lock(link->mu);
   if (link->fd >= 0) {
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
+    epoll_ctl(write_epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
     ::close(link->fd);
     link->fd = -1;
   }
@@ -370,7 +376,7 @@ void TcpVan::flush(Link& link) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       link.failed = "connection to " + link.address + " failed: " + errno_text(errno);
       host_.log(CARAVAN_LOG_WARNING, "peer " + std::to_string(link.peer) + ": " + link.failed);
-      epoll_ctl(epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
+      epoll_ctl(write_epoll_, EPOLL_CTL_DEL, link.fd, nullptr);
       link.watched = false;
       fail_queue(link, CARAVAN_STATUS_IO);
       return;
@@ -402,7 +408,7 @@ void TcpVan::watch_writable(Link& link, bool on) {
   epoll_event ev{};
   ev.events = on ? uint32_t{EPOLLOUT} : 0u;
   ev.data.u64 = link.key;
-  epoll_ctl(epoll_, EPOLL_CTL_MOD, link.fd, &ev);
+  epoll_ctl(write_epoll_, EPOLL_CTL_MOD, link.fd, &ev);
   link.watched = on;
 }
 
@@ -476,7 +482,7 @@ void TcpVan::link_ready(uint64_t key) {
   if (err) {
     link->failed = "connection to " + link->address + " failed: " + errno_text(err);
     host_.log(CARAVAN_LOG_WARNING, "peer " + std::to_string(link->peer) + ": " + link->failed);
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
+    epoll_ctl(write_epoll_, EPOLL_CTL_DEL, link->fd, nullptr);
     link->watched = false;
     fail_queue(*link, CARAVAN_STATUS_IO);
     return;
@@ -533,8 +539,6 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
     int wait = remaining_ms();
     if (looked && wait == 0) return CARAVAN_STATUS_TIMEOUT;
     looked = true;
-    int retry = retry_due();
-    if (retry >= 0 && (wait < 0 || retry < wait)) wait = retry;
     epoll_event ready[64];
     int got = epoll_wait(epoll_, ready, 64, wait);
     if (got < 0) {
@@ -549,8 +553,26 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
         (void)r;
       } else if (key == kListenKey) {
         accept_all();
-      } else if (inbound_.count(key)) {
+      } else {
         read_inbound(key);
+      }
+    }
+  }
+}
+
+void TcpVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+
+void TcpVan::write_loop() {
+  while (!stop_writer_) {
+    int wait = retry_due();
+    epoll_event ready[64];
+    int got = epoll_wait(write_epoll_, ready, 64, wait);
+    for (int i = 0; i < got; ++i) {
+      uint64_t key = ready[i].data.u64;
+      if (key == kWakeKey) {
+        uint64_t count;
+        ssize_t r = ::read(write_wake_fd_, &count, sizeof count);
+        (void)r;
       } else {
         link_ready(key);
       }
@@ -558,7 +580,11 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
   }
 }
 
-void TcpVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+void TcpVan::wake_writer() {
+  uint64_t one = 1;
+  ssize_t n = ::write(write_wake_fd_, &one, sizeof one);
+  (void)n;
+}
 
 void TcpVan::interrupt() {
   interrupted_ = true;

@@ -1,10 +1,12 @@
-// The tcp van: plain non-blocking TCP sockets and one epoll set, with no
-// I/O thread of its own. A send is written by the thread that calls send()
-// when the connection is idle, so a small message reaches the kernel
-// without waking anyone; what the kernel does not take at once, and every
-// read, is done by the thread in poll(). Each node listens once; a peer it
-// sends to gets a connection of its own (two per pair of nodes that talk
-// both ways, as with van-zmq's DEALER and ROUTER).
+// The tcp van: plain non-blocking TCP sockets and epoll. A send is written
+// by the thread that calls send() when its connection is idle, so a small
+// message reaches the kernel without waking anyone; every read is done by
+// the thread in poll(). What the kernel does not take at once is written by
+// the van's one writer thread, which also finishes connections (and tries
+// again those not up yet), so large messages go out while poll() reads.
+// Each node listens once; a peer it sends to gets a connection of its own
+// (two per pair of nodes that talk both ways, as with van-zmq's DEALER and
+// ROUTER).
 #ifndef CARAVAN_VAN_TCP_TCP_VAN_H
 #define CARAVAN_VAN_TCP_TCP_VAN_H
 
@@ -104,6 +106,9 @@ class TcpVan {
   // Tries again the connections whose time has come; the milliseconds
   // until the next one is due (-1: none).
   int retry_due();
+  // The writer thread: links' writability and connection retries.
+  void write_loop();
+  void wake_writer();
   void sent(uint64_t send_id, caravan_status status);
   void wake();
   void accept_all();
@@ -126,8 +131,12 @@ class TcpVan {
   plugin::Host host_;
   size_t max_message_bytes_ = 0;  // 0: unlimited
   int sndbuf_ = 0;
-  int epoll_ = -1;
+  int epoll_ = -1;    // the poller's: the listener, inbound connections, wake_fd_
   int wake_fd_ = -1;
+  int write_epoll_ = -1;  // the writer's: links, write_wake_fd_
+  int write_wake_fd_ = -1;
+  std::atomic<bool> stop_writer_{false};
+  std::thread writer_;
   std::atomic<bool> interrupted_{false};
   std::atomic<bool> polling_{false};  // a poller is (about to be) asleep in epoll_wait
   std::atomic<std::thread::id> poller_{};
