@@ -11,7 +11,9 @@ inline constexpr plugin::Param kMaxMessageBytes{
     "MAX_MESSAGE_BYTES", "0",
     "largest message accepted, in bytes (0 = unlimited); a peer announcing a larger one is cut off"};
 inline constexpr plugin::Param kSndBuf{
-    "SNDBUF", "0", "kernel send buffer of each connection, in bytes (0 = the kernel's autotuning)"};
+    "SNDBUF", "auto",
+    "kernel send buffer of a connection to a peer, in bytes: auto = 65536 to peers on other "
+    "hosts and the kernel's autotuning to this host's (as van-zmq); 0 = autotuning always"};
 
 inline constexpr caravan_param_info kList[] = {kMaxMessageBytes.info, kSndBuf.info};
 

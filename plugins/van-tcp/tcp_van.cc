@@ -76,10 +76,7 @@ TcpVan::Call::~Call() {
 
 TcpVan::TcpVan(const caravan_host_v1* host) : host_(host) {
   max_message_bytes_ = static_cast<size_t>(params::kMaxMessageBytes.integer(host_));
-  long long sndbuf = params::kSndBuf.integer(host_);
-  if (sndbuf > INT_MAX / 2)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SNDBUF is too large");
-  sndbuf_ = static_cast<int>(sndbuf);
+  sndbuf_ = plugin::tcp::send_buffer_setting(host_, params::kSndBuf);
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   write_epoll_ = epoll_create1(EPOLL_CLOEXEC);
@@ -174,12 +171,18 @@ void TcpVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   {
     std::lock_guard<std::mutex> lock(mu_);
     listen_fd_ = fd;
+    own_host_ = name;
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = kListenKey;
   epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
   host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised);
+}
+
+std::string TcpVan::own_host() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return own_host_;
 }
 
 void TcpVan::connect(uint64_t peer, const char* address) {
@@ -231,7 +234,8 @@ void TcpVan::start_connect(Link& link, const std::shared_ptr<Link>& self) {
   // Messages are whole when handed over: nothing is gained by holding back
   // the tail of one for the next.
   set_option(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-  if (sndbuf_) set_option(fd, SOL_SOCKET, SO_SNDBUF, sndbuf_);
+  if (int bytes = plugin::tcp::send_buffer_for(link.address, own_host(), sndbuf_))
+    set_option(fd, SOL_SOCKET, SO_SNDBUF, bytes);
   int started = ::connect(fd, reinterpret_cast<const sockaddr*>(&link.target), link.target_len);
   if (started != 0 && errno != EINPROGRESS) {
     int err = errno;

@@ -117,6 +117,7 @@ class TcpVan {
   void close_inbound(std::unordered_map<uint64_t, std::unique_ptr<Inbound>>::iterator it);
   size_t take_received(caravan_van_event_v2* events, size_t capacity);
   std::shared_ptr<Link> find_link(uint64_t key);
+  std::string own_host();
 
   // Counts calls into the instance, so the destructor waits for them.
   class Call {
@@ -130,7 +131,7 @@ class TcpVan {
 
   plugin::Host host_;
   size_t max_message_bytes_ = 0;  // 0: unlimited
-  int sndbuf_ = 0;
+  long long sndbuf_ = -1;  // SNDBUF: -1 (auto) by peer, 0 the kernel's autotuning, else bytes
   int epoll_ = -1;    // the poller's: the listener, inbound connections, wake_fd_
   int wake_fd_ = -1;
   int write_epoll_ = -1;  // the writer's: links, write_wake_fd_
@@ -147,6 +148,7 @@ class TcpVan {
   bool closing_ = false;
   int listen_fd_ = -1;
   bool listened_ = false;
+  std::string own_host_;  // the host listen() advertised
 
   std::mutex poll_mu_;  // one poller at a time; inbound_ and received_ are its own
 

@@ -82,7 +82,7 @@ ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
   sndhwm_ = int_param(host_, params::kSndHwm);
   rcvhwm_ = int_param(host_, params::kRcvHwm);
   linger_ms_ = int_param(host_, params::kLingerMs);
-  sndbuf_ = params::kSndBuf.text(host_) == "auto" ? -1 : int_param(host_, params::kSndBuf);
+  sndbuf_ = plugin::tcp::send_buffer_setting(host_, params::kSndBuf);
   if (linger_ms_ < 1)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "plugin parameter LINGER_MS must be at least 1 (got " +
@@ -183,28 +183,6 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised + " (bound " + last + ")");
 }
 
-int ZmqVan::send_buffer_for(const std::string& address) {
-  if (sndbuf_ >= 0) return sndbuf_;
-  // A worker's pushes to several servers on other hosts: with the kernel's
-  // autotuned buffers (megabytes each) one connection runs far ahead of
-  // another, a partition's round waits for its slowest pusher, and the
-  // sums come back late (docs/cluster-bench.md: 1.33x Gloo's ring on
-  // 1 Gbit/s links, 1.45x with 64 KiB). To this host (loopback, shared
-  // memory's peers) autotuning stays.
-  std::string host = address;
-  if (host.rfind("tcp://", 0) == 0) host = host.substr(6);
-  host = host.substr(0, host.rfind(':'));
-  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  std::string own;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    own = own_host_;
-  }
-  bool local = own.empty() || host == own || host == "localhost" || host == "::1" ||
-               host.rfind("127.", 0) == 0;
-  return local ? 0 : kRemoteSendBuffer;
-}
-
 void ZmqVan::connect(uint64_t peer, const char* address) {
   std::string who = "peer " + std::to_string(peer);
   if (!address || !*address)
@@ -229,7 +207,13 @@ void ZmqVan::connect(uint64_t peer, const char* address) {
     set_int(sock, ZMQ_LINGER, linger_ms_);
     set_int(sock, ZMQ_SNDHWM, sndhwm_);
     set_int(sock, ZMQ_RCVHWM, rcvhwm_);
-    if (int bytes = send_buffer_for(address)) set_int(sock, ZMQ_SNDBUF, bytes);
+    std::string own;
+    {
+      std::lock_guard<std::mutex> own_lock(mu_);
+      own = own_host_;
+    }
+    if (int bytes = plugin::tcp::send_buffer_for(address, own, sndbuf_))
+      set_int(sock, ZMQ_SNDBUF, bytes);
     set_int(sock, ZMQ_TCP_KEEPALIVE, 1);
     if (std::strchr(address, '[')) set_int(sock, ZMQ_IPV6, 1);
     if (zmq_connect(sock, address) != 0) {

@@ -52,8 +52,6 @@ class ZmqVan {
   void shutdown() noexcept;
 
  private:
-  // SNDBUF for a connection to `address`: 0 leaves the kernel's autotuning.
-  int send_buffer_for(const std::string& address);
   enum class Read { kMessage, kDropped, kNone, kClosed };
   Read read_message(void* router, caravan_van_message_v2* out);
   static void close_link(Link& link) noexcept;
@@ -61,9 +59,8 @@ class ZmqVan {
   plugin::Host host_;
   void* ctx_ = nullptr;
   int sndhwm_ = 0;
-  int sndbuf_ = -1;  // SNDBUF: -1 (auto) by peer, 0 the kernel's autotuning, else bytes
+  long long sndbuf_ = -1;  // SNDBUF: -1 (auto) by peer, 0 the kernel's autotuning, else bytes
   std::string own_host_;  // the host listen() advertised (under mu_)
-  static constexpr int kRemoteSendBuffer = 65536;
   int rcvhwm_ = 0;
   int linger_ms_ = 500;
   size_t max_message_bytes_ = 0;  // 0: unlimited

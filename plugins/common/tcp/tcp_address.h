@@ -34,6 +34,38 @@ inline ListenRequest check_listen(const char* host, int port, const char* addr_o
   return r;
 }
 
+// The kernel send buffer of a connection from a node listening at
+// `own_host` to `address`, for the SNDBUF parameter's text `setting`: a
+// number of bytes (0: the kernel's autotuning), or "auto": 65536 bytes to
+// a peer on another host, autotuning to this host's. Why: a worker's pushes
+// to several servers on other hosts, with autotuned buffers (megabytes
+// each), let one connection run far ahead of another; a partition's round
+// waits for its slowest pusher and the sums come back late
+// (docs/cluster-bench.md: 1.33x Gloo's ring on 1 Gbit/s links, 1.45x with
+// 64 KiB). To this host (loopback, shared memory's peers) autotuning stays.
+inline int send_buffer_for(const std::string& address, const std::string& own_host,
+                           long long setting) {
+  constexpr int kRemoteSendBuffer = 65536;
+  if (setting >= 0) return static_cast<int>(setting);
+  std::string host = address;
+  if (host.rfind("tcp://", 0) == 0) host = host.substr(6);
+  host = host.substr(0, host.rfind(':'));
+  if (host.size() > 1 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  bool local = own_host.empty() || host == own_host || host == "localhost" || host == "::1" ||
+               host.rfind("127.", 0) == 0;
+  return local ? 0 : kRemoteSendBuffer;
+}
+
+// The SNDBUF parameter as send_buffer_for() takes it: -1 for "auto".
+inline long long send_buffer_setting(const Host& host, const Param& param) {
+  if (param.text(host) == "auto") return -1;
+  long long bytes = param.integer(host);
+  if (bytes > (1ll << 30))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                std::string("plugin parameter ") + param.info.name + " is too large");
+  return bytes;
+}
+
 }  // namespace caravan::plugin::tcp
 
 #endif  // CARAVAN_PLUGINS_COMMON_TCP_TCP_ADDRESS_H
