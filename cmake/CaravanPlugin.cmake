@@ -3,11 +3,14 @@ set(CARAVAN_PLUGIN_EXPORTS_MAP ${CMAKE_CURRENT_LIST_DIR}/plugin_exports.map)
 # caravan_add_plugin(KIND NAME SOURCES ... [LIBS ...])
 # Builds libcaravan-<kind>-<name>.so as a MODULE with hidden visibility that
 # exports only the entry symbol and resolves every symbol at link time.
+# Every plugin links the threads library: the engine calls it from several
+# threads, and most keep threads of their own.
 function(caravan_add_plugin kind name)
   cmake_parse_arguments(P "" "" "SOURCES;LIBS" ${ARGN})
   set(target caravan-${kind}-${name})
   add_library(${target} MODULE ${P_SOURCES})
-  target_link_libraries(${target} PRIVATE caravan_plugin_abi ${P_LIBS})
+  find_package(Threads REQUIRED)
+  target_link_libraries(${target} PRIVATE caravan_plugin_abi Threads::Threads ${P_LIBS})
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"
     OUTPUT_NAME ${target}

@@ -4,16 +4,14 @@
 #define CARAVAN_VAN_TCP_PARAMS_H
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "tcp/tcp_address.h"
 
 namespace caravan::van_tcp::params {
 
 inline constexpr plugin::Param kMaxMessageBytes{
     "MAX_MESSAGE_BYTES", "0",
     "largest message accepted, in bytes (0 = unlimited); a peer announcing a larger one is cut off"};
-inline constexpr plugin::Param kSndBuf{
-    "SNDBUF", "auto",
-    "kernel send buffer of a connection to a peer, in bytes: auto = 65536 to peers on other "
-    "hosts and the kernel's autotuning to this host's (as van-zmq); 0 = autotuning always"};
+using plugin::tcp::kSndBuf;
 
 inline constexpr caravan_param_info kList[] = {kMaxMessageBytes.info, kSndBuf.info};
 

@@ -57,6 +57,13 @@ std::string peer_text(const sockaddr_storage& addr) {
   return plugin::tcp::endpoint(ip, std::to_string(port));
 }
 
+// Takes an eventfd's count, so it stops reading as ready.
+void drain(int eventfd) {
+  uint64_t count;
+  ssize_t r = ::read(eventfd, &count, sizeof count);
+  (void)r;
+}
+
 void set_option(int fd, int level, int option, int value) {
   setsockopt(fd, level, option, &value, sizeof value);
 }
@@ -552,9 +559,7 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
     for (int i = 0; i < got; ++i) {
       uint64_t key = ready[i].data.u64;
       if (key == kWakeKey) {
-        uint64_t count;
-        ssize_t r = ::read(wake_fd_, &count, sizeof count);
-        (void)r;
+        drain(wake_fd_);
       } else if (key == kListenKey) {
         accept_all();
       } else {
@@ -573,13 +578,10 @@ void TcpVan::write_loop() {
     int got = epoll_wait(write_epoll_, ready, 64, wait);
     for (int i = 0; i < got; ++i) {
       uint64_t key = ready[i].data.u64;
-      if (key == kWakeKey) {
-        uint64_t count;
-        ssize_t r = ::read(write_wake_fd_, &count, sizeof count);
-        (void)r;
-      } else {
+      if (key == kWakeKey)
+        drain(write_wake_fd_);
+      else
         link_ready(key);
-      }
     }
   }
 }

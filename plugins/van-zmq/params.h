@@ -4,6 +4,7 @@
 #define CARAVAN_VAN_ZMQ_PARAMS_H
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "tcp/tcp_address.h"
 
 namespace caravan::van_zmq::params {
 
@@ -18,10 +19,7 @@ inline constexpr plugin::Param kLingerMs{
     "LINGER_MS", "500",
     "at close, how long a link may go on sending what it queued, in ms (at least 1)"};
 
-inline constexpr plugin::Param kSndBuf{
-    "SNDBUF", "auto",
-    "kernel send buffer of a connection to a peer, in bytes: auto = 65536 to peers on other "
-    "hosts and the kernel's autotuning to this host's; 0 = autotuning always"};
+using plugin::tcp::kSndBuf;  // shared with van-tcp
 
 inline constexpr caravan_param_info kList[] = {kIoThreads.info, kSndHwm.info, kRcvHwm.info,
                                                kMaxMessageBytes.info, kLingerMs.info,

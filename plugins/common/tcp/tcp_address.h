@@ -56,6 +56,12 @@ inline int send_buffer_for(const std::string& address, const std::string& own_ho
   return local ? 0 : kRemoteSendBuffer;
 }
 
+// The SNDBUF parameter of both TCP vans, declared once.
+inline constexpr Param kSndBuf{
+    "SNDBUF", "auto",
+    "kernel send buffer of a connection to a peer, in bytes: auto = 65536 to peers on other "
+    "hosts and the kernel's autotuning to this host's; 0 = autotuning always"};
+
 // The SNDBUF parameter as send_buffer_for() takes it: -1 for "auto".
 inline long long send_buffer_setting(const Host& host, const Param& param) {
   if (param.text(host) == "auto") return -1;
