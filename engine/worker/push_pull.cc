@@ -495,7 +495,6 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
       op.error = std::string(op.what()) + " of '" + op.plan->name + "' failed: " + error;
     }
     if (--op.events_left == 0) {
-      op.done = true;
       now_done = true;
       succeeded = op.code == 0;
     }
@@ -512,10 +511,17 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     m.operation_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - op.submitted).count());
   }
+  // The tensor is free before its caller can see the operation done: one
+  // that polls and at once push_pulls the same tensor again must not find
+  // it still in flight (BUSY).
   {
     std::lock_guard<std::mutex> lock(mu_);
     op.plan->in_flight = false;
     --ops_in_flight_;
+  }
+  {
+    std::lock_guard<std::mutex> lock(op.mu);
+    op.done = true;
   }
   idle_cv_.notify_all();
   op.cv.notify_all();
