@@ -481,7 +481,7 @@ void TcpVan::read_inbound(uint64_t key) {
   if (s != Inbound::State::kOpen) close_inbound(it);
 }
 
-void TcpVan::link_ready(uint64_t key) {
+void TcpVan::link_ready(uint64_t key, uint32_t events) {
   std::shared_ptr<Link> link = find_link(key);
   if (!link) return;
   std::lock_guard<std::mutex> lock(link->mu);
@@ -489,6 +489,9 @@ void TcpVan::link_ready(uint64_t key) {
   int err = 0;
   socklen_t len = sizeof err;
   getsockopt(link->fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  // A hang-up without a pending error is a broken connection all the same;
+  // left registered it would be reported again at once, forever.
+  if (!err && (events & EPOLLHUP)) err = ECONNRESET;
   if (err && !link->ever_connected) return retry_later(*link, link, err);
   if (err) {
     link->failed = "connection to " + link->address + " failed: " + errno_text(err);
@@ -581,7 +584,7 @@ void TcpVan::write_loop() {
       if (key == kWakeKey)
         drain(write_wake_fd_);
       else
-        link_ready(key);
+        link_ready(key, ready[i].events);
     }
   }
 }

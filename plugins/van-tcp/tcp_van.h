@@ -113,7 +113,7 @@ class TcpVan {
   void wake();
   void accept_all();
   void read_inbound(uint64_t key);
-  void link_ready(uint64_t key);
+  void link_ready(uint64_t key, uint32_t events);
   void close_inbound(std::unordered_map<uint64_t, std::unique_ptr<Inbound>>::iterator it);
   size_t take_received(caravan_van_event_v2* events, size_t capacity);
   std::shared_ptr<Link> find_link(uint64_t key);
