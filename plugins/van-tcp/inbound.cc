@@ -80,8 +80,7 @@ unsigned char* Inbound::body_cursor(size_t* want) {
 
 void Inbound::advance_body(size_t n) { segment_done_ += n; }
 
-Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std::string* why,
-                              bool* need_more) {
+Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std::string* why) {
   for (;;) {
     size_t staged = staged_end_ - staged_begin_;
     if (!in_body_) {
@@ -123,7 +122,6 @@ Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std:
   if (left && staged_begin_) std::memmove(staging_.data(), staging_.data() + staged_begin_, left);
   staged_begin_ = 0;
   staged_end_ = left;
-  *need_more = true;
   return State::kOpen;
 }
 
@@ -132,10 +130,12 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
   // The poller comes back while the socket stays readable: a bound on one
   // turn keeps one busy sender from holding up the other connections.
   size_t budget = kTurnBytes;
+  // A read that got less than it asked for emptied the socket: epoll says
+  // when more comes, so no read is spent to hear EAGAIN.
+  bool drained = false;
   for (;;) {
-    bool need_more = false;
-    State s = parse(done, why, &need_more);
-    if (s != State::kOpen || budget == 0) return s;
+    State s = parse(done, why);
+    if (s != State::kOpen || budget == 0 || drained) return s;
     // A large body goes straight into its memory, not through the staging buffer.
     size_t want = 0;
     unsigned char* to = in_body_ ? body_cursor(&want) : nullptr;
@@ -146,14 +146,17 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
       if (got > 0) {
         advance_body(static_cast<size_t>(got));
         budget -= std::min(budget, static_cast<size_t>(got));
+        drained = static_cast<size_t>(got) < want;
         continue;
       }
     } else {
-      do got = ::recv(fd_, staging_.data() + staged_end_, staging_.size() - staged_end_, 0);
+      size_t room = staging_.size() - staged_end_;
+      do got = ::recv(fd_, staging_.data() + staged_end_, room, 0);
       while (got < 0 && errno == EINTR);
       if (got > 0) {
         staged_end_ += static_cast<size_t>(got);
         budget -= std::min(budget, static_cast<size_t>(got));
+        drained = static_cast<size_t>(got) < room;
         continue;
       }
     }

@@ -46,9 +46,9 @@ class Inbound {
   State read_available(std::vector<std::unique_ptr<Received>>* done, std::string* why);
 
  private:
-  // Takes what the staging buffer holds of the current message; true when
-  // it needs more bytes than the buffer has.
-  State parse(std::vector<std::unique_ptr<Received>>* done, std::string* why, bool* need_more);
+  // Takes every whole message the staging buffer holds, and what it holds
+  // of the body being read; what is left is the start of a header.
+  State parse(std::vector<std::unique_ptr<Received>>* done, std::string* why);
   bool start_body(std::string* why);
   // Where the next body byte goes, and how many the current segment still wants.
   unsigned char* body_cursor(size_t* want);
