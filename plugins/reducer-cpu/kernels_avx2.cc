@@ -14,58 +14,15 @@ namespace caravan::reducer_cpu {
 namespace avx2 {
 namespace {
 
-using Byte = unsigned char;
+#define CARAVAN_MM(op) _mm256_##op
+#define CARAVAN_MM_SI(op) _mm256_##op##_si256
+#define CARAVAN_VEC_BYTES 32
+using VecPS = __m256;
+using VecPD = __m256d;
+using VecI = __m256i;
+#include "simd_vectors.inc"
 
-struct F32V {
-  using S = scalar::F32;
-  using Vec = __m256;
-  static constexpr size_t W = 8;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_ps(reinterpret_cast<float*>(p), v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_ps(static_cast<float>(f)); }
-};
-
-struct F64V {
-  using S = scalar::F64;
-  using Vec = __m256d;
-  static constexpr size_t W = 4;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_pd(reinterpret_cast<const double*>(p)); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_pd(reinterpret_cast<double*>(p), v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_pd(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_pd(f); }
-};
-
-// The integer types differ only in their add; the loads are untyped.
-template <class Scalar, __m256i (*Add)(__m256i, __m256i)>
-struct IntV {
-  using S = Scalar;
-  using Vec = __m256i;
-  static constexpr size_t W = 32 / sizeof(typename S::Storage);
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return Add(a, b); }
-};
-
-CARAVAN_SIMD_TARGET inline __m256i add_u8(__m256i a, __m256i b) { return _mm256_add_epi8(a, b); }
-CARAVAN_SIMD_TARGET inline __m256i add_u32(__m256i a, __m256i b) { return _mm256_add_epi32(a, b); }
-CARAVAN_SIMD_TARGET inline __m256i add_u64(__m256i a, __m256i b) { return _mm256_add_epi64(a, b); }
-using U8V = IntV<scalar::U8, add_u8>;
-using U32V = IntV<scalar::U32, add_u32>;
-using U64V = IntV<scalar::U64, add_u64>;
-
-// Halves travel as float32 vectors between load and store.
-struct HalfBase {
-  using Vec = __m256;
-  static constexpr size_t W = 8;
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm256_set1_ps(static_cast<float>(f)); }
-};
-
-struct F16V : HalfBase {
+struct F16V : F32V {
   using S = scalar::F16;
   CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -75,7 +32,7 @@ struct F16V : HalfBase {
   }
 };
 
-struct BF16V : HalfBase {
+struct BF16V : F32V {
   using S = scalar::BF16;
   CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -19,56 +19,15 @@ namespace caravan::reducer_cpu {
 namespace avx512 {
 namespace {
 
-using Byte = unsigned char;
+#define CARAVAN_MM(op) _mm512_##op
+#define CARAVAN_MM_SI(op) _mm512_##op##_si512
+#define CARAVAN_VEC_BYTES 64
+using VecPS = __m512;
+using VecPD = __m512d;
+using VecI = __m512i;
+#include "simd_vectors.inc"
 
-struct F32V {
-  using S = scalar::F32;
-  using Vec = __m512;
-  static constexpr size_t W = 16;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm512_loadu_ps(p); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm512_storeu_ps(p, v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm512_set1_ps(static_cast<float>(f)); }
-};
-
-struct F64V {
-  using S = scalar::F64;
-  using Vec = __m512d;
-  static constexpr size_t W = 8;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm512_loadu_pd(p); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm512_storeu_pd(p, v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm512_add_pd(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm512_mul_pd(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm512_set1_pd(f); }
-};
-
-template <class Scalar, __m512i (*Add)(__m512i, __m512i)>
-struct IntV {
-  using S = Scalar;
-  using Vec = __m512i;
-  static constexpr size_t W = 64 / sizeof(typename S::Storage);
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) { return _mm512_loadu_si512(p); }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) { _mm512_storeu_si512(p, v); }
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return Add(a, b); }
-};
-
-CARAVAN_SIMD_TARGET inline __m512i add_u8(__m512i a, __m512i b) { return _mm512_add_epi8(a, b); }
-CARAVAN_SIMD_TARGET inline __m512i add_u32(__m512i a, __m512i b) { return _mm512_add_epi32(a, b); }
-CARAVAN_SIMD_TARGET inline __m512i add_u64(__m512i a, __m512i b) { return _mm512_add_epi64(a, b); }
-using U8V = IntV<scalar::U8, add_u8>;
-using U32V = IntV<scalar::U32, add_u32>;
-using U64V = IntV<scalar::U64, add_u64>;
-
-struct HalfBase {
-  using Vec = __m512;
-  static constexpr size_t W = 16;
-  CARAVAN_SIMD_TARGET static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-  CARAVAN_SIMD_TARGET static Vec splat(double f) { return _mm512_set1_ps(static_cast<float>(f)); }
-};
-
-struct F16V : HalfBase {
+struct F16V : F32V {
   using S = scalar::F16;
   CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -78,7 +37,7 @@ struct F16V : HalfBase {
   }
 };
 
-struct BF16V : HalfBase {
+struct BF16V : F32V {
   using S = scalar::BF16;
   CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
     __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
