@@ -16,21 +16,8 @@ namespace {
 
 #define CARAVAN_MM(op) _mm256_##op
 #define CARAVAN_MM_SI(op) _mm256_##op##_si256
-#define CARAVAN_VEC_BYTES 32
-using VecPS = __m256;
-using VecPD = __m256d;
-using VecI = __m256i;
+#define CARAVAN_HALF_SI(op) _mm_##op##_si128
 #include "simd_vectors.inc"
-
-struct F16V : F32V {
-  using S = scalar::F16;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-};
 
 struct BF16V : F32V {
   using S = scalar::BF16;

@@ -21,21 +21,8 @@ namespace {
 
 #define CARAVAN_MM(op) _mm512_##op
 #define CARAVAN_MM_SI(op) _mm512_##op##_si512
-#define CARAVAN_VEC_BYTES 64
-using VecPS = __m512;
-using VecPD = __m512d;
-using VecI = __m512i;
+#define CARAVAN_HALF_SI(op) _mm256_##op##_si256
 #include "simd_vectors.inc"
-
-struct F16V : F32V {
-  using S = scalar::F16;
-  CARAVAN_SIMD_TARGET static Vec load(const Byte* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-  CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-};
 
 struct BF16V : F32V {
   using S = scalar::BF16;
