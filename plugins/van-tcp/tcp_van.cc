@@ -327,6 +327,7 @@ void TcpVan::disconnect(uint64_t peer) {
   fail_queue(*link, CARAVAN_STATUS_CLOSED);
 }
 
+// Writes at once what the socket takes; the slot is not used.
 void TcpVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* segments,
                   size_t num_segments, uint64_t send_id) {
   Call call(*this);

@@ -28,6 +28,7 @@
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
+#include "caravan/plugin/van_v2_cxx.hpp"
 #include "events/held_messages.h"
 #include "events/sent_events.h"
 #include "frame.h"
@@ -64,25 +65,7 @@ struct Link {
 };
 
 class TcpVan {
- public:
-  explicit TcpVan(const caravan_host_v1* host);
-  ~TcpVan();
-  TcpVan(const TcpVan&) = delete;
-  TcpVan& operator=(const TcpVan&) = delete;
-
-  const plugin::Host& host() const { return host_; }
-
-  void properties(caravan_van_properties_v2* out) const;
-  void listen(const char* host, int port, char* addr_out, size_t addr_cap);
-  void connect(uint64_t peer, const char* address);
-  void disconnect(uint64_t peer);
-  // Writes at once what the socket takes; the slot is not used.
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments,
-            uint64_t send_id);
-  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
-                      size_t* num_events);
-  void release(const caravan_van_message_v2* message);
-  void interrupt();
+  CARAVAN_VAN_V2_CLASS(TcpVan)
 
  private:
   // Keys of the epoll set: the listener, the wake-up eventfd, then links

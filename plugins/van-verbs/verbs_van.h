@@ -27,6 +27,7 @@
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
+#include "caravan/plugin/van_v2_cxx.hpp"
 #include "connection.h"
 #include "device.h"
 #include "rendezvous/counted_call.h"
@@ -35,21 +36,7 @@
 namespace caravan::van_verbs {
 
 class VerbsVan : public rendezvous::Transport {
- public:
-  explicit VerbsVan(const caravan_host_v1* host);
-  ~VerbsVan() override;
-  VerbsVan(const VerbsVan&) = delete;
-  VerbsVan& operator=(const VerbsVan&) = delete;
-
-  const plugin::Host& host() const { return host_; }
-  void properties(caravan_van_properties_v2* out) const;
-  void listen(const char* host, int port, char* addr_out, size_t addr_cap);
-  void connect(uint64_t peer, const char* address);
-  void disconnect(uint64_t peer);
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n, uint64_t send_id);
-  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n);
-  void release(const caravan_van_message_v2* msg);
-  void interrupt();
+  CARAVAN_VAN_V2_CLASS(VerbsVan)
 
   // A call into the instance, which finalize waits for.
   using Call = rendezvous::CountedCall<VerbsVan>;

@@ -256,6 +256,7 @@ void ZmqVan::disconnect(uint64_t peer) {
   close_link(*link);
 }
 
+// The slot is not used: a TCP stream keeps nothing per kind of message.
 void ZmqVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* segments,
                   size_t num_segments, uint64_t send_id) {
   // Built only on failure: send is the hot path.

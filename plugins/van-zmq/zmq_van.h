@@ -14,6 +14,7 @@
 
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
+#include "caravan/plugin/van_v2_cxx.hpp"
 #include "events/held_messages.h"
 #include "messages.h"
 
@@ -29,25 +30,7 @@ struct Link {
 };
 
 class ZmqVan {
- public:
-  explicit ZmqVan(const caravan_host_v1* host);
-  ~ZmqVan();
-  ZmqVan(const ZmqVan&) = delete;
-  ZmqVan& operator=(const ZmqVan&) = delete;
-
-  const plugin::Host& host() const { return host_; }
-
-  void properties(caravan_van_properties_v2* out) const;
-  void listen(const char* host, int port, char* addr_out, size_t addr_cap);
-  void connect(uint64_t peer, const char* address);
-  void disconnect(uint64_t peer);
-  // The slot is not used: a TCP stream keeps nothing per kind of message.
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments,
-            uint64_t send_id);
-  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
-                      size_t* num_events);
-  void release(const caravan_van_message_v2* message);
-  void interrupt();
+  CARAVAN_VAN_V2_CLASS(ZmqVan)
   // Closes everything; see the comment at its definition for sends in flight.
   void shutdown() noexcept;
 

@@ -16,7 +16,8 @@
 //                       size_t* num_events);
 //   void release(const caravan_van_message_v2* message);
 //   void interrupt();
-// Its destructor is finalize.
+// Its destructor is finalize. CARAVAN_VAN_V2_CLASS(V) declares all of that in
+// one line, so a van's header lists only what is its own.
 #ifndef CARAVAN_PLUGIN_VAN_V2_CXX_HPP
 #define CARAVAN_PLUGIN_VAN_V2_CXX_HPP
 
@@ -28,6 +29,29 @@
 #include "caravan/plugin/van_v2.h"
 
 namespace caravan::plugin {
+
+// Inside the class body of a van V: declares its constructor (init),
+// destructor (finalize), host() and the eight operations above, all public,
+// for the van's source file to define; V is not copyable and keeps its Host
+// in a member named host_. The class goes on with whatever access it states
+// next, so private members follow a `private:`.
+#define CARAVAN_VAN_V2_CLASS(V)                                                                   \
+ public:                                                                                          \
+  explicit V(const caravan_host_v1* host);                                                        \
+  ~V();                                                                                           \
+  V(const V&) = delete;                                                                           \
+  V& operator=(const V&) = delete;                                                                \
+  const ::caravan::plugin::Host& host() const { return host_; }                                   \
+  void properties(caravan_van_properties_v2* out) const;                                          \
+  void listen(const char* host, int port, char* addr_out, size_t addr_cap);                       \
+  void connect(uint64_t peer, const char* address);                                               \
+  void disconnect(uint64_t peer);                                                                 \
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments, \
+            uint64_t send_id);                                                                    \
+  caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,              \
+                      size_t* num_events);                                                        \
+  void release(const caravan_van_message_v2* message);                                            \
+  void interrupt();
 
 template <class V>
 struct VanOpsV2 : VanOpsCommon<V> {
