@@ -67,10 +67,14 @@ TEST(Loading, OpsTableComplete) {
   }
   const caravan_van_ops_v2* o = van().ops_v2;
   ASSERT_NE(o, nullptr);
-  EXPECT_GE(o->struct_size, sizeof(caravan_van_ops_v2));
+  EXPECT_GE(o->struct_size, CARAVAN_VAN_OPS_V2_0_SIZE);
   common(o);
   EXPECT_NE(o->poll, nullptr);
   EXPECT_NE(o->interrupt, nullptr);
+  // Minor 1's optional pair: both or neither.
+  if (o->struct_size >= sizeof(caravan_van_ops_v2)) {
+    EXPECT_EQ(o->lend == nullptr, o->unlend == nullptr) << "lend and unlend come together";
+  }
 }
 
 TEST(Loading, EntryReturnsSamePointer) {

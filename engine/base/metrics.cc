@@ -69,6 +69,8 @@ std::string render(const std::string& node_label) {
     Counter Registry::*counter;
   };
   static const Named kCounters[] = {
+      {"caravan_pushpull_in_place_bytes_total",
+       "bytes of sums the van wrote straight into the tensor (no copy)", &Registry::in_place_bytes},
       {"caravan_server_pushes_total", "pushes this server received", &Registry::server_pushes},
       {"caravan_server_push_bytes_total", "bytes of the pushes this server received",
        &Registry::server_push_bytes},

@@ -30,6 +30,9 @@ struct Registry {
   // from submission to completion.
   Counter operations, operation_bytes;
   Histogram operation_seconds;
+  // Worker: bytes of sums the van wrote straight into the tensor (van ABI
+  // 2.1, lend), which the engine then did not copy.
+  Counter in_place_bytes;
   // Server: pushes received and their bytes, rounds summed, sums sent.
   Counter server_pushes, server_push_bytes, server_rounds, server_answer_bytes;
   // Every node's data messages over the van.

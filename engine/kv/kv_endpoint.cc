@@ -95,16 +95,37 @@ void KVEndpoint::set_seal(std::unique_ptr<MessageSeal> seal) {
 
 namespace {
 
-// A message's slot for the van (van_v2.h, send): its first key, so a
-// key's pushes to a server, and its answers to a worker, share one.
+// A message's slot for the van (van_v2.h, send): its first key plus one
+// (0 means none), so a key's pushes to a server, and its answers to a
+// worker, share one.
+uint64_t slot_of_key(uint64_t key) { return key + 1; }
+
 uint64_t slot_of(const caravan_segment_v2& keys) {
   uint64_t key;
   if (keys.len < sizeof key) return 0;
   std::memcpy(&key, keys.data, sizeof key);
-  return key + 1;
+  return slot_of_key(key);
 }
 
+// Where a message's values travel: segment 2, after its header and keys.
+constexpr size_t kValsSegment = 2;
+
 }  // namespace
+
+bool KVEndpoint::lends() const {
+  bool resends_or_drops = reliability_ && (reliability_->resend_on() || reliability_->drops());
+  return !resends_or_drops && !seal_;
+}
+
+bool KVEndpoint::lend_values(uint64_t key, void* buf, size_t len) {
+  if (!lends()) return false;
+  return van_.lend(slot_of_key(key), kValsSegment, buf, len);
+}
+
+void KVEndpoint::unlend_values(uint64_t key) {
+  if (!lends()) return;
+  van_.unlend(slot_of_key(key));
+}
 
 void KVEndpoint::van_send(int recipient, const std::shared_ptr<Outgoing>& out, bool first) {
   auto send = std::make_shared<VanSend>(out, first);

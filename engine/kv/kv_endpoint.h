@@ -58,6 +58,15 @@ class KVEndpoint {
   // Sends a request to node `recipient`; fills head.sender/recipient/
   // timestamp and the request flag. Throws when the job already failed.
   void request(int recipient, KVMessage msg, ResponseHandler on_response, SentHandler on_sent);
+  // Lets the answer to a request about `key` land in `buf` (van_v2.h,
+  // lend): the values of the next message on that key with exactly `len`
+  // bytes of them. False where the van cannot, and where this endpoint
+  // resends or seals: a resent or a stranger's message could then write
+  // into memory that is still being sent. After unlend_values() nothing
+  // more is written there.
+  bool lend_values(uint64_t key, void* buf, size_t len);
+  void unlend_values(uint64_t key);
+  bool lends() const;
   // Answers `request_head` with `msg` (keys, vals, status set by caller).
   void respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent);
   // Every pending and later request fails with `why` (code < 0).

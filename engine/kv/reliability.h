@@ -44,6 +44,7 @@ class Reliability {
   Reliability(int resend_timeout_ms, int drop_percent);
 
   bool resend_on() const { return timeout_.count() > 0; }
+  bool drops() const { return drop_percent_ > 0; }
   // Keeps a message sent with kWantAck until acknowledged.
   void keep(const wire::Header& h, Resend resend);
   // An acknowledgement, or a response (which acknowledges its request).

@@ -33,8 +33,8 @@ class PluginVan final : public Van {
       s = open_lifted_van_v1(v1, host_.table(), &ctx_);
     } else {
       ops_ = static_cast<const caravan_van_ops_v2*>(lib_->descriptor->ops);
-      if (ops_->struct_size < sizeof(caravan_van_ops_v2))
-        refuse_table(ops_->struct_size, sizeof(caravan_van_ops_v2), "2.0");
+      if (ops_->struct_size < CARAVAN_VAN_OPS_V2_0_SIZE)
+        refuse_table(ops_->struct_size, CARAVAN_VAN_OPS_V2_0_SIZE, "2.0");
       s = ops_->init(host_.table(), &ctx_);
     }
     if (s != CARAVAN_STATUS_OK)
@@ -46,6 +46,9 @@ class PluginVan final : public Van {
     s = ops_->properties(ctx_, &props_);
     if (s != CARAVAN_STATUS_OK) fail("properties", s);
     if (!props_.transport) props_.transport = "unknown";
+    // Minor 1's entries, where the table is long enough to have them and
+    // the van fills both.
+    lends_ = ops_->struct_size >= sizeof(caravan_van_ops_v2) && ops_->lend && ops_->unlend;
   }
 
   ~PluginVan() override {
@@ -122,6 +125,23 @@ class PluginVan final : public Van {
 
   void interrupt() override { ops_->interrupt(ctx_); }
 
+  bool lend(uint64_t slot, size_t segment, void* buf, size_t len) override {
+    if (!lends_) return false;
+    caravan_status s = ops_->lend(ctx_, slot, segment, buf, len);
+    if (s != CARAVAN_STATUS_OK) fail("lend for slot " + std::to_string(slot), s);
+    return true;
+  }
+
+  // Called on the way out of failed operations, so it reports rather than throws.
+  void unlend(uint64_t slot) override {
+    if (!lends_) return;
+    caravan_status s = ops_->unlend(ctx_, slot);
+    if (s != CARAVAN_STATUS_OK) {
+      CARAVAN_LOG(ERROR) << "van '" << name_ << "': unlend of slot " << slot
+                         << " failed: " << describe_plugin_failure(s);
+    }
+  }
+
  private:
   // What a received message needs to give its memory back. Shared, since
   // a message may outlive the van: an application keeps what it received
@@ -187,6 +207,7 @@ class PluginVan final : public Van {
   void* ctx_ = nullptr;
   std::shared_ptr<Lender> lender_ = std::make_shared<Lender>();
   caravan_van_properties_v2 props_{};
+  bool lends_ = false;  // the van receives into lent memory (minor 1)
   std::mutex sending_mu_;
   uint64_t next_send_id_ = 1;
   std::unordered_map<uint64_t, std::shared_ptr<Sending>> sending_;

@@ -63,6 +63,12 @@ class Van {
   virtual bool poll(int timeout_ms, Inbox& inbox) = 0;
   // Makes a poll() in progress return now. Any thread.
   virtual void interrupt() = 0;
+  // Receiving into the engine's memory (van_v2.h, lend and unlend): true
+  // when the van took the lend; false when it cannot lend (then every
+  // message stays in its memory). After unlend() returns, the van writes
+  // nothing to the buffer and no message handed out later points into it.
+  virtual bool lend(uint64_t slot, size_t segment, void* buf, size_t len) = 0;
+  virtual void unlend(uint64_t slot) = 0;
 };
 
 // Loads the van the configuration names and creates an instance.

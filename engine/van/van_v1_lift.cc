@@ -232,7 +232,8 @@ caravan_status lifted_interrupt(void* ctx) {
 constexpr caravan_van_ops_v2 kLiftedOps = {
     sizeof(caravan_van_ops_v2), lifted_init,  lifted_finalize, lifted_properties,
     lifted_listen,              lifted_connect, lifted_disconnect, lifted_send,
-    lifted_poll,                lifted_release, lifted_interrupt};
+    lifted_poll,                lifted_release, lifted_interrupt,
+    nullptr,                    nullptr};  // an ABI 1 van keeps what it receives (no lend)
 
 }  // namespace
 

@@ -16,6 +16,10 @@
 namespace caravan {
 namespace {
 
+// Answers at least this large are received into the tensor itself where
+// the van can (van_v2.h, lend); below it a copy costs less than the lend.
+constexpr size_t kLendBytes = 64 * 1024;
+
 long long micros_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t)
       .count();
@@ -161,6 +165,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
     op = std::make_shared<Operation>(&plan, static_cast<char*>(data), root, rank_);
     op->events_left = 2 * plan.partitions.size();
     op->answered.assign(plan.partitions.size(), false);
+    op->lent.assign(plan.partitions.size(), false);
     op->sent.assign(plan.partitions.size(), false);
     op->early_sums.resize(plan.partitions.size());
     op->on_done = std::move(on_done);
@@ -399,11 +404,36 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       finish_event(*op, CARAVAN_ERR_TRANSPORT,
                    "sending to " + server.name + " failed (van status " + std::to_string(s) + ")");
   };
+  // A large answer lands in the tensor itself where the van can put it
+  // there, saving a copy; a small one costs less to copy than to arrange.
+  if (!op->plan->compressed() && !slot && op->gets_values && part.bytes >= kLendBytes) {
+    try {
+      if (kv_.lend_values(part.key, op->data + part.offset, part.bytes)) {
+        std::lock_guard<std::mutex> lock(op->mu);
+        op->lent[index] = true;
+      }
+    } catch (const Error& e) {
+      return never_sent(*op, e);
+    }
+  }
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
   } catch (const Error& e) {
     never_sent(*op, e);
   }
+}
+
+void PushPullClient::take_back_lends(Operation& op) {
+  std::vector<uint64_t> keys;
+  {
+    std::lock_guard<std::mutex> lock(op.mu);
+    for (size_t i = 0; i < op.lent.size(); ++i)
+      if (op.lent[i] && !op.answered[i]) {
+        op.lent[i] = false;
+        keys.push_back(op.plan->partitions[i].key);
+      }
+  }
+  for (uint64_t key : keys) kv_.unlend_values(key);
 }
 
 void PushPullClient::never_sent(Operation& op, const Error& e) {
@@ -467,7 +497,22 @@ std::string PushPullClient::store_sum(Operation& op, size_t index, const ipc::Sl
       return e.what();
     }
   } else {
-    std::memcpy(op.data + part.offset, slot ? slot->data : r.vals.data, part.bytes);
+    char* to = op.data + part.offset;
+    const char* from = slot ? slot->data : static_cast<const char*>(r.vals.data);
+    if (from == to) {
+      metrics::registry().in_place_bytes.add(part.bytes);
+    } else {
+      // Another message took the lend, or none was made: nothing may land
+      // here later.
+      bool lent;
+      {
+        std::lock_guard<std::mutex> lock(op.mu);
+        lent = op.lent[index];
+        op.lent[index] = false;
+      }
+      if (lent) kv_.unlend_values(part.key);
+      std::memcpy(to, from, part.bytes);
+    }
   }
   CARAVAN_SAMPLE_LOG(sample) << "sample '" << op.plan->name << "' partition " << index << " pull: "
                              << sample_values(op.data + part.offset, part.bytes, op.plan->dtype);
@@ -500,6 +545,7 @@ void PushPullClient::finish_event(Operation& op, int code, const std::string& er
     }
   }
   if (!now_done) return;
+  take_back_lends(op);
   CARAVAN_VLOG(2) << op.what() << ": '" << op.plan->name << "' done: " << op.plan->partitions.size()
                   << " partitions, first sum back after " << op.first_answer_us
                   << " us, last partition sent after " << op.last_sent_us << " us";
@@ -556,6 +602,10 @@ int PushPullClient::wait(Operation& op, std::string* error) {
     *error = std::string(op.what()) + " of '" + op.plan->name + "' timed out after " +
              std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT) waiting for " +
              outstanding(op);
+    lock.unlock();
+    // The caller may free the tensor once this returns: a late answer must
+    // not land in it.
+    take_back_lends(op);
     return CARAVAN_ERR_TIMEOUT;
   }
   if (op.code != 0) *error = op.error;

@@ -81,6 +81,10 @@ class Operation {
   std::condition_variable cv;
   size_t events_left = 0;
   std::vector<bool> answered;  // per partition
+  // Per partition: its answer may land in `data` itself (the van took a
+  // lend, van_v2.h); taken back when the answer lands elsewhere or never
+  // comes, so nothing writes there once the operation is over.
+  std::vector<bool> lent;
   // Per partition: the van is done reading it. The caller's buffer is the
   // van's to read until then (van_v2.h), and a sum can come back first (the
   // server has every byte before the van reports done); it waits here and
@@ -162,6 +166,8 @@ class PushPullClient {
   // A partition that failed before the van took it (its credit and both
   // of its events, with `e`).
   void never_sent(Operation& op, const Error& e);
+  // Takes back the lends of partitions not answered yet (van_v2.h, unlend).
+  void take_back_lends(Operation& op);
   // Copies partition `index`'s sum from answer `r` (or `slot`) into the
   // caller's buffer.
   // Returns why it could not ("" when stored).

@@ -23,8 +23,12 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 Received::~Received() { std::free(memory); }
 
-Inbound::Inbound(int fd, std::string peer, size_t max_message_bytes)
-    : fd_(fd), peer_(std::move(peer)), max_message_bytes_(max_message_bytes), staging_(kStagingBytes) {}
+Inbound::Inbound(int fd, std::string peer, size_t max_message_bytes, Lending& lending)
+    : fd_(fd),
+      peer_(std::move(peer)),
+      max_message_bytes_(max_message_bytes),
+      lending_(lending),
+      staging_(kStagingBytes) {}
 
 Inbound::~Inbound() {
   if (fd_ >= 0) ::close(fd_);
@@ -35,6 +39,7 @@ bool Inbound::start_body(std::string* why) {
   std::memcpy(&head, staging_.data() + staged_begin_, sizeof head);
   auto r = std::make_unique<Received>();
   r->num_segments = head.num_segments;
+  r->slot = head.slot;
   std::memcpy(r->lens, staging_.data() + staged_begin_ + sizeof head,
               head.num_segments * sizeof(uint64_t));
   size_t at = 0;
@@ -47,9 +52,12 @@ bool Inbound::start_body(std::string* why) {
              " bytes (segment " + std::to_string(i) + " alone is " + std::to_string(len) + ")";
       return false;
     }
-    r->offsets[i] = at;
-    at += round_up(static_cast<size_t>(len));
     r->body_bytes += static_cast<size_t>(len);
+  }
+  if (r->slot) r->lend = lending_.claim(r->slot, r->lens, r->num_segments);
+  for (size_t i = 0; i < r->num_segments; ++i) {
+    r->offsets[i] = at;
+    if (!r->lend || i != r->lend->segment) at += round_up(static_cast<size_t>(r->lens[i]));
   }
   if (posix_memalign(reinterpret_cast<void**>(&r->memory), kAlign, at ? at : kAlign) != 0) {
     *why = "a message of " + std::to_string(r->body_bytes) + " bytes, more than this host can hold";
@@ -64,18 +72,30 @@ bool Inbound::start_body(std::string* why) {
   return true;
 }
 
-unsigned char* Inbound::body_cursor(size_t* want) {
+bool Inbound::next_segment() {
   // Zero-length segments take no bytes: step over them.
   while (segment_ < current_->num_segments && segment_done_ == current_->lens[segment_]) {
     ++segment_;
     segment_done_ = 0;
   }
-  if (segment_ == current_->num_segments) {
-    *want = 0;
-    return nullptr;
-  }
-  *want = static_cast<size_t>(current_->lens[segment_] - segment_done_);
-  return current_->memory + current_->offsets[segment_] + segment_done_;
+  return segment_ < current_->num_segments;
+}
+
+size_t Inbound::body_want() const {
+  return static_cast<size_t>(current_->lens[segment_] - segment_done_);
+}
+
+unsigned char* Inbound::body_at() const {
+  const Lend* lend = current_->lend.get();
+  unsigned char* base = lend && segment_ == lend->segment ? lend->where()
+                                                          : current_->memory + current_->offsets[segment_];
+  return base + segment_done_;
+}
+
+std::unique_lock<std::mutex> Inbound::lock_if_lent() const {
+  const std::shared_ptr<Lend>& lend = current_->lend;
+  if (lend && segment_ == lend->segment) return lend->lock_for_writing();
+  return {};
 }
 
 void Inbound::advance_body(size_t n) { segment_done_ += n; }
@@ -104,16 +124,18 @@ Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std:
       if (!start_body(why)) return State::kMalformed;
       continue;
     }
-    size_t want;
-    unsigned char* to = body_cursor(&want);
-    if (!to) {
+    if (!next_segment()) {
       done->push_back(std::move(current_));
       in_body_ = false;
       continue;
     }
     if (staged == 0) break;
+    size_t want = body_want();
     size_t n = want < staged ? want : staged;
-    std::memcpy(to, staging_.data() + staged_begin_, n);
+    {
+      auto lent = lock_if_lent();
+      std::memcpy(body_at(), staging_.data() + staged_begin_, n);
+    }
     staged_begin_ += n;
     advance_body(n);
   }
@@ -137,12 +159,16 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
     State s = parse(done, why);
     if (s != State::kOpen || budget == 0 || drained) return s;
     // A large body goes straight into its memory, not through the staging buffer.
-    size_t want = 0;
-    unsigned char* to = in_body_ ? body_cursor(&want) : nullptr;
+    // (parse() left in_body_ set only with a segment still wanting bytes.)
+    size_t want = in_body_ ? body_want() : 0;
     ssize_t got;
-    if (to && want >= staging_.size() / 2) {
-      do got = ::recv(fd_, to, want, 0);
-      while (got < 0 && errno == EINTR);
+    if (want >= staging_.size() / 2) {
+      {
+        auto lent = lock_if_lent();
+        unsigned char* to = body_at();
+        do got = ::recv(fd_, to, want, 0);
+        while (got < 0 && errno == EINTR);
+      }
       if (got > 0) {
         advance_body(static_cast<size_t>(got));
         budget -= std::min(budget, static_cast<size_t>(got));

@@ -8,19 +8,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "caravan/plugin/van_v2.h"
 #include "frame.h"
+#include "lending.h"
 
 namespace caravan::van_tcp {
 
 // A received message's memory: one allocation holding every segment, each
-// at a 64-byte boundary (the engine sums in place with vector loads).
+// at a 64-byte boundary (the engine sums in place with vector loads), but
+// for a segment read into memory the engine lent, which `lend` holds.
 struct Received {
   ~Received();
   unsigned char* memory = nullptr;
+  uint64_t slot = 0;
+  std::shared_ptr<Lend> lend;
   size_t num_segments = 0;
   uint64_t lens[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   size_t offsets[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
@@ -30,7 +35,7 @@ struct Received {
 
 class Inbound {
  public:
-  Inbound(int fd, std::string peer, size_t max_message_bytes);
+  Inbound(int fd, std::string peer, size_t max_message_bytes, Lending& lending);
   ~Inbound();
   Inbound(const Inbound&) = delete;
   Inbound& operator=(const Inbound&) = delete;
@@ -50,13 +55,19 @@ class Inbound {
   // of the body being read; what is left is the start of a header.
   State parse(std::vector<std::unique_ptr<Received>>* done, std::string* why);
   bool start_body(std::string* why);
-  // Where the next body byte goes, and how many the current segment still wants.
-  unsigned char* body_cursor(size_t* want);
+  // Steps over finished and empty segments; false once the body is whole.
+  bool next_segment();
+  // How many bytes the current segment still wants, and where the next one
+  // goes: in a lent segment, only while holding lock_if_lent()'s lock.
+  size_t body_want() const;
+  unsigned char* body_at() const;
+  std::unique_lock<std::mutex> lock_if_lent() const;
   void advance_body(size_t n);
 
   int fd_;
   std::string peer_;
   size_t max_message_bytes_;  // 0: unlimited
+  Lending& lending_;
 
   std::vector<unsigned char> staging_;
   size_t staged_begin_ = 0, staged_end_ = 0;

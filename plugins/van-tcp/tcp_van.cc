@@ -327,8 +327,9 @@ void TcpVan::disconnect(uint64_t peer) {
   fail_queue(*link, CARAVAN_STATUS_CLOSED);
 }
 
-// Writes at once what the socket takes; the slot is not used.
-void TcpVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* segments,
+// Writes at once what the socket takes. The slot travels in the frame, for
+// the receiver's lends.
+void TcpVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
                   size_t num_segments, uint64_t send_id) {
   Call call(*this);
   auto who = [&] { return "send to peer " + std::to_string(peer); };
@@ -338,7 +339,7 @@ void TcpVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* se
                     std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
   Outgoing out;
   out.send_id = send_id;
-  FrameHead head{kFrameMagic, static_cast<uint32_t>(num_segments)};
+  FrameHead head{kFrameMagic, static_cast<uint32_t>(num_segments), slot};
   std::memcpy(out.head, &head, sizeof head);
   size_t total = 0;
   for (size_t i = 0; i < num_segments; ++i) {
@@ -455,7 +456,7 @@ void TcpVan::accept_all() {
       return;
     }
     uint64_t key = next_key_++;
-    auto in = std::make_unique<Inbound>(fd, peer_text(addr), max_message_bytes_);
+    auto in = std::make_unique<Inbound>(fd, peer_text(addr), max_message_bytes_, lending_);
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = key;
@@ -520,6 +521,7 @@ size_t TcpVan::take_received(caravan_van_event_v2* events, size_t capacity) {
       e.message.segments[i].data = r->memory + r->offsets[i];
       e.message.segments[i].len = static_cast<size_t>(r->lens[i]);
     }
+    if (r->lend) e.message.segments[r->lend->segment].data = lending_.hand_out(r->slot, r->lend);
     e.message.peer = r->peer.c_str();
     e.message.van_token = held_.hand_out(std::move(r));
   }
@@ -574,6 +576,16 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
 }
 
 void TcpVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+
+void TcpVan::lend(uint64_t slot, size_t segment, void* buf, size_t len) {
+  Call call(*this);
+  lending_.lend(slot, segment, buf, len);
+}
+
+void TcpVan::unlend(uint64_t slot) {
+  Call call(*this);
+  lending_.unlend(slot);
+}
 
 void TcpVan::write_loop() {
   while (!stop_writer_) {

@@ -33,6 +33,7 @@
 #include "events/sent_events.h"
 #include "frame.h"
 #include "inbound.h"
+#include "lending.h"
 
 namespace caravan::van_tcp {
 
@@ -66,6 +67,9 @@ struct Link {
 
 class TcpVan {
   CARAVAN_VAN_V2_CLASS(TcpVan)
+  // Receiving into the engine's memory (van_v2.h minor 1; lending.h).
+  void lend(uint64_t slot, size_t segment, void* buf, size_t len);
+  void unlend(uint64_t slot);
 
  private:
   // Keys of the epoll set: the listener, the wake-up eventfd, then links
@@ -140,6 +144,7 @@ class TcpVan {
   std::unordered_map<uint64_t, std::shared_ptr<Link>> link_keys_;  // by epoll key
   std::atomic<uint64_t> next_key_{kFirstKey};
 
+  Lending lending_;  // before inbound_: connections being read refer to it
   std::unordered_map<uint64_t, std::unique_ptr<Inbound>> inbound_;  // by epoll key
   std::deque<std::unique_ptr<Received>> received_;
 

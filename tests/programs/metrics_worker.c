@@ -5,7 +5,9 @@
  * back proves they received), a histogram whose +Inf bucket holds every
  * push_pull, and a 404 for another path. The servers and the scheduler stay
  * up until every worker has left. Run by caravan-launch with
- * CARAVAN_METRICS_PORT set. */
+ * CARAVAN_METRICS_PORT set. Each round also push_pulls a 1 MiB tensor, whose
+ * sums land in place (caravan_pushpull_in_place_bytes_total) exactly when
+ * EXPECT_IN_PLACE=1 says the van lends (van ABI 2.1), and never otherwise. */
 #define _POSIX_C_SOURCE 200809L /* popen */
 #include <caravan/caravan.h>
 
@@ -15,6 +17,7 @@
 
 #define ROUNDS 5
 #define COUNT 1000
+#define BIG (1 << 18) /* floats: 1 MiB, two partitions of 512 KiB on two servers */
 
 static int rank_;
 
@@ -74,11 +77,19 @@ int main(void) {
   const char* servers_s = getenv("DMLC_NUM_SERVER");
   if (!base_s || !servers_s) die("CARAVAN_METRICS_PORT and DMLC_NUM_SERVER must be set");
   int base = atoi(base_s), servers = atoi(servers_s);
+  if (servers != 2) die("the expected counts assume 2 servers");
+  const char* in_place_s = getenv("EXPECT_IN_PLACE");
+  int in_place = in_place_s && strcmp(in_place_s, "1") == 0;
   float v[COUNT];
+  static float big[BIG];
   for (int r = 0; r < ROUNDS; ++r) {
     for (int i = 0; i < COUNT; ++i) v[i] = 1.0f;
     if (caravan_push_pull("metrics.t", v, COUNT, CARAVAN_FLOAT32, 0) != 0) die("push_pull failed");
     if (v[0] != (float)workers) die("wrong sum");
+    for (int i = 0; i < BIG; ++i) big[i] = (float)(i % 7);
+    if (caravan_push_pull("metrics.big", big, BIG, CARAVAN_FLOAT32, 0) != 0) die("push_pull failed");
+    for (int i = 0; i < BIG; ++i)
+      if (big[i] != (float)(workers * (i % 7))) die("wrong sum of the 1 MiB tensor");
   }
 
   char label[64];
@@ -87,14 +98,17 @@ int main(void) {
   snprintf(label, sizeof label, "{node=\"worker %d", rank_);
   char series[160];
   snprintf(series, sizeof series, "caravan_pushpull_operations_total%s", label);
-  expect(value(body, series, me), ROUNDS, "caravan_pushpull_operations_total", me);
+  expect(value(body, series, me), 2 * ROUNDS, "caravan_pushpull_operations_total", me);
   snprintf(series, sizeof series, "caravan_pushpull_bytes_total%s", label);
-  expect(value(body, series, me), ROUNDS * COUNT * 4.0, "caravan_pushpull_bytes_total", me);
+  expect(value(body, series, me), ROUNDS * (COUNT + BIG) * 4.0, "caravan_pushpull_bytes_total", me);
+  snprintf(series, sizeof series, "caravan_pushpull_in_place_bytes_total%s", label);
+  expect(value(body, series, me), in_place ? ROUNDS * BIG * 4.0 : 0,
+         "caravan_pushpull_in_place_bytes_total", me);
   const char* inf = strstr(body, "le=\"+Inf\"} ");
   if (!inf) die("no +Inf bucket");
-  expect(atof(inf + strlen("le=\"+Inf\"} ")), ROUNDS, "the +Inf bucket", me);
+  expect(atof(inf + strlen("le=\"+Inf\"} ")), 2 * ROUNDS, "the +Inf bucket", me);
   snprintf(series, sizeof series, "caravan_pushpull_duration_seconds_count%s", label);
-  expect(value(body, series, me), ROUNDS, "the histogram's count", me);
+  expect(value(body, series, me), 2 * ROUNDS, "the histogram's count", me);
   snprintf(series, sizeof series, "caravan_messages_sent_total%s", label);
   if (value(body, series, me) < ROUNDS) die("fewer messages sent than push_pulls");
 
@@ -107,10 +121,11 @@ int main(void) {
     snprintf(series, sizeof series, "caravan_server_rounds_total{node=\"server %d", s);
     rounds += value(body, series, port);
   }
-  /* Every worker's ROUNDS pushes were received (each sum came back), of one
-   * partition each, and none can push a round more before this one has. */
-  expect(pushes, (double)workers * ROUNDS, "the servers' pushes", base + 1);
-  expect(rounds, ROUNDS, "the servers' rounds", base + 1);
+  /* Every worker's pushes were received (each sum came back): per round one
+   * partition of the small tensor and two of the big one, and none can push
+   * a round more before this one has. */
+  expect(pushes, (double)workers * ROUNDS * 3, "the servers' pushes", base + 1);
+  expect(rounds, ROUNDS * 3, "the servers' rounds", base + 1);
 
   if (fetch(base, "/metrics", body, sizeof body) != 200) die("the scheduler's /metrics did not answer 200");
   value(body, "caravan_peers_lost_total{node=\"scheduler", base);

@@ -123,6 +123,16 @@ caravan_status VanInstance::send_slot(uint64_t peer, uint64_t slot, const std::v
   return send_with(peer, slot, segs, ticket);
 }
 
+bool VanInstance::lends() const {
+  return ops().struct_size >= sizeof(caravan_van_ops_v2) && ops().lend && ops().unlend;
+}
+
+caravan_status VanInstance::lend(uint64_t slot, size_t segment, void* buf, size_t len) {
+  return ops().lend(ctx_, slot, segment, buf, len);
+}
+
+caravan_status VanInstance::unlend(uint64_t slot) { return ops().unlend(ctx_, slot); }
+
 caravan_status VanInstance::send_with(uint64_t peer, uint64_t slot, const std::vector<SendSegment>& segs,
                                       Ticket* ticket) {
   std::vector<caravan_segment_v2> c_segs;

@@ -96,6 +96,12 @@ class VanInstance {
   // the instance.
   caravan_status send_unwatched(uint64_t peer, const std::vector<SendSegment>& segs);
 
+  // Receiving into lent memory (van_v2.h, minor 1): whether the van has
+  // lend and unlend, and the calls themselves.
+  bool lends() const;
+  caravan_status lend(uint64_t slot, size_t segment, void* buf, size_t len);
+  caravan_status unlend(uint64_t slot);
+
   // Completions of this instance's sends.
   bool wait_sent(Ticket t, Clock::duration patience = kPatience);
   bool wait_all_sent(Clock::duration patience = kPatience);  // every accepted send

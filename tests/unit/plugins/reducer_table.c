@@ -6,11 +6,10 @@
  *                      called from there crashes;
  *   NO_SUM_MANY        sum_many is NULL;
  *   DEVICE_ONLY        properties say device memory and async stream, not host memory. */
-#include <dlfcn.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "caravan/plugin/reducer_v1.h"
+#include "inner_plugin.h"
 
 #ifdef TABLE_ENDS_BEFORE
 #define TABLE_SIZE offsetof(caravan_reducer_ops_v1, TABLE_ENDS_BEFORE)
@@ -33,13 +32,7 @@ static caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) 
 
 CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
   if (descriptor.ops) return &descriptor;
-  void* cpu = dlopen(CARAVAN_REDUCER_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-  if (!cpu) {
-    fprintf(stderr, "reducer %s: %s\n", TABLE_NAME, dlerror());
-    return NULL;
-  }
-  caravan_plugin_entry_fn entry = (caravan_plugin_entry_fn)dlsym(cpu, CARAVAN_PLUGIN_ENTRY_SYMBOL);
-  const caravan_plugin_descriptor* d = entry ? entry() : NULL;
+  const caravan_plugin_descriptor* d = inner_descriptor(CARAVAN_REDUCER_CPU_PLUGIN, "reducer " TABLE_NAME);
   if (!d) return NULL;
   inner = (const caravan_reducer_ops_v1*)d->ops;
   memset(&ops, 0xa5, sizeof ops);
@@ -49,10 +42,5 @@ CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void
 #ifdef NO_SUM_MANY
   ops.sum_many = NULL;
 #endif
-  descriptor = *d;
-  descriptor.abi_minor = 0;
-  descriptor.name = TABLE_NAME;
-  descriptor.description = "reducer-cpu behind a test table";
-  descriptor.ops = &ops;
-  return &descriptor;
+  return wrap_descriptor(&descriptor, d, TABLE_NAME, "reducer-cpu behind a test table", &ops);
 }

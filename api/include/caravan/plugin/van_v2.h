@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_VAN_ABI_MAJOR_V2 2
-#define CARAVAN_VAN_ABI_MINOR_V2 0
+#define CARAVAN_VAN_ABI_MINOR_V2 1
 #define CARAVAN_VAN_MAX_SEGMENTS_V2 8
 #define CARAVAN_VAN_MAX_ADDRESS_V2 256
 
@@ -173,7 +173,33 @@ typedef struct caravan_van_ops_v2 {
   /* Makes a poll() blocked now, or the next one if none is, return TIMEOUT
    * (or its events) at once. Never blocks. The engine uses it to stop. */
   caravan_status (*interrupt)(void* ctx);
+
+  /* ---- Minor 1: receiving into the engine's memory. Both entries may be
+   * NULL (the van keeps every message in its own memory, as in 2.0); a van
+   * has both or neither. ---- */
+
+  /* Lends `len` bytes at `buf` for segment `segment` of a message the
+   * engine expects on `slot` (the slot its sender passes to send()): the
+   * van may write that segment straight there instead of into its own
+   * memory, saving the engine a copy. The first message to arrive on the
+   * slot whose segment `segment` has exactly `len` bytes takes the lend; its
+   * RECEIVED event's segment then points at `buf`, and its release() frees
+   * nothing there. A message that does not match leaves the lend in place.
+   * A second lend on a slot replaces the first. Never blocks. Errors:
+   * INVALID_ARGUMENT (slot 0, no buffer, segment out of range). */
+  caravan_status (*lend)(void* ctx, uint64_t slot, size_t segment, void* buf, size_t len);
+
+  /* Takes the lend on `slot` back. Once it returns, the van writes nothing
+   * more to that buffer and no later event points into it: a message
+   * already writing there, or written and not yet returned by poll(), is
+   * moved into the van's own memory. A slot without a lend is OK. Any
+   * thread; may wait briefly for a poll() writing into the buffer. */
+  caravan_status (*unlend)(void* ctx, uint64_t slot);
 } caravan_van_ops_v2;
+
+/* The size of a 2.0 table, which the engine still loads: everything up to
+ * the minor 1 entries. */
+#define CARAVAN_VAN_OPS_V2_0_SIZE offsetof(caravan_van_ops_v2, lend)
 
 #ifdef __cplusplus
 }

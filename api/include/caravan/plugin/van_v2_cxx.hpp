@@ -16,12 +16,16 @@
 //                       size_t* num_events);
 //   void release(const caravan_van_message_v2* message);
 //   void interrupt();
+// and, optionally (minor 1; both or neither):
+//   void lend(uint64_t slot, size_t segment, void* buf, size_t len);
+//   void unlend(uint64_t slot);
 // Its destructor is finalize. CARAVAN_VAN_V2_CLASS(V) declares all of that in
 // one line, so a van's header lists only what is its own.
 #ifndef CARAVAN_PLUGIN_VAN_V2_CXX_HPP
 #define CARAVAN_PLUGIN_VAN_V2_CXX_HPP
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "caravan/plugin/plugin_cxx.hpp"
@@ -52,6 +56,12 @@ namespace caravan::plugin {
                       size_t* num_events);                                                        \
   void release(const caravan_van_message_v2* message);                                            \
   void interrupt();
+
+// Whether V receives into lent memory (van_v2.h, lend).
+template <class V, class = void>
+struct HasLend : std::false_type {};
+template <class V>
+struct HasLend<V, std::void_t<decltype(std::declval<V&>().unlend(uint64_t{}))>> : std::true_type {};
 
 template <class V>
 struct VanOpsV2 : VanOpsCommon<V> {
@@ -87,9 +97,30 @@ struct VanOpsV2 : VanOpsCommon<V> {
     return with(ctx, [&](V& v) { return v.interrupt(), CARAVAN_STATUS_OK; });
   }
 
-  static constexpr caravan_van_ops_v2 table = {
-      sizeof(caravan_van_ops_v2), C::init, C::finalize, properties, C::listen, C::connect,
-      C::disconnect, send, poll, release, interrupt};
+  static caravan_status lend(void* ctx, uint64_t slot, size_t segment, void* buf, size_t len) {
+    return with(ctx, [&](V& v) {
+      if (slot == 0 || !buf || segment >= CARAVAN_VAN_MAX_SEGMENTS_V2)
+        throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                    "lend: slot " + std::to_string(slot) + ", segment " + std::to_string(segment) +
+                        (buf ? "" : ", no buffer") + " (a nonzero slot, a buffer and a segment below " +
+                        std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " are needed)");
+      return v.lend(slot, segment, buf, len), CARAVAN_STATUS_OK;
+    });
+  }
+  static caravan_status unlend(void* ctx, uint64_t slot) {
+    return with(ctx, [&](V& v) { return v.unlend(slot), CARAVAN_STATUS_OK; });
+  }
+
+  static constexpr caravan_van_ops_v2 make_table() {
+    caravan_van_ops_v2 t = {sizeof(caravan_van_ops_v2), C::init, C::finalize, properties, C::listen,
+                            C::connect, C::disconnect, send, poll, release, interrupt, nullptr, nullptr};
+    if constexpr (HasLend<V>::value) {
+      t.lend = lend;
+      t.unlend = unlend;
+    }
+    return t;
+  }
+  static constexpr caravan_van_ops_v2 table = make_table();
 };
 
 // The ops table for V, to put in the plugin's descriptor.
