@@ -406,15 +406,18 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   };
   // A large answer lands in the tensor itself where the van can put it
   // there, saving a copy; a small one costs less to copy than to arrange.
-  if (!op->plan->compressed() && !slot && op->gets_values && part.bytes >= kLendBytes) {
-    try {
-      if (kv_.lend_values(part.key, op->data + part.offset, part.bytes)) {
-        std::lock_guard<std::mutex> lock(op->mu);
-        op->lent[index] = true;
-      }
-    } catch (const Error& e) {
-      return never_sent(*op, e);
-    }
+  // Under op->mu, so that a caller timing out (wait) either sees the lend
+  // and takes it back, or has marked the operation abandoned first: then
+  // nothing is sent from, or lent of, a tensor its caller may have freed.
+  bool lendable = !op->plan->compressed() && !slot && op->gets_values && part.bytes >= kLendBytes;
+  try {
+    std::lock_guard<std::mutex> lock(op->mu);
+    if (op->abandoned)
+      throw Error(CARAVAN_ERR_TIMEOUT, "abandoned by its caller after CARAVAN_OP_TIMEOUT; not sent");
+    if (lendable && kv_.lend_values(part.key, op->data + part.offset, part.bytes))
+      op->lent[index] = true;
+  } catch (const Error& e) {
+    return never_sent(*op, e);
   }
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
@@ -427,8 +430,10 @@ void PushPullClient::take_back_lends(Operation& op) {
   std::vector<uint64_t> keys;
   {
     std::lock_guard<std::mutex> lock(op.mu);
+    // Every lend not yet settled by store_sum: unanswered partitions, and
+    // answers an abandoned operation never stored.
     for (size_t i = 0; i < op.lent.size(); ++i)
-      if (op.lent[i] && !op.answered[i]) {
+      if (op.lent[i]) {
         op.lent[i] = false;
         keys.push_back(op.plan->partitions[i].key);
       }
@@ -499,17 +504,17 @@ std::string PushPullClient::store_sum(Operation& op, size_t index, const ipc::Sl
   } else {
     char* to = op.data + part.offset;
     const char* from = slot ? slot->data : static_cast<const char*>(r.vals.data);
+    // The lend is settled here: used, or (another message took it, or
+    // none was made) taken back, so nothing lands in the tensor later.
+    bool lent;
+    {
+      std::lock_guard<std::mutex> lock(op.mu);
+      lent = op.lent[index];
+      op.lent[index] = false;
+    }
     if (from == to) {
       metrics::registry().in_place_bytes.add(part.bytes);
     } else {
-      // Another message took the lend, or none was made: nothing may land
-      // here later.
-      bool lent;
-      {
-        std::lock_guard<std::mutex> lock(op.mu);
-        lent = op.lent[index];
-        op.lent[index] = false;
-      }
       if (lent) kv_.unlend_values(part.key);
       std::memcpy(to, from, part.bytes);
     }

@@ -14,6 +14,8 @@ namespace {
 
 // One read() takes this much of a stream of small messages at once.
 constexpr size_t kStagingBytes = 256 * 1024;
+// Where the rest of a dropped message's lent segment is read to, in pieces.
+constexpr size_t kDiscardBytes = 64 * 1024;
 constexpr size_t kAlign = 64;
 constexpr size_t kTurnBytes = 8 << 20;
 
@@ -28,7 +30,8 @@ Inbound::Inbound(int fd, std::string peer, size_t max_message_bytes, Lending& le
       peer_(std::move(peer)),
       max_message_bytes_(max_message_bytes),
       lending_(lending),
-      staging_(kStagingBytes) {}
+      staging_(kStagingBytes),
+      discard_(kDiscardBytes) {}
 
 Inbound::~Inbound() {
   if (fd_ >= 0) ::close(fd_);
@@ -82,14 +85,25 @@ bool Inbound::next_segment() {
 }
 
 size_t Inbound::body_want() const {
-  return static_cast<size_t>(current_->lens[segment_] - segment_done_);
+  size_t want = static_cast<size_t>(current_->lens[segment_] - segment_done_);
+  const Lend* lend = current_->lend.get();
+  if (lend && segment_ == lend->segment && lend->dead) return std::min(want, discard_.size());
+  return want;
 }
 
-unsigned char* Inbound::body_at() const {
+unsigned char* Inbound::body_at() {
   const Lend* lend = current_->lend.get();
-  unsigned char* base = lend && segment_ == lend->segment ? lend->where()
-                                                          : current_->memory + current_->offsets[segment_];
-  return base + segment_done_;
+  if (lend && segment_ == lend->segment) {
+    unsigned char* at = lend->where();
+    return at ? at + segment_done_ : discard_.data();
+  }
+  return current_->memory + current_->offsets[segment_] + segment_done_;
+}
+
+bool Inbound::dead(const Received& r) {
+  if (!r.lend) return false;
+  std::lock_guard<std::mutex> lock(r.lend->mu);
+  return r.lend->dead;
 }
 
 std::unique_lock<std::mutex> Inbound::lock_if_lent() const {
@@ -125,15 +139,20 @@ Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std:
       continue;
     }
     if (!next_segment()) {
-      done->push_back(std::move(current_));
+      if (dead(*current_))
+        ++dropped_;  // its lent memory was taken back and could not be moved
+      else
+        done->push_back(std::move(current_));
+      current_.reset();
       in_body_ = false;
       continue;
     }
     if (staged == 0) break;
-    size_t want = body_want();
-    size_t n = want < staged ? want : staged;
+    size_t n;
     {
       auto lent = lock_if_lent();
+      size_t want = body_want();
+      n = want < staged ? want : staged;
       std::memcpy(body_at(), staging_.data() + staged_begin_, n);
     }
     staged_begin_ += n;
@@ -160,14 +179,16 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
     if (s != State::kOpen || budget == 0 || drained) return s;
     // A large body goes straight into its memory, not through the staging buffer.
     // (parse() left in_body_ set only with a segment still wanting bytes.)
+    std::unique_lock<std::mutex> lent;
+    if (in_body_) lent = lock_if_lent();
     size_t want = in_body_ ? body_want() : 0;
     ssize_t got;
     if (want >= staging_.size() / 2) {
       {
-        auto lent = lock_if_lent();
         unsigned char* to = body_at();
         do got = ::recv(fd_, to, want, 0);
         while (got < 0 && errno == EINTR);
+        if (lent) lent.unlock();
       }
       if (got > 0) {
         advance_body(static_cast<size_t>(got));
@@ -176,6 +197,7 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
         continue;
       }
     } else {
+      if (lent) lent.unlock();
       size_t room = staging_.size() - staged_end_;
       do got = ::recv(fd_, staging_.data() + staged_end_, room, 0);
       while (got < 0 && errno == EINTR);

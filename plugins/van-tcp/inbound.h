@@ -49,6 +49,9 @@ class Inbound {
   // cut short is dropped); kMalformed: it sent what no Caravan peer sends
   // (`why` says what). Either way the caller closes the connection.
   State read_available(std::vector<std::unique_ptr<Received>>* done, std::string* why);
+  // Messages dropped so far because unlend could not move their lent
+  // segment into memory of the van's own (lending.h, Lend::dead).
+  size_t dropped() const { return dropped_; }
 
  private:
   // Takes every whole message the staging buffer holds, and what it holds
@@ -60,7 +63,8 @@ class Inbound {
   // How many bytes the current segment still wants, and where the next one
   // goes: in a lent segment, only while holding lock_if_lent()'s lock.
   size_t body_want() const;
-  unsigned char* body_at() const;
+  unsigned char* body_at();
+  static bool dead(const Received& r);
   std::unique_lock<std::mutex> lock_if_lent() const;
   void advance_body(size_t n);
 
@@ -70,6 +74,7 @@ class Inbound {
   Lending& lending_;
 
   std::vector<unsigned char> staging_;
+  std::vector<unsigned char> discard_;  // the rest of a dead lent segment goes here
   size_t staged_begin_ = 0, staged_end_ = 0;
 
   // The message being read: its header, then its body.
@@ -77,6 +82,7 @@ class Inbound {
   std::unique_ptr<Received> current_;
   size_t segment_ = 0;      // the segment being filled
   size_t segment_done_ = 0; // bytes of it already in
+  size_t dropped_ = 0;
 };
 
 }  // namespace caravan::van_tcp

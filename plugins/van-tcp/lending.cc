@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace caravan::van_tcp {
 
@@ -43,16 +42,22 @@ void Lending::unlend(uint64_t slot) {
 }
 
 void Lending::take_back(Lend& lend) {
+  // 64-byte aligned like the van's own memory (the engine sums in place
+  // with vector loads); had before the lock, which the poller waits for.
+  void* p = nullptr;
+  if (posix_memalign(&p, 64, lend.len ? lend.len : 64) != 0) p = nullptr;
   lend.revoking = true;
   std::lock_guard<std::mutex> lock(lend.mu);
   lend.revoking = false;
   lend.cv.notify_all();  // the poller goes on, after this returns, at the new place
-  if (lend.handed_out || lend.moved) return;
-  // 64-byte aligned like the van's own memory (the engine sums in place
-  // with vector loads). The bytes not written yet are copied too: the
-  // poller goes on writing at the same offsets.
-  void* p = nullptr;
-  if (posix_memalign(&p, 64, lend.len ? lend.len : 64) != 0) throw std::bad_alloc();
+  if (lend.handed_out || lend.moved || !p) {
+    // No memory: the buffer must still not be written, so the message goes.
+    if (!p && !lend.handed_out && !lend.moved) lend.dead = true;
+    std::free(p);
+    return;
+  }
+  // The bytes not written yet are copied too: the poller goes on writing
+  // at the same offsets.
   std::memcpy(p, lend.buf, lend.len);
   lend.moved = static_cast<unsigned char*>(p);
 }

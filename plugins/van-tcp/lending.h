@@ -35,9 +35,12 @@ struct Lend {
   bool taken = false;               // a message is being read into it (set under the table's lock)
   bool handed_out = false;          // poll() has returned that message: it stays where it is
   unsigned char* moved = nullptr;   // where unlend moved the segment; owned
+  // unlend found no memory to move it to: the rest of the segment is
+  // read and thrown away, and the message dropped.
+  bool dead = false;
 
-  // Where the segment's bytes are now; under mu.
-  unsigned char* where() const { return moved ? moved : buf; }
+  // Where the segment's bytes are now, null when dead; under mu.
+  unsigned char* where() const { return dead ? nullptr : moved ? moved : buf; }
   // The poller's lock for writing the segment's bytes.
   std::unique_lock<std::mutex> lock_for_writing();
 };
@@ -51,7 +54,8 @@ class Lending {
   // the lend it takes, or null.
   std::shared_ptr<Lend> claim(uint64_t slot, const uint64_t* lens, size_t num_segments);
   // The poller, handing a message out of poll(): its lend is over. Returns
-  // where its segment is, for the event.
+  // where its segment is, for the event; null when the message must be
+  // dropped (dead).
   unsigned char* hand_out(uint64_t slot, const std::shared_ptr<Lend>& lend);
 
  private:

@@ -475,8 +475,10 @@ void TcpVan::read_inbound(uint64_t key) {
   if (it == inbound_.end()) return;
   std::vector<std::unique_ptr<Received>> done;
   std::string why;
+  size_t dropped = it->second->dropped();
   Inbound::State s = it->second->read_available(&done, &why);
   for (auto& r : done) received_.push_back(std::move(r));
+  if (it->second->dropped() > dropped) log_dropped(it->second->peer());
   if (s == Inbound::State::kMalformed)
     host_.log(CARAVAN_LOG_WARNING, "dropped the connection from " + it->second->peer() +
                                        ": it sent " + why);
@@ -510,7 +512,7 @@ void TcpVan::link_ready(uint64_t key, uint32_t events) {
 
 size_t TcpVan::take_received(caravan_van_event_v2* events, size_t capacity) {
   size_t n = 0;
-  for (; n < capacity && !received_.empty(); ++n) {
+  while (n < capacity && !received_.empty()) {
     std::unique_ptr<Received> r = std::move(received_.front());
     received_.pop_front();
     caravan_van_event_v2& e = events[n];
@@ -521,11 +523,26 @@ size_t TcpVan::take_received(caravan_van_event_v2* events, size_t capacity) {
       e.message.segments[i].data = r->memory + r->offsets[i];
       e.message.segments[i].len = static_cast<size_t>(r->lens[i]);
     }
-    if (r->lend) e.message.segments[r->lend->segment].data = lending_.hand_out(r->slot, r->lend);
+    if (r->lend) {
+      unsigned char* at = lending_.hand_out(r->slot, r->lend);
+      if (!at) {
+        log_dropped(r->peer);
+        continue;
+      }
+      e.message.segments[r->lend->segment].data = at;
+    }
     e.message.peer = r->peer.c_str();
     e.message.van_token = held_.hand_out(std::move(r));
+    ++n;
   }
   return n;
+}
+
+void TcpVan::log_dropped(const std::string& peer) {
+  host_.log(CARAVAN_LOG_WARNING,
+            "dropped a message from " + peer +
+                ": the memory lent for it was taken back (unlend) and no memory could be had to "
+                "move it to");
 }
 
 caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,

@@ -103,6 +103,7 @@ class TcpVan {
   void link_ready(uint64_t key, uint32_t events);
   void close_inbound(std::unordered_map<uint64_t, std::unique_ptr<Inbound>>::iterator it);
   size_t take_received(caravan_van_event_v2* events, size_t capacity);
+  void log_dropped(const std::string& peer);
   std::shared_ptr<Link> find_link(uint64_t key);
   std::string own_host();
 

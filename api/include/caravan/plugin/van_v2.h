@@ -190,10 +190,13 @@ typedef struct caravan_van_ops_v2 {
   caravan_status (*lend)(void* ctx, uint64_t slot, size_t segment, void* buf, size_t len);
 
   /* Takes the lend on `slot` back. Once it returns, the van writes nothing
-   * more to that buffer and no later event points into it: a message
-   * already writing there, or written and not yet returned by poll(), is
-   * moved into the van's own memory. A slot without a lend is OK. Any
-   * thread; may wait briefly for a poll() writing into the buffer. */
+   * more to that buffer: a message being written there, or written and not
+   * yet taken by a poll() call for its events, is moved into the van's own
+   * memory (and dropped, with a log line, if that memory cannot be had).
+   * An event a poll() call has already taken keeps pointing at the buffer,
+   * even if that poll() has not returned yet; the engine takes a lend back
+   * only when it no longer wants such a message. A slot without a lend is
+   * OK. Any thread; may wait briefly for a poll() writing into the buffer. */
   caravan_status (*unlend)(void* ctx, uint64_t slot);
 } caravan_van_ops_v2;
 

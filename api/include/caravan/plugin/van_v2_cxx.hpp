@@ -57,11 +57,18 @@ namespace caravan::plugin {
   void release(const caravan_van_message_v2* message);                                            \
   void interrupt();
 
-// Whether V receives into lent memory (van_v2.h, lend).
+// Whether V receives into lent memory (van_v2.h, lend): it has lend, and
+// then it must have unlend too.
 template <class V, class = void>
 struct HasLend : std::false_type {};
 template <class V>
-struct HasLend<V, std::void_t<decltype(std::declval<V&>().unlend(uint64_t{}))>> : std::true_type {};
+struct HasLend<V, std::void_t<decltype(std::declval<V&>().lend(uint64_t{}, size_t{},
+                                                               static_cast<void*>(nullptr), size_t{}))>>
+    : std::true_type {};
+template <class V, class = void>
+struct HasUnlend : std::false_type {};
+template <class V>
+struct HasUnlend<V, std::void_t<decltype(std::declval<V&>().unlend(uint64_t{}))>> : std::true_type {};
 
 template <class V>
 struct VanOpsV2 : VanOpsCommon<V> {
@@ -111,6 +118,8 @@ struct VanOpsV2 : VanOpsCommon<V> {
     return with(ctx, [&](V& v) { return v.unlend(slot), CARAVAN_STATUS_OK; });
   }
 
+  static_assert(HasLend<V>::value == HasUnlend<V>::value,
+                "a van with lend() must have unlend() too, and the other way round (van_v2.h)");
   static constexpr caravan_van_ops_v2 make_table() {
     caravan_van_ops_v2 t = {sizeof(caravan_van_ops_v2), C::init, C::finalize, properties, C::listen,
                             C::connect, C::disconnect, send, poll, release, interrupt, nullptr, nullptr};
