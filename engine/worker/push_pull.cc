@@ -342,7 +342,13 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       return;
     }
     std::unique_lock<std::mutex> lock(op->mu);
-    if (op->abandoned) return;
+    if (op->abandoned) {
+      // Not stored (the tensor is its caller's again), but counted: once
+      // every late answer is in, the operation ends and its tensor is free.
+      lock.unlock();
+      finish_event(*op, CARAVAN_ERR_TIMEOUT, "answered after its caller gave up");
+      return;
+    }
     std::string wrong = slot ? wrong_slot(r, *slot) : "";
     // A broadcast's root gets no values back; everyone else the partition.
     size_t expected = op->gets_values ? part.bytes : 0;
@@ -380,6 +386,7 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   auto on_sent = [this, op, index, &server, slot, sample](caravan_status s) {
     partition_finished();
     std::unique_ptr<KVMessage> early;
+    bool early_abandoned = false;  // an early answer its caller no longer wants: counted only
     int64_t send_us = 0, sent_us = 0;
     {
       std::lock_guard<std::mutex> lock(op->mu);
@@ -389,7 +396,12 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
         sent_us = op->sent_us[index] = Timeline::now_us();
         send_us = op->send_us[index];
       }
-      if (!op->abandoned) early = std::move(op->early_sums[index]);
+      if (op->early_sums[index]) {
+        if (op->abandoned)
+          early_abandoned = true;
+        else
+          early = std::move(op->early_sums[index]);
+      }
       op->early_sums[index].reset();
     }
     if (op->traced) trace_stage(*op, index, "push", send_us, sent_us);
@@ -397,6 +409,8 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
       std::string why = store_sum(*op, index, slot, *early, sample);
       if (op->traced) trace_stored(*op, index);
       finish_event(*op, why.empty() ? 0 : CARAVAN_ERR_SERVER, server.name + ": " + why);
+    } else if (early_abandoned) {
+      finish_event(*op, CARAVAN_ERR_TIMEOUT, "answered after its caller gave up");
     }
     if (s == CARAVAN_STATUS_OK)
       finish_event(*op, 0, "");

@@ -94,7 +94,7 @@ class Operation {
   int code = 0;
   std::string error;
   bool done = false;
-  bool abandoned = false;  // timed out: late answers are ignored
+  bool abandoned = false;  // timed out: late answers are counted, not stored
   // Microseconds after submission, for the PS_VERBOSE=2 pipelining line:
   // the first partition's sum arriving before the last partition left
   // shows pulls overlapping pushes.
