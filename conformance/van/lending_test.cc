@@ -1,5 +1,6 @@
 // Receiving into lent memory (van_v2.h, minor 1: lend and unlend), for vans
 // that have it; the others skip, saying so.
+#include <algorithm>
 #include <cstring>
 
 #include "van_pair.h"
@@ -103,6 +104,54 @@ TEST_F(Lending, ASecondLendReplacesTheFirst) {
     expect_same(m.segments[1], values);
   }));
   EXPECT_TRUE(all_bytes(first, 0xee)) << "a replaced lend was written";
+}
+
+TEST_F(Lending, AMessageCutShortLeavesTheLendForTheNext) {
+  // The sender goes away in the middle of a large message on a lent slot
+  // (most likely: its finalize drops what it had not written yet); once
+  // the receiver has seen that connection end, a message from another
+  // instance on the same slot must take the lend. The receiver may see
+  // the end only after the other instance's first messages, so it keeps
+  // sending until one lands in the lent memory (or 200 have not). Should
+  // the first message have arrived whole after all, it took the lend.
+  const size_t n = std::min(props_.max_message_bytes, size_t{16} << 20);
+  auto values = pattern(n, 21), next = pattern(n, 22);
+  std::vector<uint8_t> buf(n, 0xee);
+  ASSERT_EQ(b_.lend(17, 1, buf.data(), buf.size()), CARAVAN_STATUS_OK) << b_.error();
+  ASSERT_EQ(send(17, values), CARAVAN_STATUS_OK) << a_.error();
+  a_.finalize();
+  VanInstance c{van()};
+  ASSERT_TRUE(c.started());
+  ASSERT_EQ(c.listen(), CARAVAN_STATUS_OK) << c.error();
+  ASSERT_EQ(c.connect(kB, b_.addr()), CARAVAN_STATUS_OK) << c.error();
+  bool whole_first = false;
+  int outstanding = 0;  // c's messages sent and not yet received
+  for (int tries = 0; tries < 200; ++tries) {
+    if (outstanding == 0) {
+      ASSERT_EQ(c.send_slot(kB, 17, {seg(head_), seg(next)}), CARAVAN_STATUS_OK) << c.error();
+      ++outstanding;
+    }
+    Message m;
+    ASSERT_EQ(b_.wait_recv(&m), CARAVAN_STATUS_OK) << b_.error();
+    ASSERT_EQ(m.num_segments, 2u);
+    bool in_buf = m.segments[1].data == buf.data();
+    if (m.segments[1].len == n && std::memcmp(m.segments[1].data, values.data(), n) == 0) {
+      std::printf("the first message arrived whole: it took the lend\n");
+      EXPECT_TRUE(in_buf);
+      whole_first = true;
+      ASSERT_EQ(b_.release(m), CARAVAN_STATUS_OK);
+      continue;
+    }
+    --outstanding;
+    expect_same(m.segments[1], next);
+    ASSERT_EQ(b_.release(m), CARAVAN_STATUS_OK);
+    if (in_buf) {
+      EXPECT_FALSE(whole_first) << "a lend was taken twice";
+      return;
+    }
+    if (whole_first) return;  // the lend was used up; c's message is rightly the van's own
+  }
+  ADD_FAILURE() << "a message cut short kept the lend from every later one";
 }
 
 TEST_F(Lending, BadArgumentsAreRefused) {

@@ -23,7 +23,10 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-Received::~Received() { std::free(memory); }
+Received::~Received() {
+  if (lend && !handed_out) lending->unclaim(slot, lend);
+  std::free(memory);
+}
 
 Inbound::Inbound(int fd, std::string peer, size_t max_message_bytes, Lending& lending)
     : fd_(fd),
@@ -58,6 +61,7 @@ bool Inbound::start_body(std::string* why) {
     r->body_bytes += static_cast<size_t>(len);
   }
   if (r->slot) r->lend = lending_.claim(r->slot, r->lens, r->num_segments);
+  if (r->lend) r->lending = &lending_;
   for (size_t i = 0; i < r->num_segments; ++i) {
     r->offsets[i] = at;
     if (!r->lend || i != r->lend->segment) at += round_up(static_cast<size_t>(r->lens[i]));

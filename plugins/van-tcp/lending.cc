@@ -73,6 +73,12 @@ std::shared_ptr<Lend> Lending::claim(uint64_t slot, const uint64_t* lens, size_t
   return it->second;
 }
 
+void Lending::unclaim(uint64_t slot, const std::shared_ptr<Lend>& lend) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_slot_.find(slot);
+  if (it != by_slot_.end() && it->second == lend) lend->taken = false;
+}
+
 unsigned char* Lending::hand_out(uint64_t slot, const std::shared_ptr<Lend>& lend) {
   unsigned char* at;
   {

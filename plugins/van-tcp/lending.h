@@ -53,6 +53,10 @@ class Lending {
   // The poller, starting a message on `slot` with these segment lengths:
   // the lend it takes, or null.
   std::shared_ptr<Lend> claim(uint64_t slot, const uint64_t* lens, size_t num_segments);
+  // A message that took the lend ends without being handed out (its
+  // connection closed mid-message, or it was dropped): the next message on
+  // the slot may take the lend instead.
+  void unclaim(uint64_t slot, const std::shared_ptr<Lend>& lend);
   // The poller, handing a message out of poll(): its lend is over. Returns
   // where its segment is, for the event; null when the message must be
   // dropped (dead).
