@@ -66,7 +66,6 @@ class KVEndpoint {
   // more is written there.
   bool lend_values(uint64_t key, void* buf, size_t len);
   void unlend_values(uint64_t key);
-  bool lends() const;
   // Answers `request_head` with `msg` (keys, vals, status set by caller).
   void respond(const wire::Header& request_head, KVMessage msg, SentHandler on_sent);
   // Every pending and later request fails with `why` (code < 0).
@@ -102,6 +101,7 @@ class KVEndpoint {
   // Handles kAck, kWantAck and PS_DROP_MSG; false when `h`'s message is
   // not to be delivered.
   bool reliability_filter(const wire::Header& h, const std::string& peer);
+  bool lends() const;  // whether lend_values may lend at all
   static KVMessage local_error(const wire::Header& request, int code, const std::string& why);
   // A probe arrived: echo a request, or note an echo.
   void on_probe(const wire::Header& h, const std::string& peer);

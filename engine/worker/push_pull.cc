@@ -424,15 +424,17 @@ void PushPullClient::send_partition(const std::shared_ptr<Operation>& op, size_t
   // and takes it back, or has marked the operation abandoned first: then
   // nothing is sent from, or lent of, a tensor its caller may have freed.
   bool lendable = !op->plan->compressed() && !slot && op->gets_values && part.bytes >= kLendBytes;
+  bool abandoned;
   try {
     std::lock_guard<std::mutex> lock(op->mu);
-    if (op->abandoned)
-      throw Error(CARAVAN_ERR_TIMEOUT, "abandoned by its caller after CARAVAN_OP_TIMEOUT; not sent");
-    if (lendable && kv_.lend_values(part.key, op->data + part.offset, part.bytes))
+    abandoned = op->abandoned;
+    if (!abandoned && lendable && kv_.lend_values(part.key, op->data + part.offset, part.bytes))
       op->lent[index] = true;
   } catch (const Error& e) {
     return never_sent(*op, e);
   }
+  if (abandoned)
+    return never_sent(*op, Error(CARAVAN_ERR_TIMEOUT, "abandoned by its caller after CARAVAN_OP_TIMEOUT; not sent"));
   try {
     kv_.request(server.node_id, std::move(msg), on_response, on_sent);
   } catch (const Error& e) {

@@ -166,7 +166,7 @@ class PushPullClient {
   // A partition that failed before the van took it (its credit and both
   // of its events, with `e`).
   void never_sent(Operation& op, const Error& e);
-  // Takes back the lends of partitions not answered yet (van_v2.h, unlend).
+  // Takes back every lend store_sum has not settled (van_v2.h, unlend).
   void take_back_lends(Operation& op);
   // Copies partition `index`'s sum from answer `r` (or `slot`) into the
   // caller's buffer.

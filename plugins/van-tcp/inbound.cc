@@ -24,7 +24,7 @@ size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
 Received::~Received() {
-  if (lend && !handed_out) lending->unclaim(slot, lend);
+  if (lend) lending->unclaim(slot, lend);
   std::free(memory);
 }
 

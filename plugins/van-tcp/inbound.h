@@ -26,8 +26,7 @@ struct Received {
   unsigned char* memory = nullptr;
   uint64_t slot = 0;
   std::shared_ptr<Lend> lend;
-  Lending* lending = nullptr;  // set with lend; told if this ends before it is handed out
-  bool handed_out = false;
+  Lending* lending = nullptr;  // set with lend; told when this ends (lending.h, unclaim)
   size_t num_segments = 0;
   uint64_t lens[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   size_t offsets[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};

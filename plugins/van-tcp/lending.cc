@@ -64,7 +64,6 @@ void Lending::take_back(Lend& lend) {
 
 std::shared_ptr<Lend> Lending::claim(uint64_t slot, const uint64_t* lens, size_t num_segments) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (by_slot_.empty()) return nullptr;
   auto it = by_slot_.find(slot);
   if (it == by_slot_.end()) return nullptr;
   Lend& l = *it->second;

@@ -53,9 +53,10 @@ class Lending {
   // The poller, starting a message on `slot` with these segment lengths:
   // the lend it takes, or null.
   std::shared_ptr<Lend> claim(uint64_t slot, const uint64_t* lens, size_t num_segments);
-  // A message that took the lend ends without being handed out (its
-  // connection closed mid-message, or it was dropped): the next message on
-  // the slot may take the lend instead.
+  // A message that took the lend ends. Not handed out (its connection
+  // closed mid-message, or it was dropped), the lend is still in the table
+  // and the next message on the slot may take it; handed out, hand_out has
+  // already removed it and this does nothing.
   void unclaim(uint64_t slot, const std::shared_ptr<Lend>& lend);
   // The poller, handing a message out of poll(): its lend is over. Returns
   // where its segment is, for the event; null when the message must be

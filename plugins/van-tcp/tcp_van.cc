@@ -524,7 +524,6 @@ size_t TcpVan::take_received(caravan_van_event_v2* events, size_t capacity) {
       e.message.segments[i].len = static_cast<size_t>(r->lens[i]);
     }
     if (r->lend) {
-      r->handed_out = true;  // dropped or not, its lend is settled by hand_out
       unsigned char* at = lending_.hand_out(r->slot, r->lend);
       if (!at) {
         log_dropped(r->peer);

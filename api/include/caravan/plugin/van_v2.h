@@ -185,7 +185,9 @@ typedef struct caravan_van_ops_v2 {
    * slot whose segment `segment` has exactly `len` bytes takes the lend; its
    * RECEIVED event's segment then points at `buf`, and its release() frees
    * nothing there. A message that does not match leaves the lend in place.
-   * A second lend on a slot replaces the first. Never blocks. Errors:
+   * A second lend on a slot replaces the first, which is taken back as by
+   * unlend. Never blocks on the network; replacing a lend that a message is
+   * being read into may wait briefly, as unlend does. Errors:
    * INVALID_ARGUMENT (slot 0, no buffer, segment out of range). */
   caravan_status (*lend)(void* ctx, uint64_t slot, size_t segment, void* buf, size_t len);
 
