@@ -14,21 +14,9 @@
 #include <climits>
 #include <cstring>
 
+#include "events/tsan.h"
 #include "params.h"
 #include "tcp/tcp_address.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define CARAVAN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CARAVAN_TSAN 1
-#endif
-#endif
-
-#ifdef CARAVAN_TSAN
-extern "C" void __tsan_ignore_thread_begin();
-extern "C" void __tsan_ignore_thread_end();
-#endif
 
 namespace caravan::van_tcp {
 namespace {

@@ -8,19 +8,7 @@
 #include <string>
 
 #include "caravan/plugin/plugin_cxx.hpp"
-
-#if defined(__SANITIZE_THREAD__)
-#define CARAVAN_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CARAVAN_TSAN 1
-#endif
-#endif
-
-#ifdef CARAVAN_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include "events/tsan.h"
 
 namespace caravan::van_zmq {
 
