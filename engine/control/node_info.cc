@@ -46,12 +46,25 @@ NodeInfo get_node(wire::Reader& r) {
 std::vector<uint8_t> encode_register(const NodeInfo& n) {
   wire::Writer w;
   put_node(w, n);
+  w.u64(n.settings.size());
+  for (const auto& [name, value] : n.settings) {
+    w.str(name);
+    w.str(value);
+  }
   return std::move(w.bytes());
 }
 
 NodeInfo decode_register(const std::vector<uint8_t>& body) {
   wire::Reader r(body.data(), body.size());
   NodeInfo n = get_node(r);
+  if (!r.done()) {
+    uint64_t count = r.u64();
+    if (count > 256) throw std::runtime_error("setting count out of bounds");
+    for (uint64_t i = 0; i < count; ++i) {
+      std::string name = r.str();
+      n.settings.emplace_back(std::move(name), r.str());
+    }
+  }
   if (!r.done()) throw std::runtime_error("trailing bytes");
   return n;
 }

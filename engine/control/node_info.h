@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/base/config.h"
@@ -28,6 +29,10 @@ struct NodeInfo {
   std::string host;
   std::string van_address;
   int pid = 0;
+  // REGISTER only: the settings that must agree across the job, as this
+  // node has them (engine/control/job_settings.h). Absent from a node
+  // table, and from a REGISTER of a build that predates them.
+  std::vector<std::pair<std::string, std::string>> settings;
 
   // "worker 1 (pid 42 at 10.0.0.5)"
   std::string describe() const;

@@ -7,6 +7,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/control/job_settings.h"
 
 namespace caravan {
 
@@ -157,7 +158,12 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
                        role_name(n.role) + "s (" +
                        (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
                        " on the scheduler is " + std::to_string(want) + ")");
+  std::vector<const NodeInfo*> others;
+  for (auto& [c, p] : pending_) others.push_back(&p);
+  std::string conflict = settings_conflict(config_, n, others);
   pending_[conn] = n;
+  // The whole job ends: its nodes could only run with wrong sums or wait.
+  if (!conflict.empty()) return abort_job(conflict);
   CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
   if (static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers) send_table();
 }

@@ -9,6 +9,7 @@
 #include "engine/base/log.h"
 #include "engine/base/metrics.h"
 #include "engine/base/net.h"
+#include "engine/control/job_settings.h"
 #include "engine/numa/cpu_binding.h"
 
 namespace caravan {
@@ -40,6 +41,7 @@ void Node::join(NodeOptions& options) {
   self_.pid = static_cast<int>(getpid());
   self_.preferred_rank = config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
+  self_.settings = shared_settings(config_, van_->name());
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_);

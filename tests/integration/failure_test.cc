@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,10 +26,13 @@ struct Job {
   std::unique_ptr<RunningProcess> scheduler;
   std::vector<std::unique_ptr<RunningProcess>> servers, workers;
 
-  // `extra` comes last, so it overrides; `max_elements` caps each tensor
-  // of sum_check_worker.
+  // `extra` comes last, so it overrides, and after it `one_node`'s for the
+  // node it names ("worker 1"), which starts once every other node has
+  // registered (so that all of them hear how the job ends); `max_elements`
+  // caps each tensor of sum_check_worker.
   Job(int num_workers, int num_servers, const Env& extra = {},
-      const std::string& max_elements = "10000") {
+      const std::string& max_elements = "10000",
+      const std::pair<std::string, Env>& one_node = {}) {
     int port = free_port();
     auto spec = [&](const std::string& role, const std::string& bin) {
       ProcessSpec s;
@@ -41,15 +47,29 @@ struct Job {
       return s;
     };
     scheduler = std::make_unique<RunningProcess>(spec("scheduler", CARAVAN_SERVER_BIN));
+    std::vector<std::pair<std::string, ProcessSpec>> nodes;
     for (int i = 0; i < num_servers; ++i) {
-      auto s = spec("server", CARAVAN_SERVER_BIN);
-      s.set_env.push_back({"CARAVAN_SERVER_ID", std::to_string(i)});
-      servers.push_back(std::make_unique<RunningProcess>(s));
+      nodes.push_back({"server " + std::to_string(i), spec("server", CARAVAN_SERVER_BIN)});
+      nodes.back().second.set_env.push_back({"CARAVAN_SERVER_ID", std::to_string(i)});
     }
     for (int i = 0; i < num_workers; ++i) {
-      auto s = spec("worker", SUM_CHECK_WORKER_BIN);
-      s.set_env.push_back({"DMLC_WORKER_ID", std::to_string(i)});
-      workers.push_back(std::make_unique<RunningProcess>(s));
+      nodes.push_back({"worker " + std::to_string(i), spec("worker", SUM_CHECK_WORKER_BIN)});
+      nodes.back().second.set_env.push_back({"DMLC_WORKER_ID", std::to_string(i)});
+    }
+    servers.resize(static_cast<size_t>(num_servers));
+    workers.resize(static_cast<size_t>(num_workers));
+    auto slot = [&](size_t i) -> std::unique_ptr<RunningProcess>& {
+      return i < servers.size() ? servers[i] : workers[i - servers.size()];
+    };
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (nodes[i].first != one_node.first) slot(i) = std::make_unique<RunningProcess>(nodes[i].second);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].first != one_node.first) continue;
+      for (size_t j = 0; j < nodes.size(); ++j)
+        if (j != i) slot(j)->wait_for_output("registered with the scheduler", 30);
+      ProcessSpec& odd = nodes[i].second;
+      odd.set_env.insert(odd.set_env.end(), one_node.second.begin(), one_node.second.end());
+      slot(i) = std::make_unique<RunningProcess>(odd);
     }
   }
 
@@ -150,6 +170,63 @@ TEST(NodeFailure, WorkerTimingOutWithPartitionsQueuedExitsCleanly) {
             std::string::npos)
       << r.output;
 }
+
+// One node launched with a setting the rest of the job does not share: the
+// scheduler ends the job at start-up, and every node exits naming the
+// setting, both values and the node. Before, each of these joined quietly,
+// then summed wrongly, averaged over the wrong count, waited out
+// CARAVAN_OP_TIMEOUT or CARAVAN_CONNECT_TIMEOUT, or lost a healthy node.
+struct Mismatch {
+  const char* label;
+  const char* node;
+  const char* var;
+  const char* value;
+  const char* says;
+};
+
+void PrintTo(const Mismatch& m, std::ostream* os) { *os << m.node << " with " << m.var; }
+
+class SettingMismatch : public ::testing::TestWithParam<Mismatch> {};
+
+// The van the job does not use (VanTcp.failure_test runs this file over tcp).
+std::string other_van() {
+  const char* van = std::getenv("CARAVAN_VAN");
+  return van && std::string(van) == "tcp" ? "zmq" : "tcp";
+}
+
+TEST_P(SettingMismatch, EndsTheJobAtStartUpNamingIt) {
+  const Mismatch& m = GetParam();
+  std::string value = m.value ? m.value : other_van();
+  std::string says = m.says ? m.says : "has the van '" + value + "'";
+  auto start = std::chrono::steady_clock::now();
+  Job job(2, 1, {}, "10000", {m.node, {{m.var, value}}});
+  std::string role = m.node;
+  role = role.substr(0, role.find(' '));
+  std::string odd_one =
+      role + " (pid " + std::to_string(job.node(role, std::atoi(m.node + role.size() + 1))->pid());
+  for (RunningProcess* p : job.all()) {
+    ProcessResult r = p->wait(10);
+    expect_clean_failure(r, 10);
+    EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(odd_one), std::string::npos) << r.output;
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Settings, SettingMismatch,
+    ::testing::Values(
+        Mismatch{"NumWorker", "worker 1", "DMLC_NUM_WORKER", "3",
+                 "has DMLC_NUM_WORKER=3 but the scheduler has DMLC_NUM_WORKER=2"},
+        Mismatch{"NumServer", "server 0", "DMLC_NUM_SERVER", "2",
+                 "has DMLC_NUM_SERVER=2 but the scheduler has DMLC_NUM_SERVER=1"},
+        Mismatch{"Async", "server 0", "BYTEPS_ENABLE_ASYNC", "1", "has BYTEPS_ENABLE_ASYNC=1"},
+        Mismatch{"Partition", "worker 1", "BYTEPS_PARTITION_BYTES", "1000",
+                 "has BYTEPS_PARTITION_BYTES=1000"},
+        Mismatch{"HeartbeatOff", "worker 0", "PS_HEARTBEAT_INTERVAL", "0",
+                 "has PS_HEARTBEAT_INTERVAL=0 (off) but the scheduler has PS_HEARTBEAT_INTERVAL=1"},
+        Mismatch{"Van", "worker 1", "CARAVAN_VAN", nullptr, nullptr}),
+    [](const ::testing::TestParamInfo<Mismatch>& p) { return std::string(p.param.label); });
 
 }  // namespace
 }  // namespace caravan::test

@@ -58,6 +58,20 @@ TEST(NodeInfo, RegisterRoundTrip) {
   EXPECT_EQ(fields(decode_register(encode_register(empty))), fields(empty));
 }
 
+TEST(NodeInfo, RegisterCarriesSettings) {
+  NodeInfo n = node(Role::kWorker, "h", "tcp://h:1");
+  n.settings = {{"DMLC_NUM_WORKER", "2"}, {"van", "zmq"}, {"BYTEPS_PARTITION_BYTES", ""}};
+  EXPECT_EQ(decode_register(encode_register(n)).settings, n.settings);
+  // A build that predates settings sends the node alone: it still registers,
+  // unchecked.
+  NodeInfo old = node(Role::kWorker, "h", "tcp://h:1");
+  std::vector<uint8_t> body = encode_register(old);
+  body.resize(body.size() - sizeof(uint64_t));  // today's body, less the settings' count
+  NodeInfo got = decode_register(body);
+  EXPECT_EQ(fields(got), fields(old));
+  EXPECT_TRUE(got.settings.empty());
+}
+
 TEST(NodeInfo, NodeTableRoundTrip) {
   std::vector<NodeInfo> nodes = {
       node(Role::kScheduler, "head", ""),
@@ -73,8 +87,15 @@ TEST(NodeInfo, NodeTableRoundTrip) {
 }
 
 TEST(NodeInfo, TruncatedBodiesThrow) {
-  auto reg = encode_register(node(Role::kWorker, "host", "tcp://host:1", 0, 9));
+  NodeInfo n = node(Role::kWorker, "host", "tcp://host:1", 0, 9);
+  n.settings = {{"DMLC_NUM_WORKER", "2"}};
+  auto reg = encode_register(n);
+  // Cut right after the node, the body is whole as an older build sends it.
+  NodeInfo bare = n;
+  bare.settings.clear();
+  size_t node_only = encode_register(bare).size() - sizeof(uint64_t);
   for (size_t len = 0; len < reg.size(); ++len) {
+    if (len == node_only) continue;
     std::vector<uint8_t> cut(reg.begin(), reg.begin() + len);
     EXPECT_THROW(decode_register(cut), std::runtime_error) << len << " bytes";
   }
