@@ -20,9 +20,12 @@ namespace {
 
 std::string job_key(const JobConfig& c) {
   // The scheduler's address names the job on every machine; without one,
-  // the user's id keeps different users' jobs apart.
+  // the user's id keeps different users' jobs apart, and DMLC_PS_ROOT_PORT
+  // when set two jobs of one user (as the README promises).
   if (!c.root_uri.empty() && c.root_port > 0) return c.root_uri + "-" + std::to_string(c.root_port);
-  return "local-u" + std::to_string(getuid());
+  std::string key = "local-u" + std::to_string(getuid());
+  if (c.root_port > 0) key += "-" + std::to_string(c.root_port);
+  return key;
 }
 
 std::string machine_name(const JobConfig& c) {

@@ -283,6 +283,31 @@ TEST(LocalSum, OneMachineNeedsNoSchedulerOrServer) {
   EXPECT_TRUE(shm_names(serverless_prefix()).empty()) << joined(shm_names(serverless_prefix()));
 }
 
+// Two local-only jobs of one user, told apart by DMLC_PS_ROOT_PORT alone
+// (no DMLC_PS_ROOT_URI), run side by side: neither takes the other's local
+// ranks nor sums the other's tensors. Before, the port was ignored without
+// a URI: the second job's rank 0 found its place taken and the jobs failed,
+// or, ranks interleaved, they silently summed each other's tensors.
+TEST(LocalSum, TwoJobsApartByRootPortAlone) {
+  int ports[2] = {free_port(), free_port()};
+  std::vector<std::unique_ptr<RunningProcess>> workers;
+  for (int l = 0; l < 2; ++l)
+    for (int port : ports) {
+      Env env = {{"DMLC_NUM_WORKER", "1"},
+                 {"DMLC_PS_ROOT_PORT", std::to_string(port)},
+                 {"BYTEPS_LOCAL_SIZE", "2"},
+                 {"BYTEPS_LOCAL_RANK", std::to_string(l)}};
+      workers.push_back(std::make_unique<RunningProcess>(
+          worker_spec(SUM_CHECK_WORKER_BIN, {"3", "50000"}, env)));
+    }
+  for (auto& w : workers)
+    expect_success_saying(w->wait(60), {"of 2: 3 rounds of 32 tensors, all sums exact"});
+  for (int port : ports) {
+    std::string prefix = serverless_prefix() + std::to_string(port) + "-";
+    EXPECT_TRUE(shm_names(prefix).empty()) << joined(shm_names(prefix));
+  }
+}
+
 // Three local ranks and no servers: the root's bytes go through shared
 // memory only; one worker alone: its data stays as it is.
 TEST(LocalBroadcast, OneMachineAndOneWorkerNeedNoServer) {
