@@ -242,8 +242,12 @@ size_t Check(caravan_dtype t, const void* p, size_t n, int workers, long round, 
 
 void Must(int rc, const char* call, const std::string& tensor) {
   if (rc >= 0) return;
-  fprintf(stderr, "caravan-bench: worker %d: %s(%s) failed: %s\n", caravan_rank(), call,
-          tensor.c_str(), caravan_strerror(rc));
+  // The message first: caravan_rank() sets the last error again when it fails.
+  std::string why = caravan_strerror(rc);
+  int rank = caravan_rank();  // negative before the worker joined
+  std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "worker";
+  fprintf(stderr, "caravan-bench: %s: %s(%s) failed: %s\n", who.c_str(), call, tensor.c_str(),
+          why.c_str());
   exit(1);
 }
 

@@ -1,7 +1,12 @@
 #include "engine/base/config.h"
 #include "engine/base/settings.h"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "engine/base/env.h"
 #include "engine/base/error.h"
@@ -9,6 +14,19 @@
 
 namespace caravan {
 namespace {
+
+// The timeline is written after the traced steps: a folder that cannot
+// hold it must stop the node at start-up, not lose the trace at the end.
+void check_writable_folder(const char* var, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string probe = dir + "/.caravan-probe-" + std::to_string(getpid());
+  bool ok = !ec && std::ofstream(probe).good();
+  std::remove(probe.c_str());
+  if (!ok)
+    throw config_error(std::string(var) + "='" + dir + "': cannot create or write files there" +
+                       (ec ? " (" + ec.message() + ")" : std::string()));
+}
 
 bool is_plugin_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
@@ -104,7 +122,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
                        " must be greater than BYTEPS_TRACE_START_STEP=" +
                        std::to_string(c.trace_start_step) + " (the steps traced are START to END-1)");
   c.trace_dir = env::get("BYTEPS_TRACE_DIR").value_or("./trace");
-  if (c.trace_dir.empty()) throw config_error("BYTEPS_TRACE_DIR is set but empty");
+  if (c.trace_on && c.role != Role::kScheduler) check_writable_folder("BYTEPS_TRACE_DIR", c.trace_dir);
   c.trace_max_events = env::integer("CARAVAN_TRACE_MAX_EVENTS", 1, 1000000000, 1000000);
   c.metrics_port = static_cast<int>(env::integer("CARAVAN_METRICS_PORT", 0, 65535, -1));
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -261,6 +264,29 @@ TEST_F(ConfigTest, ReducerChoice) {
   EXPECT_EQ(JobConfig::from_env().reducer, "cuda_v2");
   env_.set("CARAVAN_REDUCER", "/opt/r/libcaravan-reducer-x.so");
   EXPECT_EQ(JobConfig::from_env().reducer, "/opt/r/libcaravan-reducer-x.so");
+}
+
+// A timeline folder that cannot hold the file stops the node at start-up:
+// it used to be found out only when the trace was written, after the run.
+TEST_F(ConfigTest, UnwritableTraceDirIsRefusedAtStartUp) {
+  test::EnvGuard local;
+  local.set("BYTEPS_TRACE_ON", "1");
+  for (const char* dir : {"/proc/no-such-folder", "/dev/null/trace"}) {
+    local.set("BYTEPS_TRACE_DIR", dir);
+    Error e = config_failure();
+    EXPECT_EQ(e.code(), CARAVAN_ERR_CONFIG);
+    EXPECT_NE(std::string(e.what()).find(std::string("BYTEPS_TRACE_DIR='") + dir + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string fresh = ::testing::TempDir() + "caravan-trace-" + std::to_string(getpid());
+  local.set("BYTEPS_TRACE_DIR", fresh.c_str());
+  EXPECT_EQ(JobConfig::from_env().trace_dir, fresh);
+  EXPECT_TRUE(std::filesystem::is_directory(fresh)) << "created, so the node can write there";
+  std::filesystem::remove_all(fresh);
+  // Off, the folder is nobody's business.
+  local.set("BYTEPS_TRACE_ON", "0").set("BYTEPS_TRACE_DIR", "/proc/no-such-folder");
+  EXPECT_NO_THROW(JobConfig::from_env());
 }
 
 }  // namespace
