@@ -7,6 +7,7 @@
 #include "engine/local/local_config.h"
 #include "engine/local/local_worker.h"
 #include "engine/local/solo_worker.h"
+#include "engine/numa/cpu_binding.h"
 #include "engine/worker/job_member.h"
 #include "engine/worker/worker.h"
 
@@ -23,6 +24,11 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out) {
     throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
                                        ": caravan_init() joins as a worker; run the " +
                                        role_name(config.role) + " with caravan-server");
+  // Every worker process, whatever the job's shape (BytePS's launcher binds
+  // each local worker): before anything here starts a thread, so that all
+  // are born bound. Local ranks above 0 and single workers never join a
+  // node, which used to be the only place that bound.
+  bind_worker_cpus(CpuSettings::from_env());
   CARAVAN_LOG(INFO) << plan.reason;
   if (config_out) *config_out = config;
   if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
 #include "engine/base/error.h"
@@ -10,7 +11,9 @@
 
 namespace caravan {
 
-std::optional<CpuPlan> bind_worker_cpus(const CpuSettings& settings) {
+namespace {
+
+std::optional<CpuPlan> bind_now(const CpuSettings& settings) {
   if (!settings.numa_on) {
     if (settings.visible) {
       CARAVAN_LOG(WARNING) << "BYTEPS_VISIBLE_CPU_CORES='" << settings.visible_text
@@ -23,6 +26,11 @@ std::optional<CpuPlan> bind_worker_cpus(const CpuSettings& settings) {
   Topology topology = Topology::this_machine(!settings.visible);
   CpuPlan plan = plan_worker_cpus(topology.get(), settings);
   for (const std::string& note : plan.notes) CARAVAN_LOG(DEBUG) << note;
+  if (plan.cpus.empty()) {
+    CARAVAN_LOG(WARNING) << plan.how << ": local rank " << settings.local_rank
+                      << " runs unbound (BYTEPS_NUMA_ON=0 does so without looking)";
+    return std::nullopt;
+  }
   Bitmap set;
   for (unsigned cpu : plan.cpus) hwloc_bitmap_set(set.get(), cpu);
   if (hwloc_set_cpubind(topology.get(), set.get(), HWLOC_CPUBIND_PROCESS) != 0)
@@ -35,6 +43,18 @@ std::optional<CpuPlan> bind_worker_cpus(const CpuSettings& settings) {
                     << " bound to CPUs " << format_cpu_list(plan.cpus) << ": " << plan.cores
                     << " core(s) on NUMA node " << nodes.str() << " (" << plan.how << ")";
   return plan;
+}
+
+}  // namespace
+
+std::optional<CpuPlan> bind_worker_cpus(const CpuSettings& settings) {
+  // Once a process: caravan_init binds before it starts anything, and the
+  // node it may then join, which binds for ps::Start, leaves that be.
+  static std::mutex mu;
+  static std::optional<std::optional<CpuPlan>> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!done) done = bind_now(settings);
+  return *done;
 }
 
 }  // namespace caravan

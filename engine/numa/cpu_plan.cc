@@ -168,11 +168,15 @@ CpuPlan plan_by_numa(hwloc_topology_t t, const CpuSettings& s) {
         " local workers needs " + std::to_string(static_cast<size_t>(*s.quota) * workers) +
         " cores, but this machine has " + std::to_string(total) + " usable cores" +
         blacklist_clause(s));
-  if (!s.quota && total < workers)
-    throw config_error("BYTEPS_LOCAL_SIZE=" + std::to_string(s.local_size) +
-                       " local workers cannot each have a core of their own: this machine has " +
-                       std::to_string(total) + " usable cores" + blacklist_clause(s) +
-                       "; set BYTEPS_NUMA_ON=0 to run unbound");
+  if (!s.quota && total < workers) {
+    // A small machine running many workers (tests, CPU-only training):
+    // nothing was asked for that could be refused.
+    CpuPlan unbound;
+    unbound.how = "BYTEPS_LOCAL_SIZE=" + std::to_string(s.local_size) +
+                  " local workers cannot each have a core of their own: this machine has " +
+                  std::to_string(total) + " usable cores" + blacklist_clause(s);
+    return unbound;
+  }
 
   CpuPlan plan;
   GpuLocality gpu = find_gpu_locality(t, s.local_size, s.cuda_visible_devices);

@@ -33,8 +33,11 @@ struct CpuPlan {
 //    so no two workers share a core. With BYTEPS_MULTITHREADED_CPU=1 a core
 //    brings all its hardware threads, else only its first.
 // A blacklisted CPU is never used; a core is usable while one of its
-// threads is. Throws a CARAVAN_ERR_CONFIG error naming the variable and
-// value when the settings cannot be met on this topology.
+// threads is. With fewer usable cores than local workers and no quota
+// asked for, the plan has no CPUs (`how` says why): the workers run
+// unbound, as they would under BytePS without numactl. Throws a
+// CARAVAN_ERR_CONFIG error naming the variable and value when settings
+// given explicitly cannot be met on this topology.
 CpuPlan plan_worker_cpus(hwloc_topology_t topology, const CpuSettings& settings);
 
 }  // namespace caravan

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,18 @@ int last_allowed_cpu() {
   return -1;
 }
 
+// What the test's own environment could add to a worker's CPU binding.
+const std::vector<std::string> kCpuVariables = {
+    "BYTEPS_NUMA_ON",           "BYTEPS_NUMA_DEFAULT_QUOTA", "BYTEPS_CPU_BLACKLIST",
+    "BYTEPS_VISIBLE_CPU_CORES", "BYTEPS_MULTITHREADED_CPU",  "BYTEPS_LOCAL_RANK",
+    "BYTEPS_LOCAL_SIZE"};
+
 ProcessResult run_job(std::vector<std::pair<std::string, std::string>> env) {
   ProcessSpec spec;
   spec.argv = {CARAVAN_LAUNCH_BIN,     "--workers", "1", "--servers", "1", "--",
                CPU_AFFINITY_WORKER_BIN};
   spec.set_env = std::move(env);
-  spec.unset_env = {"BYTEPS_NUMA_ON",           "BYTEPS_NUMA_DEFAULT_QUOTA", "BYTEPS_CPU_BLACKLIST",
-                    "BYTEPS_VISIBLE_CPU_CORES", "BYTEPS_MULTITHREADED_CPU",  "BYTEPS_LOCAL_RANK",
-                    "BYTEPS_LOCAL_SIZE"};
+  spec.unset_env = kCpuVariables;
   spec.timeout_s = 60;
   return run_process(spec);
 }
@@ -59,6 +64,59 @@ TEST(CpuBindingTest, VisibleCpuCoresBindsEveryThreadOfTheWorker) {
   EXPECT_NE(r.output.find("bound to CPUs " + std::to_string(cpu) + ": 1 core(s)"),
             std::string::npos)
       << r.output;
+}
+
+// The local ranks of one machine (BYTEPS_LOCAL_SIZE=2, no scheduler) each
+// bind to their own section of BYTEPS_VISIBLE_CPU_CORES, and a single
+// worker of a one-worker job checks and applies the CPU variables too.
+// Before, only a process that joined a scheduler bound itself: local ranks
+// above 0 and single workers ran wherever they were started, and took any
+// value of these variables silently.
+TEST(CpuBindingTest, WorkersThatJoinNoSchedulerBindToo) {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  for (int c = 0; c < CPU_SETSIZE && cpus.size() < 2; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs this test may use, has " << cpus.size();
+  std::string sections = std::to_string(cpus[0]) + ":" + std::to_string(cpus[1]);
+  std::vector<std::unique_ptr<RunningProcess>> ranks;
+  for (int l = 0; l < 2; ++l) {
+    ProcessSpec spec;
+    spec.argv = {CPU_AFFINITY_WORKER_BIN};
+    spec.unset_env = kCpuVariables;
+    spec.unset_env.insert(spec.unset_env.end(), {"DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT",
+                                                  "DMLC_NUM_SERVER", "BYTEPS_FORCE_DISTRIBUTED"});
+    spec.set_env = {{"DMLC_ROLE", "worker"},
+                    {"DMLC_NUM_WORKER", "1"},
+                    {"BYTEPS_LOCAL_SIZE", "2"},
+                    {"BYTEPS_LOCAL_RANK", std::to_string(l)},
+                    {"BYTEPS_VISIBLE_CPU_CORES", sections}};
+    spec.timeout_s = 60;
+    ranks.push_back(std::make_unique<RunningProcess>(spec));
+  }
+  for (int l = 0; l < 2; ++l) {
+    ProcessResult r = ranks[static_cast<size_t>(l)]->wait(60);
+    ASSERT_FALSE(r.timed_out) << r.output;
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::vector<std::string> lists = thread_cpus(r.output);
+    EXPECT_GE(lists.size(), 2u) << r.output;
+    for (const std::string& got : lists)
+      EXPECT_EQ(got, std::to_string(cpus[static_cast<size_t>(l)])) << "local rank " << l << ":\n"
+                                                                    << r.output;
+  }
+  ProcessSpec single;
+  single.argv = {CPU_AFFINITY_WORKER_BIN};
+  single.unset_env = kCpuVariables;
+  single.set_env = {{"DMLC_ROLE", "worker"},
+                    {"DMLC_NUM_WORKER", "1"},
+                    {"BYTEPS_VISIBLE_CPU_CORES", "garbage"}};
+  single.timeout_s = 60;
+  ProcessResult r = run_process(single);
+  ASSERT_FALSE(r.timed_out) << r.output;
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("BYTEPS_VISIBLE_CPU_CORES='garbage'"), std::string::npos) << r.output;
 }
 
 TEST(CpuBindingTest, BadVisibleCpuCoresStopsTheWorkerNamingIt) {

@@ -205,14 +205,23 @@ TEST(CpuPlanTest, OneNumaNodeIsSplitBetweenWorkers) {
   EXPECT_EQ(plan(t, local(3), 2).numa_nodes, std::vector<unsigned>{0});
 }
 
-TEST(CpuPlanTest, MoreWorkersThanCoresIsAnError) {
+// More local workers than cores, with nothing asked for explicitly: they
+// run unbound and the plan says why; an explicit quota that cannot be met
+// stays an error.
+TEST(CpuPlanTest, MoreWorkersThanCoresRunUnbound) {
   Topology t = Topology::synthetic(kOneNode);
-  std::string e = plan_error(t, local(5, 0));
-  expect_mentions(e, {"BYTEPS_LOCAL_SIZE=5", "has 4 usable", "BYTEPS_NUMA_ON=0"});
+  CpuPlan p = plan_worker_cpus(t.get(), local(5, 0));
+  EXPECT_TRUE(p.cpus.empty());
+  expect_mentions(p.how, {"BYTEPS_LOCAL_SIZE=5", "has 4 usable"});
   CpuSettings s = local(2);
   s.blacklist = range(0, 5);
   s.blacklist_text = "0-5";
-  EXPECT_NE(plan_error(t, s).find("outside BYTEPS_CPU_BLACKLIST='0-5'"), std::string::npos);
+  p = plan_worker_cpus(t.get(), s);
+  EXPECT_TRUE(p.cpus.empty());
+  EXPECT_NE(p.how.find("outside BYTEPS_CPU_BLACKLIST='0-5'"), std::string::npos) << p.how;
+  s = local(5, 0);
+  s.quota = 1;
+  expect_mentions(plan_error(t, s), {"BYTEPS_NUMA_DEFAULT_QUOTA=1", "BYTEPS_LOCAL_SIZE=5"});
 }
 
 TEST(CpuPlanTest, NoTwoWorkersShareACore) {
