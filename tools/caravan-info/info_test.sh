@@ -22,9 +22,10 @@ $out"
 done
 echo "ok: plugins, parameters, settings and the misspelt variable"
 
-out=$(clean_env DMLC_ROLE=worker DMLC_NUM_WORKER=2 DMLC_NUM_SERVER=1 DMLC_PS_ROOT_URI=127.0.0.1 \
-      DMLC_PS_ROOT_PORT=9123 "$info" --check 2>&1) || fail "--check of a good environment exited $?: $out"
-for want in "role worker" "2 worker(s), 1 server(s); scheduler at 127.0.0.1:9123" "van zmq"; do
+good="DMLC_ROLE=worker DMLC_NUM_WORKER=2 DMLC_NUM_SERVER=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=9123 DMLC_NODE_HOST=127.0.0.1"
+out=$(clean_env $good "$info" --check 2>&1) || fail "--check of a good environment exited $?: $out"
+for want in "role worker" "2 worker(s), 1 server(s); scheduler at 127.0.0.1:9123" "van zmq" \
+            "address 127.0.0.1" "plugins load: van reducer" "CPUs of local rank 0:"; do
   grep -qF -- "$want" <<<"$out" || fail "no '$want' in --check output:
 $out"
 done
@@ -37,6 +38,20 @@ rc=$?
 grep -qF "would stop: DMLC_NUM_WORKER='abc' is not an integer" <<<"$out" || fail "--check did not name DMLC_NUM_WORKER=abc:
 $out"
 echo "ok: --check names the variable at fault"
+
+# What stops a node after its variables parse: its address, its plugins,
+# its CPUs. --check used to pass each of these.
+for bad in "CARAVAN_VAN=nosuch|CARAVAN_VAN=nosuch" "CARAVAN_REDUCER=nosuch|CARAVAN_REDUCER=nosuch" \
+           "BYTEPS_VISIBLE_CPU_CORES=garbage|BYTEPS_VISIBLE_CPU_CORES='garbage'" \
+           "DMLC_INTERFACE=nosuch0 DMLC_NODE_HOST=|DMLC_INTERFACE"; do
+  setting=${bad%%|*} says=${bad#*|}
+  out=$(clean_env $good $setting "$info" --check 2>&1)
+  rc=$?
+  [ $rc -eq 2 ] || fail "--check of $setting exited $rc, expected 2: $out"
+  grep -q "would stop: .*$says" <<<"$out" || fail "--check did not name $says:
+$out"
+done
+echo "ok: --check stops on a van, reducer, CPU list or interface the node could not use"
 
 out=$(clean_env DMLC_ROLE=worker DMLC_NUM_WORKER=1 "$info" --check 2>&1) ||
   fail "--check of a lone worker exited $?: $out"

@@ -18,11 +18,16 @@
 
 #include "caravan/plugin/compressor_v1.h"
 #include "caravan/plugin/reducer_v1.h"
+#include "caravan/plugin/van_v1.h"
 #include "caravan/plugin/van_v2.h"
 #include "engine/base/config.h"
 #include "engine/base/error.h"
+#include "engine/base/net.h"
 #include "engine/base/settings.h"
 #include "engine/plugin/host_services.h"
+#include "engine/numa/cpu_plan.h"
+#include "engine/numa/cpu_settings.h"
+#include "engine/numa/topology.h"
 #include "engine/plugin/loader.h"
 #include "engine/reducer/reducer.h"
 
@@ -157,10 +162,45 @@ int check() {
                 : !c.interface.empty() ? ("the address of " + c.interface).c_str()
                                        : "the first non-loopback interface's address",
                 c.port ? std::to_string(c.port).c_str() : "any free");
-    std::printf("  partitions of %lld bytes; timeouts: connect %d s, operations %d s\n",
-                static_cast<long long>(c.partition_bytes), c.connect_timeout_s, c.op_timeout_s);
+    std::printf("  partitions of %s; timeouts: connect %d s, operations %d s\n",
+                c.partition_bytes > 0
+                    ? (std::to_string(c.partition_bytes) + " bytes").c_str()
+                    : "4096000 bytes on one host, 131072 across hosts (BYTEPS_PARTITION_BYTES unset)",
+                c.connect_timeout_s, c.op_timeout_s);
     std::printf("  job token %s\n", c.job_token ? "set: connections and messages are sealed"
                                                  : "unset: no authentication");
+    // What the node would do next, each of which can stop it: find its
+    // address, load its plugins, bind a worker to its CPUs.
+    if (c.role != Role::kScheduler || !c.node_host.empty() || !c.interface.empty())
+      std::printf("  address %s\n", net::advertised_host(c.node_host, c.interface).c_str());
+    // The scheduler speaks TCP itself; a worker alone on its machine has no
+    // peer.
+    bool sends = c.role == Role::kServer || (c.role == Role::kWorker && !alone);
+    if (sends)
+      load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2, c.van,
+                  c.van_source.empty() ? "CARAVAN_VAN=" + c.van : c.van_source, c.plugin_path);
+    // A worker alone on its machine sums nothing: it loads no reducer.
+    const char* local_size = std::getenv("BYTEPS_LOCAL_SIZE");
+    bool sums = c.role == Role::kServer ||
+                (c.role == Role::kWorker &&
+                 (!alone || (local_size && *local_size && std::strcmp(local_size, "1"))));
+    if (sums)
+      load_plugin(CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, c.reducer,
+                  "CARAVAN_REDUCER=" + c.reducer, c.plugin_path);
+    if (sends || sums)
+      std::printf("  plugins load:%s%s\n", sends ? " van" : "", sums ? " reducer" : "");
+    if (c.role == Role::kWorker) {
+      CpuSettings cpus = CpuSettings::from_env();
+      if (!cpus.numa_on) {
+        std::printf("  CPUs: not bound (BYTEPS_NUMA_ON=0)\n");
+      } else {
+        Topology here = Topology::this_machine(!cpus.visible);
+        CpuPlan plan = plan_worker_cpus(here.get(), cpus);
+        std::printf("  CPUs of local rank %d: %s\n", cpus.local_rank,
+                    plan.cpus.empty() ? ("unbound: " + plan.how).c_str()
+                                      : (format_cpu_list(plan.cpus) + " (" + plan.how + ")").c_str());
+      }
+    }
     return 0;
   } catch (const Error& e) {
     std::printf("  would stop: %s\n", e.what());
