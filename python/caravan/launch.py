@@ -70,12 +70,18 @@ def _visible_gpus():
     return 0, None
 
 
+# The engine's limit (engine/local/local_config.h): checked here too, before
+# starting that many processes each to refuse it.
+MAX_LOCAL_SIZE = 1024
+
+
 def local_size():
     """The number of worker processes to start on this machine."""
     value = os.environ.get("BYTEPS_LOCAL_SIZE")
     if value is not None and value.strip():
-        if not value.strip().isdigit() or int(value) < 1:
-            raise LaunchError("BYTEPS_LOCAL_SIZE='%s' is not an integer >= 1" % value)
+        if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LOCAL_SIZE:
+            raise LaunchError("BYTEPS_LOCAL_SIZE='%s' is not an integer from 1 to %d" %
+                              (value, MAX_LOCAL_SIZE))
         return int(value)
     gpus, _ = _visible_gpus()
     return max(gpus, 1)
@@ -106,7 +112,16 @@ def torch_interpreters():
 
 
 def find_torch_interpreter(skip=None):
-    """The first interpreter of torch_interpreters() that can import torch, or None."""
+    """The first interpreter of torch_interpreters() that can import torch, or
+    None. CARAVAN_PYTHON, when set, must be one: a choice the user made is
+    not passed over in silence."""
+    chosen = os.environ.get("CARAVAN_PYTHON")
+    if chosen:
+        path = shutil.which(chosen)
+        if not path or not _can_import_torch(path):
+            raise LaunchError("CARAVAN_PYTHON='%s' %s" % (
+                chosen, "cannot import torch" if path else "is not an interpreter found here"))
+        return path
     for python in torch_interpreters():
         path = shutil.which(python)
         if path and path != skip and _can_import_torch(path):

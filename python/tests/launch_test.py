@@ -126,6 +126,31 @@ def test_python_without_torch_is_replaced_once(tmp_path):
         "running %s instead" % sys.executable in notes[0], notes
 
 
+def test_a_bad_caravan_python_is_named(tmp_path):
+    """A CARAVAN_PYTHON that cannot run torch stops the launch, naming it;
+    it used to be passed over for /usr/bin/python3 with advice to set it."""
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\nexit 9\n")
+    fake.chmod(0o755)
+    path = "%s:%s" % (tmp_path, os.environ["PATH"])
+    r = run([BPSLAUNCH, "python3", "-c", "print(1)"], DMLC_ROLE="worker",
+            CARAVAN_PYTHON="/nonexistent/python3", PATH=path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "CARAVAN_PYTHON='/nonexistent/python3' is not an interpreter found here" in r.stderr
+    r = run([BPSLAUNCH, "python3", "-c", "print(1)"], DMLC_ROLE="worker",
+            CARAVAN_PYTHON=str(fake), PATH=path)
+    assert r.returncode == 2 and "CARAVAN_PYTHON='%s' cannot import torch" % fake in r.stderr
+
+
+def test_local_size_beyond_the_engines_limit_starts_nothing(tmp_path):
+    marker = tmp_path / "started"
+    r = run([BPSLAUNCH, "touch", str(marker)], timeout=30, DMLC_ROLE="worker",
+            BYTEPS_LOCAL_SIZE=1025)
+    assert r.returncode == 2 and "BYTEPS_LOCAL_SIZE='1025' is not an integer from 1 to 1024" \
+        in r.stderr, r.stderr
+    assert not marker.exists()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
