@@ -217,6 +217,10 @@ class WorkerGroup:
         env = dict(os.environ)
         env["BYTEPS_LOCAL_RANK"] = str(local_rank)
         env["BYTEPS_LOCAL_SIZE"] = str(self.count)
+        # Their output comes through pipes (for the prefix): without this, a
+        # Python worker's prints wait in its block buffer, and are lost if it
+        # is killed. BytePS's launcher sets it too.
+        env.setdefault("PYTHONUNBUFFERED", "1")
         if _paths.BUILD_TREE:  # build/python holds only Caravan's packages
             root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -310,6 +314,19 @@ def find_server():
     raise LaunchError("cannot find caravan-server in %s or on PATH" % _paths.BINDIR)
 
 
+def _needed(role, prog):
+    """False when the job has one worker and BYTEPS_FORCE_DISTRIBUTED is not
+    1: that worker sums alone and never connects, so a server or scheduler
+    started for it would wait out CARAVAN_CONNECT_TIMEOUT and fail. BytePS's
+    launcher exits at once then, and so does this one."""
+    workers = os.environ.get("DMLC_NUM_WORKER", "").strip()
+    if workers != "1" or os.environ.get("BYTEPS_FORCE_DISTRIBUTED", "").strip() == "1":
+        return True
+    _say(prog, "DMLC_ROLE=%s: DMLC_NUM_WORKER=1 needs no %s (the worker runs alone; "
+         "BYTEPS_FORCE_DISTRIBUTED=1 would start one); exiting" % (role, role))
+    return False
+
+
 def _exec_server(role, command, prog):
     server = find_server()
     if command:
@@ -331,8 +348,10 @@ DMLC_NUM_SERVER (and DMLC_WORKER_ID for workers).
                        CUDA_VISIBLE_DEVICES, else 1), each with
                        BYTEPS_LOCAL_RANK and BYTEPS_LOCAL_SIZE set; fails
                        if one fails, naming it
-  DMLC_ROLE=server     runs caravan-server (COMMAND is not run)
-  DMLC_ROLE=scheduler  runs caravan-server (COMMAND is not run)
+  DMLC_ROLE=server     runs caravan-server (COMMAND is not run); exits at
+                       once with DMLC_NUM_WORKER=1 unless
+                       BYTEPS_FORCE_DISTRIBUTED=1, as BytePS's launcher
+  DMLC_ROLE=scheduler  the same
 
 A COMMAND starting with python/python3 whose interpreter cannot import
 torch runs under one that can (CARAVAN_PYTHON, else the one Caravan was
@@ -350,6 +369,8 @@ def main(argv=None, prog="bpslaunch"):
         if role is None or not role.strip():
             raise LaunchError("DMLC_ROLE is not set: set it to worker, server or scheduler")
         if role in ("server", "scheduler"):
+            if not _needed(role, prog):
+                return 0
             _exec_server(role, argv, prog)
         if role == "worker":
             return _run_workers(argv, prog)

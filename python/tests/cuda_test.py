@@ -92,6 +92,23 @@ def broadcasts(rank, size, device):
     want = torch.nn.Linear(5, 3).to(device)
     for (name, p), q in zip(model.state_dict().items(), want.state_dict().values()):
         check_equal(p, q, "parameter %s after broadcast_parameters" % name)
+    # Optimizer state lands where the root keeps it: beside the parameter on
+    # the GPU (exp_avg), on the CPU for Adam's step count, so that the next
+    # step runs (it used to land on the CPU whole, and step() failed).
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    if rank == 0:
+        model(torch.ones(2, 5, device=device)).sum().backward()
+        optimizer.step()
+    bps.broadcast_optimizer_state(optimizer, root_rank=0)
+    for p in model.parameters():
+        state = optimizer.state[p]
+        check(state["exp_avg"].device == p.device,
+              "exp_avg is on %s, its parameter on %s" % (state["exp_avg"].device, p.device))
+        if torch.is_tensor(state["step"]):
+            check(state["step"].device.type == "cpu", "Adam's step is on %s" % state["step"].device)
+    optimizer.zero_grad()
+    model(torch.ones(2, 5, device=device)).sum().backward()
+    optimizer.step()
 
 
 def compressed(rank, size, device):

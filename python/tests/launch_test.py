@@ -60,6 +60,15 @@ def test_each_local_worker_gets_its_rank_and_a_prefix():
     assert sorted(r.stdout.splitlines()) == ["[worker local_rank=%d] %d 3" % (i, i) for i in range(3)]
 
 
+def test_python_workers_run_unbuffered():
+    env = environment(DMLC_ROLE="worker")
+    env.pop("PYTHONUNBUFFERED", None)
+    code = "import os; print('unbuffered', os.environ.get('PYTHONUNBUFFERED'))"
+    r = subprocess.run([BPSLAUNCH] + python_c(code), env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 0 and "unbuffered 1" in r.stdout, (r.stdout, r.stderr)
+
+
 def test_module_form_and_gpu_count_default():
     code = "import os; print(os.environ['BYTEPS_LOCAL_RANK'])"
     r = run([sys.executable, "-m", "caravan.launch"] + python_c(code), DMLC_ROLE="worker",
@@ -160,7 +169,7 @@ def free_port():
 def test_server_role_runs_caravan_server():
     """DMLC_ROLE=server: bpslaunch becomes caravan-server (same process) and
     does not run COMMAND; with no scheduler it fails naming it."""
-    job = dict(DMLC_ROLE="server", DMLC_NUM_WORKER=1, DMLC_NUM_SERVER=1,
+    job = dict(DMLC_ROLE="server", DMLC_NUM_WORKER=2, DMLC_NUM_SERVER=1,
                DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port(),
                DMLC_NODE_HOST="127.0.0.1", CARAVAN_CONNECT_TIMEOUT=3)
     proc = subprocess.Popen([BPSLAUNCH, "python3", "no-such-script.py"],
@@ -179,6 +188,23 @@ def test_server_role_runs_caravan_server():
     assert "is for workers and is not run" in err
     assert "no-such-script" not in out
     assert proc.returncode != 0 and "scheduler" in err
+
+
+def test_a_one_worker_job_needs_no_server_or_scheduler():
+    """With DMLC_NUM_WORKER=1 the worker sums alone and never connects: a
+    server or scheduler pod started for it exits 0 at once, as with BytePS's
+    launcher (it used to wait out CARAVAN_CONNECT_TIMEOUT and fail)."""
+    for role in ("server", "scheduler"):
+        start = time.monotonic()
+        r = run([BPSLAUNCH], timeout=30, DMLC_ROLE=role, DMLC_NUM_WORKER=1, DMLC_NUM_SERVER=1,
+                DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port())
+        assert r.returncode == 0, r.stderr
+        assert "DMLC_NUM_WORKER=1 needs no %s" % role in r.stderr, r.stderr
+        assert time.monotonic() - start < 10
+    r = run([BPSLAUNCH], timeout=30, DMLC_ROLE="scheduler", DMLC_NUM_WORKER=1, DMLC_NUM_SERVER=1,
+            DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port(),
+            BYTEPS_FORCE_DISTRIBUTED=1, CARAVAN_CONNECT_TIMEOUT=2)
+    assert r.returncode != 0 and "0 of 1 workers" in r.stderr, r.stderr  # forced: it serves
 
 
 def test_a_job_started_by_hand_as_with_byteps():

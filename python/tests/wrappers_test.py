@@ -113,6 +113,20 @@ def optimizer_runs(rank, size):
         sgd, named_parameters=named[:2]), "does not name 2")
     check_raises(ValueError, lambda: bps.DistributedOptimizer(
         sgd, named_parameters=named, backward_passes_per_step=0), "backward_passes_per_step")
+    # Fine-tuning: the first layer frozen and left out of named_parameters, as
+    # BytePS allows (only parameters that require gradients are pushed).
+    model = make_model()
+    for p in model[0].parameters():
+        p.requires_grad_(False)
+    frozen = [p.detach().clone() for p in model[0].parameters()]
+    optimizer = bps.DistributedOptimizer(
+        torch.optim.SGD(model.parameters(), lr=0.1),
+        named_parameters=[(n, p) for n, p in model.named_parameters() if p.requires_grad])
+    x, y = data(0, 1, size)[0]
+    loss_of(model, x[mine], y[mine]).backward()
+    optimizer.step()
+    for p, before in zip(model[0].parameters(), frozen):
+        check_equal(p.detach(), before, "a frozen parameter after a step")
     os.environ["BYTEPS_ENABLE_ASYNC"] = "1"
     check_raises(NotImplementedError, lambda: DistributedDataParallel(model), "BYTEPS_ENABLE_ASYNC")
     del os.environ["BYTEPS_ENABLE_ASYNC"]
@@ -120,6 +134,8 @@ def optimizer_runs(rank, size):
 
 def ddp_runs(rank, size):
     mine = slice(rank * HALF, (rank + 1) * HALF)
+    check(DistributedDataParallel(make_model(), device_ids=[0]).device_ids == [0],
+          "device_ids is kept, as BytePS keeps it")
     # Every worker starts from other values: wrapping copies worker 0's.
     inner = make_model(seed=7 if rank == 0 else 70 + rank)
     inner.register_buffer("marker", torch.tensor([rank]))
@@ -137,6 +153,10 @@ def ddp_runs(rank, size):
         x, y = passes[1]
         loss_of(model, x[mine], y[mine]).backward()  # averages both passes' gradients
         check(not model._in_flight, "backward returned with every gradient averaged")
+        before = [p.grad.clone() for p in model.parameters()]
+        model.synchronize()  # BytePS's call after backward: nothing left to wait for
+        for p, grad in zip(model.parameters(), before):
+            check_equal(p.grad, grad, "a gradient after synchronize()")
         check_equal(inner.marker, torch.tensor([10]), "the buffers, broadcast at each forward")
         optimizer.step()
     compare(model.module, reference_run(size, passes=2), "DistributedDataParallel")

@@ -56,8 +56,11 @@ def broadcast_object(obj, root_rank=0, name=None):
     return pickle.loads(data.numpy().tobytes())
 
 
-def _tensor_layout(value):
-    return ("tensor", tuple(value.shape), value.dtype)
+def _tensor_layout(value, param):
+    # Where the state lives, relative to its parameter: optimizers keep most
+    # of it beside the parameter (on its GPU) and some on the CPU (Adam's
+    # step count, unless capturable), and a worker's copy must follow suit.
+    return ("tensor", tuple(value.shape), value.dtype, value.device == param.device)
 
 
 def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
@@ -80,7 +83,7 @@ def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
             "groups": [dict({k: v for k, v in group.items() if k != "params"},
                             **{"params": len(group["params"])})
                        for group in optimizer.param_groups],
-            "state": {i: {key: _tensor_layout(v) if torch.is_tensor(v) else ("value", v)
+            "state": {i: {key: _tensor_layout(v, p) if torch.is_tensor(v) else ("value", v)
                           for key, v in optimizer.state[p].items()}
                       for i, p in enumerate(params) if optimizer.state.get(p)},
         }
@@ -105,13 +108,14 @@ def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
                 if kind == "value":
                     state[key] = rest[0]
                     continue
-                shape, dtype = rest
+                shape, dtype, beside_param = rest
+                device = p.device if beside_param else torch.device("cpu")
                 old = current.get(key)
                 if (torch.is_tensor(old) and tuple(old.shape) == shape and old.dtype == dtype
-                        and old.device.type == "cpu"):
+                        and old.device == device):
                     state[key] = old
                 else:
-                    state[key] = torch.zeros(shape, dtype=dtype)
+                    state[key] = torch.zeros(shape, dtype=dtype, device=device)
             optimizer.state[p] = state
 
     handles = []
@@ -119,7 +123,7 @@ def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
         for key, (kind, *rest) in sorted(layout["state"].get(i, {}).items()):
             if kind != "tensor":
                 continue
-            shape, dtype = rest
+            shape, dtype, _ = rest
             name = "%s%d.%s.%s%s" % (prefix, i, key, str(dtype).replace("torch.", ""),
                                      list(shape))
             handles.append(ops.broadcast_async_inplace(optimizer.state[p][key], root_rank,

@@ -208,11 +208,14 @@ def _parameter_names(params, named_parameters):
     names = {}
     for name, p in named:
         names.setdefault(id(p), name)
-    unnamed = [i for i, p in enumerate(params) if id(p) not in names]
+    # Only parameters that require gradients are pushed, so only they need a
+    # name: fine-tuning scripts name the trainable ones alone, as BytePS allows.
+    unnamed = [i for i, p in enumerate(params) if id(p) not in names and p.requires_grad]
     if unnamed:
         raise ValueError(
             "named_parameters was given but does not name %d of the optimizer's parameters "
-            "(positions %s in its param_groups)" % (len(unnamed), unnamed[:10]))
+            "that require gradients (positions %s in its param_groups)" %
+            (len(unnamed), unnamed[:10]))
     return names
 
 

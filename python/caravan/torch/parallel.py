@@ -24,9 +24,9 @@ _instances = itertools.count()
 class DistributedDataParallel(torch.nn.Module):
     """`module` trained on every worker with averaged gradients.
     `broadcast_buffers`: buffers (e.g. BatchNorm statistics) are copied
-    from worker 0 before each forward. `device_ids` is accepted for BytePS
-    compatibility: the module's tensors are carried on whichever device
-    (CPU or CUDA) they are. Wrap modules in the
+    from worker 0 before each forward. `device_ids` is kept, as BytePS
+    keeps it: the module's tensors are carried on whichever device (CPU or
+    CUDA) they are. Wrap modules in the
     same order on every worker: the n-th wrapped module's tensors are named
     "DDP<n>." on the wire."""
 
@@ -39,6 +39,7 @@ class DistributedDataParallel(torch.nn.Module):
                 "supported (the servers would sum gradients over all steps); use "
                 "DistributedOptimizer, or unset BYTEPS_ENABLE_ASYNC")
         self.module = module
+        self.device_ids = device_ids
         self.broadcast_buffers = broadcast_buffers
         self.require_backward_grad_sync = True
         self._compression = compression
@@ -70,6 +71,14 @@ class DistributedDataParallel(torch.nn.Module):
             yield
         finally:
             self.require_backward_grad_sync = previous
+
+    def synchronize(self):
+        """BytePS's call after backward for models whose branches leave some
+        parameters without a gradient. Here the end of every backward already
+        sends zeros for those and waits for every average, so this waits
+        only for what may still be in flight."""
+        if self._in_flight:
+            self._finish_backward()
 
     def _gradient_accumulated(self, p):
         if not self.require_backward_grad_sync:
