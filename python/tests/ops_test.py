@@ -164,6 +164,7 @@ def main():
     errors(rank)
     done(rank, "push_pull on %d workers" % size)
     bps.shutdown()
+    bps.shutdown()  # a second time: harmless, as in BytePS
     check_raises(bps.NotInitializedError, lambda: bps.push_pull(torch.ones(1), name="late"),
                  "late")
 

@@ -162,7 +162,21 @@ def ddp_runs(rank, size):
     compare(model.module, reference_run(size, passes=2), "DistributedDataParallel")
 
 
+def byteps_module_paths():
+    """Names BytePS scripts import from its submodules."""
+    from byteps.torch.compression import NoneCompressor
+    from byteps.torch.ops import Compression, resume, suspend
+    from byteps.torch.parallel.distributed import DistributedDataParallel as ddp
+    check(ddp is DistributedDataParallel, "byteps.torch.parallel.distributed")
+    check(bps.Compression.none is NoneCompressor and Compression is bps.Compression,
+          "NoneCompressor and ops.Compression")
+    check(bps.byteps_push_pull is bps.push_pull_async_inplace, "bps.byteps_push_pull")
+    check_raises(NotImplementedError, suspend, "suspend")
+    check(callable(resume), "ops.resume")
+
+
 def main():
+    byteps_module_paths()
     bps.init()
     rank, size = bps.rank(), bps.size()
     optimizer_runs(rank, size)

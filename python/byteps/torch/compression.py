@@ -1,2 +1,3 @@
 """byteps.torch.compression on Caravan."""
-from caravan.torch.compression import Compression, Compressor, FP16Compressor  # noqa: F401
+from caravan.torch.compression import (Compression, Compressor, FP16Compressor,  # noqa: F401
+                                       NoneCompressor)

@@ -19,6 +19,10 @@ class Compressor:
         return tensor
 
 
+class NoneCompressor(Compressor):
+    """BytePS's name for Compression.none (its Compressor is only a base)."""
+
+
 class FP16Compressor(Compressor):
     """Floating-point tensors travel as float16 and come back in their own
     dtype; other tensors travel as they are."""
@@ -36,7 +40,7 @@ class FP16Compressor(Compressor):
 
 class Compression:
     """The compressors, as BytePS names them."""
-    none = Compressor
+    none = NoneCompressor
     fp16 = FP16Compressor
 
 

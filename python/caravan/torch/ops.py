@@ -103,6 +103,8 @@ def shutdown():
     barrier with every other worker). Handles not synchronized by then
     become invalid."""
     with _session.lock:
+        if not _session.initialized and _session.atexit_registered:
+            return  # shut down already: a second call is harmless, as in BytePS
         _require_init("caravan.torch.shutdown()")
         _session.initialized = False
         orphans, _session.in_flight = _session.in_flight, set()
