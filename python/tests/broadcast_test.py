@@ -5,8 +5,11 @@ values of its own (seeded by its rank). Each worker rebuilds the root's
 values itself from the root's seed and checks it ends with exactly those:
 parameters and buffers, the optimizers' options (lr, momentum, betas) and
 per-parameter state, which non-roots do not have before (or have for a
-parameter the root has no state for), and pickled objects. One more
-optimizer step after the broadcast must then move every worker alike.
+parameter the root has no state for; state they have is received into in
+place), and pickled objects. One more optimizer step after the broadcast
+must then move every worker alike. Where new state goes (beside its
+parameter or on the CPU) is checked on the meta device; cuda_test.py
+checks it on a GPU.
 
 Also local_rank() and local_size(). Needs C API 1.1 (caravan_broadcast,
 caravan_local_rank, caravan_local_size).
@@ -15,6 +18,7 @@ import torch
 from torch import nn
 
 import caravan.torch as bps
+from caravan.torch import functions
 from jobcheck import check, check_equal, check_raises, done
 
 
@@ -71,7 +75,29 @@ def check_same_optimizer(mine, expected, what):
                 check(state[key] == value, "%s: parameter %d state %s" % (what, i, key))
 
 
+def state_placement():
+    """Where broadcast_optimizer_state puts a state tensor a worker lacks:
+    beside its parameter (here on the meta device, standing in for a GPU)
+    or on the CPU, as the root keeps it; a worker's own tensor on the right
+    device is reused, one on another device is not."""
+    param = nn.Parameter(torch.empty(3, device="meta"))
+    beside = functions._state_device(param, beside_param=True)
+    check(beside == param.device, "state kept beside its parameter goes to %s, not %s" %
+          (beside, param.device))
+    check(functions._state_device(param, beside_param=False).type == "cpu",
+          "state the root keeps on the CPU stays there")
+    made = functions._receiving_state(None, (3,), torch.float32, beside)
+    check(made.device == param.device and made.shape == (3,), "new state on %s" % made.device)
+    own = torch.empty(3, device="meta")
+    check(functions._receiving_state(own, (3,), torch.float32, beside) is own,
+          "a worker's own state tensor is received into in place")
+    moved = functions._receiving_state(torch.zeros(3), (3,), torch.float32, beside)
+    check(moved.device == param.device, "a state tensor on the wrong device is replaced on %s, "
+          "not kept on %s" % (param.device, moved.device))
+
+
 def main():
+    state_placement()
     bps.init()
     rank, size = bps.rank(), bps.size()
     root = size - 1
@@ -118,8 +144,16 @@ def main():
         model, optimizer = optimizer_for(kind, rank, root)
         expected_model, expected_optimizer = optimizer_for(kind, root, root)
         bps.broadcast_parameters(model.state_dict(), root_rank=root, prefix=kind + ".")
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        own = {(i, key): v for i, p in enumerate(params)
+               for key, v in optimizer.state.get(p, {}).items() if torch.is_tensor(v)}
         bps.broadcast_optimizer_state(optimizer, root_rank=root)
         check_same_optimizer(optimizer, expected_optimizer, kind)
+        for (i, key), tensor in own.items():
+            if key in optimizer.state.get(params[i], {}):
+                check(optimizer.state[params[i]][key] is tensor,
+                      "%s: parameter %d state %s was replaced, not received in place" %
+                      (kind, i, key))
         gradients(model, 3)
         gradients(expected_model, 3)
         optimizer.step()

@@ -109,6 +109,16 @@ def broadcasts(rank, size, device):
     optimizer.zero_grad()
     model(torch.ones(2, 5, device=device)).sum().backward()
     optimizer.step()
+    # State a worker has on the GPU already is received into in place.
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    model(torch.full((2, 5), float(rank + 1), device=device)).sum().backward()
+    optimizer.step()
+    own = [optimizer.state[p]["momentum_buffer"] for p in model.parameters()]
+    bps.broadcast_optimizer_state(optimizer, root_rank=0, prefix="OptimizerState.SGD.")
+    for p, buffer in zip(model.parameters(), own):
+        check(optimizer.state[p]["momentum_buffer"] is buffer,
+              "a momentum buffer on %s was replaced, not received in place" % buffer.device)
+    optimizer.step()
 
 
 def compressed(rank, size, device):

@@ -63,6 +63,22 @@ def _tensor_layout(value, param):
     return ("tensor", tuple(value.shape), value.dtype, value.device == param.device)
 
 
+def _state_device(param, beside_param):
+    """Where a worker keeps a state tensor that the root keeps beside its
+    parameter (`beside_param`) or on the CPU."""
+    return param.device if beside_param else torch.device("cpu")
+
+
+def _receiving_state(old, shape, dtype, device):
+    """The tensor a worker receives the root's state into: its own, written
+    in place as BytePS does, when it has the root's shape and dtype and lies
+    on `device`; else new zeros there."""
+    if (torch.is_tensor(old) and tuple(old.shape) == shape and old.dtype == dtype
+            and old.device == device):
+        return old
+    return torch.zeros(shape, dtype=dtype, device=device)
+
+
 def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
     """Makes `optimizer` (a torch optimizer or a DistributedOptimizer) on
     every worker a copy of worker `root_rank`'s: the options of each
@@ -109,13 +125,8 @@ def broadcast_optimizer_state(optimizer, root_rank, prefix="OptimizerState."):
                     state[key] = rest[0]
                     continue
                 shape, dtype, beside_param = rest
-                device = p.device if beside_param else torch.device("cpu")
-                old = current.get(key)
-                if (torch.is_tensor(old) and tuple(old.shape) == shape and old.dtype == dtype
-                        and old.device == device):
-                    state[key] = old
-                else:
-                    state[key] = torch.zeros(shape, dtype=dtype, device=device)
+                state[key] = _receiving_state(current.get(key), shape, dtype,
+                                              _state_device(p, beside_param))
             optimizer.state[p] = state
 
     handles = []
