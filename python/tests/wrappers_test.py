@@ -1,6 +1,6 @@
 """Scenario (c), training wrappers: backward_passes_per_step=2,
 Compression.fp16 in DistributedOptimizer, DistributedDataParallel with
-no_sync() and buffer broadcast, DistributedOptimizer's ValueErrors, and
+no_sync(), synchronize(), device_ids and buffer broadcast, DistributedOptimizer's ValueErrors, and
 DistributedDataParallel refusing BYTEPS_ENABLE_ASYNC.
 
 Each run is checked against one model trained in this process on the
@@ -134,8 +134,16 @@ def optimizer_runs(rank, size):
 
 def ddp_runs(rank, size):
     mine = slice(rank * HALF, (rank + 1) * HALF)
-    check(DistributedDataParallel(make_model(), device_ids=[0]).device_ids == [0],
-          "device_ids is kept, as BytePS keeps it")
+    # device_ids, kept as BytePS keeps it: a list of one CUDA device index.
+    for given, kept in (([0], [0]), (["cuda:1"], [1]), ((torch.device("cuda", 2),), [2]),
+                        (None, None)):
+        ids = DistributedDataParallel(make_model(), device_ids=given).device_ids
+        check(ids == kept, "device_ids=%r is kept as %r, not %r" % (given, kept, ids))
+    for given, fragment in (([0, 1], "exactly one"), ([], "exactly one"), (0, "exactly one"),
+                            (["cpu"], "not a CUDA device"), ([1.5], "not a device")):
+        check_raises(ValueError, lambda: DistributedDataParallel(make_model(), device_ids=given),
+                     "device_ids", fragment)
+    ddp_synchronize(rank, size)
     # Every worker starts from other values: wrapping copies worker 0's.
     inner = make_model(seed=7 if rank == 0 else 70 + rank)
     inner.register_buffer("marker", torch.tensor([rank]))
@@ -160,6 +168,25 @@ def ddp_runs(rank, size):
         check_equal(inner.marker, torch.tensor([10]), "the buffers, broadcast at each forward")
         optimizer.step()
     compare(model.module, reference_run(size, passes=2), "DistributedDataParallel")
+
+
+def ddp_synchronize(rank, size):
+    """synchronize() averages what backward passes inside no_sync()
+    accumulated, as BytePS's does; a second call has nothing to do."""
+    mine = slice(rank * HALF, (rank + 1) * HALF)
+    model = DistributedDataParallel(make_model())
+    reference = make_model()
+    for x, y in data(0, 2, size):
+        with model.no_sync():
+            loss_of(model, x[mine], y[mine]).backward()
+        loss_of(reference, x, y).backward()
+    model.synchronize()
+    for (name, p), ref in zip(model.module.named_parameters(), reference.parameters()):
+        check_equal(p.grad, ref.grad, "synchronize() after no_sync(): %s" % name, atol=1e-5)
+    averaged = [p.grad.clone() for p in model.parameters()]
+    model.synchronize()
+    for p, grad in zip(model.parameters(), averaged):
+        check_equal(p.grad, grad, "a gradient after a second synchronize()")
 
 
 def byteps_module_paths():

@@ -4,8 +4,8 @@ Wrapping broadcasts the module's parameters and buffers from worker 0.
 During backward, each parameter's gradient starts its push_pull as soon as
 it is accumulated (earlier parameters with higher priority); when backward
 ends, every gradient holds the average over all workers. Inside no_sync(),
-gradients only accumulate locally; the first backward outside it averages
-what was accumulated.
+gradients only accumulate locally; the first backward outside it, or
+synchronize(), averages what was accumulated.
 """
 import contextlib
 import itertools
@@ -24,9 +24,10 @@ _instances = itertools.count()
 class DistributedDataParallel(torch.nn.Module):
     """`module` trained on every worker with averaged gradients.
     `broadcast_buffers`: buffers (e.g. BatchNorm statistics) are copied
-    from worker 0 before each forward. `device_ids` is kept, as BytePS
-    keeps it: the module's tensors are carried on whichever device (CPU or
-    CUDA) they are. Wrap modules in the
+    from worker 0 before each forward. `device_ids`: None, or the one CUDA
+    device this worker drives (an index, "cuda:N" or a torch.device), kept
+    as BytePS keeps it, a list of one index; the module's tensors are
+    carried on whichever device (CPU or CUDA) they are. Wrap modules in the
     same order on every worker: the n-th wrapped module's tensors are named
     "DDP<n>." on the wire."""
 
@@ -38,8 +39,8 @@ class DistributedDataParallel(torch.nn.Module):
                 "DistributedDataParallel: asynchronous training (BYTEPS_ENABLE_ASYNC) is not "
                 "supported (the servers would sum gradients over all steps); use "
                 "DistributedOptimizer, or unset BYTEPS_ENABLE_ASYNC")
+        self.device_ids = _device_indices(device_ids)
         self.module = module
-        self.device_ids = device_ids
         self.broadcast_buffers = broadcast_buffers
         self.require_backward_grad_sync = True
         self._compression = compression
@@ -49,6 +50,7 @@ class DistributedDataParallel(torch.nn.Module):
         self._priority = {id(p): -i for i, (_, p) in enumerate(named)}
         self._in_flight = {}  # id(p) -> (handle, compression context)
         self._callback_queued = False
+        self._accumulated_locally = False  # by a backward inside no_sync(), not yet averaged
         broadcast_parameters(module.state_dict(), root_rank=0, prefix=self._prefix + "State.")
         self._name = {id(p): name for name, p in self._synced}
         self._hooks = [on_gradient_accumulated(p, self._gradient_accumulated)
@@ -73,15 +75,18 @@ class DistributedDataParallel(torch.nn.Module):
             self.require_backward_grad_sync = previous
 
     def synchronize(self):
-        """BytePS's call after backward for models whose branches leave some
-        parameters without a gradient. Here the end of every backward already
-        sends zeros for those and waits for every average, so this waits
-        only for what may still be in flight."""
-        if self._in_flight:
+        """Averages the gradients now, as BytePS's does: those accumulated
+        inside no_sync() and not averaged since, and whatever is still in
+        flight. BytePS asks for this call after backward in models whose
+        branches leave some parameters without a gradient; here the end of
+        every backward outside no_sync() already sends zeros for those and
+        waits for every average, so it then has nothing left to do."""
+        if self._in_flight or self._accumulated_locally:
             self._finish_backward()
 
     def _gradient_accumulated(self, p):
         if not self.require_backward_grad_sync:
+            self._accumulated_locally = True
             return
         if not self._callback_queued:
             self._callback_queued = True
@@ -102,6 +107,7 @@ class DistributedDataParallel(torch.nn.Module):
         pass send zeros (another worker may have used them), then every
         average is waited for."""
         self._callback_queued = False
+        self._accumulated_locally = False
         for name, p in self._synced:
             if id(p) not in self._in_flight:
                 self._in_flight[id(p)] = self._start(name, p)
@@ -110,3 +116,27 @@ class DistributedDataParallel(torch.nn.Module):
             output = self._compression.decompress(ops.synchronize(handle), ctx)
             if output is not p.grad:
                 p.grad.copy_(output)
+
+
+def _device_indices(device_ids):
+    """device_ids as BytePS keeps it: a list of one CUDA device index (None
+    stays None: a CPU module)."""
+    if device_ids is None:
+        return None
+    if isinstance(device_ids, (int, str, torch.device)) or len(device_ids) != 1:
+        raise ValueError("DistributedDataParallel: device_ids must list exactly one CUDA device, "
+                         "the one this worker process drives (as in BytePS), not %r" %
+                         (device_ids,))
+    device = device_ids[0]
+    if isinstance(device, int) and not isinstance(device, bool):
+        return [device]
+    try:
+        device = torch.device(device)
+    except (TypeError, RuntimeError) as e:
+        raise ValueError("DistributedDataParallel: device_ids[0] = %r is not a device: %s" %
+                         (device_ids[0], e)) from e
+    if device.type != "cuda":
+        raise ValueError("DistributedDataParallel: device_ids[0] = %r is not a CUDA device "
+                         "(leave device_ids out for a module on the %s)" %
+                         (device_ids[0], device.type))
+    return [torch.cuda.current_device() if device.index is None else device.index]
