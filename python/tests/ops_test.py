@@ -4,7 +4,7 @@ Every dtype Caravan and torch share, summed and averaged (integers by floor
 division, negative values included); the new-tensor, in-place and
 asynchronous forms with poll() and synchronize(); non-contiguous tensors;
 0-d and empty tensors; generated names; Compression.fp16; the gradient
-through push_pull; telemetry (get_pushpull_speed, pushpull_stats). Errors, each
+through push_pull; byteps.torch.ops' own names; telemetry (get_pushpull_speed, pushpull_stats). Errors, each
 naming the tensor: calls before init(), dtypes Caravan cannot sum, a meta
 tensor, a name reused with another shape or dtype. (CUDA tensors: cuda_test.py.)
 """
@@ -96,7 +96,7 @@ def shapes_and_forms(rank, size):
     for i in range(3):
         out = bps.push_pull(torch.full((2,), float(rank * i)), average=False)
         check_equal(out, torch.full((2,), float(i * (scale - size))), "unnamed push_pull %d" % i)
-    bps.declare("declared.tensor")
+    check(bps.declare("declared.tensor") == 0, "declare() returns 0, as BytePS's")
     bps.push_pull(torch.ones(1), name="declared.tensor")
     # fp16 on the wire, float32 back.
     t = torch.tensor([0.5, 1.25, -2.0, 3.0]) * (rank + 1)
@@ -110,6 +110,28 @@ def shapes_and_forms(rank, size):
     check(y.requires_grad, "push_pull of a tensor that requires grad is differentiable")
     (y * (rank + 1)).sum().backward()
     check_equal(x.grad, torch.full((3,), (size + 1) / 2), "the gradient through push_pull")
+
+
+def byteps_ops(rank, size):
+    """byteps.torch.ops as BytePS's: synchronize(None) is None; the group
+    count of its DistributedDataParallel (byteps_torch_set_num_grads,
+    push_pull_group_sync_inplace); BytePSPushPull with its arguments."""
+    import byteps.torch.ops as bops
+    check(bops.synchronize(None) is None, "synchronize(None) returns None, as BytePS's")
+    check(bops.byteps_torch_set_num_grads(3) == 0, "byteps_torch_set_num_grads returns 0")
+    positions = []
+    for i in range(4):
+        t = torch.full((2,), float(rank + i))
+        handle, position = bops.push_pull_group_sync_inplace(t, average=False, name="group.%d" % i)
+        positions.append(position)
+        check(bops.synchronize(handle) is t, "push_pull_group_sync_inplace works in place")
+        check_equal(t, torch.full((2,), float(size * (size - 1) / 2 + size * i)), "group.%d" % i)
+    check(positions == [1, 2, 3, 1], "group positions %s, expected [1, 2, 3, 1]" % positions)
+    x = torch.full((3,), float(rank + 1), requires_grad=True)
+    y = bops.BytePSPushPull.apply(x, True, "bytepspushpull", 0, 0)
+    check_equal(y.detach(), torch.full((3,), (size + 1) / 2), "BytePSPushPull forward")
+    (y * (rank + 1)).sum().backward()
+    check_equal(x.grad, torch.full((3,), (size + 1) / 2), "BytePSPushPull backward")
 
 
 def errors(rank):
@@ -161,6 +183,7 @@ def main():
     every_dtype(rank, size)
     shapes_and_forms(rank, size)
     telemetry()
+    byteps_ops(rank, size)
     errors(rank)
     done(rank, "push_pull on %d workers" % size)
     bps.shutdown()

@@ -47,6 +47,8 @@ class _Session:
         self.in_flight = set()  # Handles not yet synchronized: they keep their buffers alive
         self.unnamed = {"push_pull": itertools.count(), "broadcast": itertools.count()}
         self.dying_of_exception = False
+        self.group_size = 0  # push_pull_group_sync_inplace's count: its position
+        self.group_count = 0  # among byteps_torch_set_num_grads' gradients
         self.atexit_registered = False
 
 
@@ -149,16 +151,17 @@ def declare(name, **kwargs):
     "onebit", byteps_compressor_k=0.01, byteps_error_feedback_type=
     "vanilla", ...; docs/compression.md): every worker must give the same.
     BytePS fixes the tensor's key here; Caravan derives keys from names, so
-    without parameters this only checks the name."""
+    without parameters this only checks the name. Returns 0, as BytePS's."""
     _check_name(name, "caravan.torch.declare()")
     if not kwargs:
-        return
+        return 0
     _require_init("caravan.torch.declare()")
     keys = [k.encode("utf-8") for k in kwargs]
     values = [param_text(v).encode("utf-8") for v in kwargs.values()]
     _capi.call("caravan_declare_tensor", name.encode("utf-8"),
                (ctypes.c_char_p * len(keys))(*keys), (ctypes.c_char_p * len(values))(*values),
                len(keys), what="caravan.torch.declare(%r)" % name, tensor_name=name)
+    return 0
 
 
 def suspend():
@@ -338,18 +341,43 @@ def push_pull_async_inplace(tensor, average=True, name=None, version=0, priority
     return _push_pull_start(tensor, average, name, priority, inplace=True)
 
 
+def byteps_torch_set_num_grads(num_grads):
+    """BytePS's: how many calls of push_pull_group_sync_inplace make a
+    group (its DistributedDataParallel's gradients); the count starts
+    again. Returns 0."""
+    with _session.lock:
+        _session.group_size, _session.group_count = int(num_grads), 0
+    return 0
+
+
+def push_pull_group_sync_inplace(tensor, average=True, name=None, version=0, priority=0):
+    """BytePS's: push_pull_async_inplace(), and the call's position in its
+    group of byteps_torch_set_num_grads() calls (1 to that number, then 1
+    again); returns (handle, position)."""
+    handle = push_pull_async_inplace(tensor, average, name, version, priority)
+    with _session.lock:
+        _session.group_count += 1
+        position = _session.group_count
+        if position == _session.group_size:
+            _session.group_count = 0
+    return handle, position
+
+
 class _PushPull(torch.autograd.Function):
     """push_pull as a differentiable operation: the gradient of the average
-    (or sum) over workers is the average (or sum) of the gradients."""
+    (or sum) over workers is the average (or sum) of the gradients. The
+    arguments are BytePS's (its BytePSPushPull, which byteps.torch.ops
+    hands out as this class)."""
 
     @staticmethod
-    def forward(ctx, tensor, average, name, priority):
+    def forward(ctx, tensor, average, name, version, priority):
         ctx.average, ctx.name, ctx.priority = average, name, priority
-        return synchronize(push_pull_async(tensor, average, name, 0, priority))
+        return synchronize(push_pull_async(tensor, average, name, version, priority))
 
     @staticmethod
     def backward(ctx, grad_output):
-        return push_pull(grad_output, ctx.average, ctx.name, 0, ctx.priority), None, None, None
+        grad = push_pull(grad_output, ctx.average, ctx.name, 0, ctx.priority)
+        return grad, None, None, None, None
 
 
 def push_pull(tensor, average=True, name=None, version=0, priority=0,
@@ -363,7 +391,7 @@ def push_pull(tensor, average=True, name=None, version=0, priority=0,
     wire, ctx = compression.compress(tensor)
     if wire.requires_grad and torch.is_grad_enabled():
         name = _resolve_name(name, "push_pull")
-        return compression.decompress(_PushPull.apply(wire, average, name, priority), ctx)
+        return compression.decompress(_PushPull.apply(wire, average, name, version, priority), ctx)
     # A compressor that made a new tensor lets us work on it in place.
     return compression.decompress(
         synchronize(_push_pull_start(wire, average, name, priority, inplace=wire is not tensor,
@@ -439,7 +467,10 @@ def poll(handle):
 def synchronize(handle):
     """Waits for the operation (without holding the GIL) and returns its
     output: the result tensor (the input itself for the in-place forms),
-    averaged if asked. A second call returns the same tensor."""
+    averaged if asked. A second call returns the same tensor. None gives
+    None back, as BytePS's synchronize() does for a handle it does not hold."""
+    if handle is None:
+        return None
     _check_handle(handle, "caravan.torch.synchronize()")
     if handle._error is not None:
         raise handle._error
