@@ -18,6 +18,7 @@ const char* control_type_name(wire::Type t) {
     case wire::Type::kAuthHello: return "AUTH_HELLO";
     case wire::Type::kAuthChallenge: return "AUTH_CHALLENGE";
     case wire::Type::kAuthProof: return "AUTH_PROOF";
+    case wire::Type::kBarrierWaiting: return "BARRIER_WAITING";
   }
   return "?";
 }
@@ -27,7 +28,8 @@ namespace {
 bool expected_by(ControlReceiver r, wire::Type t) {
   switch (t) {
     case wire::Type::kHeartbeat:
-    case wire::Type::kAuthProof: return true;
+    case wire::Type::kAuthProof:
+    case wire::Type::kBarrierWaiting: return true;
     case wire::Type::kAuthHello:
     case wire::Type::kRegister:
     case wire::Type::kBarrier: return r == ControlReceiver::kScheduler;
@@ -124,9 +126,23 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
       out->auth = body;
       return true;
     }
+    case wire::Type::kBarrierWaiting:
     case wire::Type::kBarrier:
     case wire::Type::kBarrierDone:
       if (!check_group(head, why)) return false;
+      if (head.type == wire::Type::kBarrierWaiting) {
+        // The question goes to the scheduler, the answer (a text) comes back.
+        bool asks = head.flags & wire::kRequest;
+        if (asks != (receiver == ControlReceiver::kScheduler)) {
+          *why = std::string("a BARRIER_WAITING ") + (asks ? "question" : "answer") + " sent to a " +
+                 (asks ? "node" : "scheduler");
+          return false;
+        }
+        if (!asks) {
+          out->text.assign(body.begin(), body.end());
+          return true;
+        }
+      }
       [[fallthrough]];
     case wire::Type::kHeartbeat:
       if (!body.empty()) {
@@ -148,7 +164,8 @@ std::vector<uint8_t> control_body(const ControlMessage& msg) {
   switch (msg.head.type) {
     case wire::Type::kRegister: return encode_register(msg.node);
     case wire::Type::kNodeTable: return encode_node_table(msg.table);
-    case wire::Type::kAbort: return {msg.text.begin(), msg.text.end()};
+    case wire::Type::kAbort:
+    case wire::Type::kBarrierWaiting: return {msg.text.begin(), msg.text.end()};
     case wire::Type::kAuthHello:
     case wire::Type::kAuthChallenge:
     case wire::Type::kAuthProof: return msg.auth;

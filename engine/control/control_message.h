@@ -16,7 +16,8 @@ namespace caravan {
 
 // Who receives: the scheduler takes AUTH_HELLO, AUTH_PROOF, REGISTER,
 // BARRIER and HEARTBEAT; a server or worker takes AUTH_CHALLENGE,
-// AUTH_PROOF, NODE_TABLE, BARRIER_DONE, ABORT and HEARTBEAT.
+// AUTH_PROOF, NODE_TABLE, BARRIER_DONE, ABORT and HEARTBEAT; both take
+// BARRIER_WAITING (the scheduler the question, a node the answer).
 enum class ControlReceiver { kScheduler, kNode };
 
 // ABORT's head.cmd: the job ended (0), or only the receiving connection
@@ -32,7 +33,9 @@ struct ControlMessage {
   wire::Header head;            // a barrier's group is head.cmd, kFinal in head.flags
   NodeInfo node;                // REGISTER: the node that registers
   std::vector<NodeInfo> table;  // NODE_TABLE
-  std::string text;             // ABORT: why the job ended, or why this node is refused
+  // ABORT: why the job ended, or why this node is refused; BARRIER_WAITING's
+  // answer: the nodes the barrier still waits for.
+  std::string text;
   std::vector<uint8_t> auth;    // AUTH_*: the nonce or proof, as sized above
 };
 
@@ -45,8 +48,8 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
                            const std::vector<uint8_t>& body, ControlMessage* out,
                            std::string* why);
 
-// The body parse_control_message expects for `msg` (REGISTER, NODE_TABLE and
-// ABORT carry one; the others none).
+// The body parse_control_message expects for `msg` (REGISTER, NODE_TABLE,
+// ABORT and BARRIER_WAITING's answer carry one; the others none).
 std::vector<uint8_t> control_body(const ControlMessage& msg);
 
 }  // namespace caravan

@@ -92,6 +92,12 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
       cv_.notify_all();
       break;
     }
+    case wire::Type::kBarrierWaiting: {
+      std::lock_guard<std::mutex> lock(mu_);
+      barrier_waiting_[(head.flags & wire::kFinal) ? -1 : head.cmd] = std::move(msg.text);
+      cv_.notify_all();
+      break;
+    }
     case wire::Type::kAbort:
       if (head.cmd == kAbortRefused)
         fail("the scheduler at " + scheduler_name() + " refused this node: " + msg.text,
@@ -214,13 +220,35 @@ void SchedulerLink::barrier(int group, bool final, int timeout_s) {
   if (timeout_s < 0) {
     cv_.wait(lock, done);
   } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
+    std::string waiting = ask_who_is_missing(lock, group, final);
     throw Error(CARAVAN_ERR_TIMEOUT,
                 std::string(final ? "the shutdown barrier" : "a barrier") + " timed out after " +
-                    std::to_string(timeout_s) +
-                    " s: the scheduler at " + scheduler_name() +
-                    " is still waiting for other nodes to arrive");
+                    std::to_string(timeout_s) + " s: the scheduler at " + scheduler_name() +
+                    " is still waiting for " + waiting);
   }
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+}
+
+std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock, int group,
+                                              bool final) {
+  // Only the scheduler knows who has not arrived; a second's wait for its
+  // answer is small beside the barrier's own deadline.
+  constexpr auto kAnswerDeadline = std::chrono::seconds(2);
+  int key = final ? -1 : group;
+  barrier_waiting_.erase(key);
+  lock.unlock();
+  wire::Header h;
+  h.type = wire::Type::kBarrierWaiting;
+  h.flags = wire::kRequest | (final ? static_cast<uint32_t>(wire::kFinal) : 0u);
+  h.sender = my_id_;
+  h.cmd = group;
+  bool sent = hub_.send(conn_, h, {});
+  lock.lock();
+  auto answered = [&] { return barrier_waiting_.count(key) > 0 || !failure_.empty(); };
+  if (sent && cv_.wait_for(lock, kAnswerDeadline, answered) && barrier_waiting_.count(key))
+    return barrier_waiting_[key];
+  return "other nodes to arrive (it did not say which within " +
+         std::to_string(kAnswerDeadline.count()) + " s)";
 }
 
 void SchedulerLink::close() {

@@ -51,6 +51,10 @@ class SchedulerLink {
   void authenticate(long long deadline_ms);
   void fail(const std::string& why, int code = CARAVAN_ERR_PEER_LOST);
   std::string scheduler_name() const;
+  // After a barrier timed out: the scheduler's word on which nodes it still
+  // waits for (BARRIER_WAITING), or a general phrase when it does not answer.
+  // Called and returns with `lock` on mu_ held.
+  std::string ask_who_is_missing(std::unique_lock<std::mutex>& lock, int group, bool final);
 
   JobConfig config_;
   FailureHandler on_failure_;
@@ -62,6 +66,7 @@ class SchedulerLink {
   std::vector<NodeInfo> table_;
   int my_id_ = 0;
   std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
+  std::map<int, std::string> barrier_waiting_;  // group (-1: shutdown) -> the answer
   bool closing_ = false;
   std::string failure_;
   int failure_code_ = CARAVAN_ERR_PEER_LOST;

@@ -108,6 +108,9 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
     case wire::Type::kBarrier:
       handle_barrier(conn, msg.head);
       break;
+    case wire::Type::kBarrierWaiting:
+      handle_barrier_waiting(conn, msg.head);
+      break;
     case wire::Type::kAuthHello:
     case wire::Type::kAuthProof:
       evict(conn,
@@ -203,14 +206,45 @@ void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
   complete_barrier_if_ready(key, head.cmd, final);
 }
 
-void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {
-  auto& arrived = barrier_arrived_[key];
-  size_t expected = 0;
+std::vector<const NodeInfo*> SchedulerService::barrier_members(int group, bool final) const {
+  std::vector<const NodeInfo*> members;
+  if (participant_ && (final || (group & kSchedulerGroup))) members.push_back(&self_);
   for (auto& [c, n] : nodes_) {
     int g = n.role == Role::kServer ? kServerGroup : kWorkerGroup;
-    if (final || (group & g)) ++expected;
+    if (final || (group & g)) members.push_back(&n);
   }
-  if (participant_ && (final || (group & kSchedulerGroup))) ++expected;
+  return members;
+}
+
+std::string SchedulerService::barrier_waiting_for(int group, bool final) const {
+  int key = final ? -1 : group;
+  auto it = barrier_arrived_.find(key);
+  std::string names;
+  size_t missing = 0;
+  for (const NodeInfo* n : barrier_members(group, final)) {
+    if (it != barrier_arrived_.end() && it->second.count(n->id)) continue;
+    if (missing++ < 8) names += (names.empty() ? "" : ", ") + n->describe();
+  }
+  if (missing == 0) return "";
+  if (missing > 8) names += " and " + std::to_string(missing - 8) + " more";
+  return std::to_string(missing) + " node(s) that have not arrived: " + names;
+}
+
+void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head) {
+  bool final = head.flags & wire::kFinal;
+  std::string text = barrier_waiting_for(head.cmd, final);
+  if (text.empty()) text = "no node any more (every member has arrived; the completion is on its way)";
+  wire::Header h;
+  h.type = wire::Type::kBarrierWaiting;
+  h.sender = kSchedulerId;
+  h.cmd = head.cmd;
+  h.flags = head.flags & wire::kFinal;
+  hub_.send(conn, h, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {
+  auto& arrived = barrier_arrived_[key];
+  size_t expected = barrier_members(group, final).size();
   CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group))
                   << ": " << arrived.size() << " of " << expected << " arrived";
   if (arrived.size() < expected) return;
@@ -238,9 +272,11 @@ void SchedulerService::barrier(int group, bool final, int timeout_s) {
   if (timeout_s < 0) {
     cv_.wait(lock, done);
   } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
-    throw Error(CARAVAN_ERR_TIMEOUT, "a barrier of group " + std::to_string(group) +
+    throw Error(CARAVAN_ERR_TIMEOUT, std::string(final ? "the shutdown barrier" : "a barrier of group " +
+                                                                std::to_string(group)) +
                                          " timed out after " + std::to_string(timeout_s) +
-                                         " s on the scheduler");
+                                         " s on the scheduler, waiting for " +
+                                         barrier_waiting_for(group, final));
   }
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
 }

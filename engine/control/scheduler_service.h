@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "engine/base/config.h"
 #include "engine/base/job_token.h"
@@ -63,6 +64,13 @@ class SchedulerService {
   // Sends BARRIER_DONE when every member of the barrier `key` arrived.
   // Caller holds mu_.
   void complete_barrier_if_ready(int key, int group, bool final);
+  // The nodes a barrier waits for (this scheduler first when it takes part).
+  std::vector<const NodeInfo*> barrier_members(int group, bool final) const;
+  // "2 node(s) that have not arrived: worker 1 (pid ...), ...", or "" when
+  // none is missing. Caller holds mu_.
+  std::string barrier_waiting_for(int group, bool final) const;
+  // Answers a node's BARRIER_WAITING question. Caller holds mu_.
+  void handle_barrier_waiting(int conn, const wire::Header& head);
   // Ends the job: every node gets ABORT with `why`. Caller holds mu_.
   void abort_job(const std::string& why);
   std::string missing_summary() const;

@@ -36,6 +36,7 @@ bool known_type(uint16_t t) {
     case Type::kAuthHello:
     case Type::kAuthChallenge:
     case Type::kAuthProof:
+    case Type::kBarrierWaiting:
       return true;
   }
   return false;

@@ -13,7 +13,8 @@ namespace caravan::wire {
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
 // 2: kAck and kWantAck (PS_RESEND). 3: kProbe. 4: kBroadcast.
 // 5: kCompressed (a server of 4 would sum compressed bytes as values).
-constexpr uint16_t kVersion = 5;
+// 6: kBarrierWaiting.
+constexpr uint16_t kVersion = 6;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
@@ -36,6 +37,10 @@ enum class Type : uint16_t {
   kAuthHello = 16,      // node -> scheduler: its nonce
   kAuthChallenge = 17,  // scheduler -> node: the scheduler's nonce
   kAuthProof = 18,      // both ways: the HMAC (from the scheduler, with the job nonce)
+  // A node whose barrier timed out asks (kRequest; group in cmd, kFinal as
+  // in its BARRIER) which nodes the scheduler still waits for; the answer
+  // names them as text, so the node's error can say who held it up.
+  kBarrierWaiting = 19,
 };
 
 enum Flags : uint32_t {

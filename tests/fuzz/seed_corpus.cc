@@ -85,6 +85,7 @@ void control_seeds() {
   append(b, control_frame(wire::Type::kHeartbeat, {}));
   append(b, control_frame(wire::Type::kBarrier, {}, kServerGroup + kWorkerGroup));
   append(b, control_frame(wire::Type::kBarrier, {}, kServerGroup + kWorkerGroup, wire::kFinal));
+  append(b, control_frame(wire::Type::kBarrierWaiting, {}, 0, wire::kFinal | wire::kRequest));
   write("control_fuzz", "scheduler_side_session", b);
 
   std::vector<NodeInfo> table = {node(Role::kServer, 0, "127.0.0.1", 40000),
@@ -94,6 +95,9 @@ void control_seeds() {
   append(n, control_frame(wire::Type::kNodeTable, encode_node_table(table)));
   append(n, control_frame(wire::Type::kHeartbeat, {}));
   append(n, control_frame(wire::Type::kBarrierDone, {}, kServerGroup + kWorkerGroup));
+  std::string missing = "1 node(s) that have not arrived: worker 0 (pid 41 at 10.0.0.4)";
+  append(n, control_frame(wire::Type::kBarrierWaiting, Bytes(missing.begin(), missing.end()),
+                          kServerGroup + kWorkerGroup));
   std::string why = "lost worker 1 (pid 42 at 10.0.0.5)";
   append(n, control_frame(wire::Type::kAbort, Bytes(why.begin(), why.end())));
   write("control_fuzz", "node_side_session", n);

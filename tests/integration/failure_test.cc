@@ -171,6 +171,25 @@ TEST(NodeFailure, WorkerTimingOutWithPartitionsQueuedExitsCleanly) {
       << r.output;
 }
 
+// A worker that reaches the shutdown barrier while another goes on: its
+// barrier times out naming the node the scheduler still waits for (it said
+// only "other nodes" before). Worker 0's long CARAVAN_OP_TIMEOUT keeps its
+// own push_pull, which waits for worker 1's push, from ending the job first.
+TEST(NodeFailure, BarrierTimeoutNamesTheNodesNotThere) {
+  constexpr int kOpTimeout = 2;
+  Job job(2, 1, {{"CARAVAN_OP_TIMEOUT", "60"}}, "10000",
+          {"worker 1", {{"SUM_CHECK_ROUNDS", "1"}, {"CARAVAN_OP_TIMEOUT", std::to_string(kOpTimeout)}}});
+  ProcessResult r = job.workers[1]->wait(kOpTimeout + 20);
+  expect_clean_failure(r, kOpTimeout + 20);
+  EXPECT_NE(r.output.find("the shutdown barrier timed out after 2 s: the scheduler at "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("is still waiting for 1 node(s) that have not arrived: worker 0 (pid " +
+                          std::to_string(job.workers[0]->pid()) + " at "),
+            std::string::npos)
+      << r.output;
+}
+
 // One node launched with a setting the rest of the job does not share: the
 // scheduler ends the job at start-up, and every node exits naming the
 // setting, both values and the node. Before, each of these joined quietly,

@@ -231,5 +231,37 @@ TEST(ControlMessage, RefusesBarrierGroupsThatDoNotExist) {
   EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
 }
 
+// The question (kRequest, no body) goes to the scheduler; the answer, the
+// names of the nodes not yet there, to a node. Either the wrong way round
+// is refused, as is a question with a body.
+TEST(ControlMessage, BarrierWaitingAsksTheSchedulerAndAnswersANode) {
+  wire::Header ask;
+  ask.type = wire::Type::kBarrierWaiting;
+  ask.flags = wire::kRequest;
+  ask.cmd = 6;
+  ControlMessage msg;
+  std::string why;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, ask, {}, &msg, &why)) << why;
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kNode, ask, {}, &msg, &why));
+  EXPECT_NE(why.find("a BARRIER_WAITING question sent to a node"), std::string::npos) << why;
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kScheduler, ask, {1}, &msg, &why));
+  EXPECT_NE(why.find("a body of 1 bytes"), std::string::npos) << why;
+
+  wire::Header answer = ask;
+  answer.flags = wire::kFinal;
+  answer.cmd = 0;
+  std::string text = "1 node(s) that have not arrived: worker 0";
+  ASSERT_TRUE(parse_control_message(ControlReceiver::kNode, answer, Bytes(text.begin(), text.end()),
+                                    &msg, &why))
+      << why;
+  EXPECT_EQ(msg.text, text);
+  EXPECT_EQ(control_body(msg), Bytes(text.begin(), text.end()));
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kScheduler, answer, {}, &msg, &why));
+  EXPECT_NE(why.find("a BARRIER_WAITING answer sent to a scheduler"), std::string::npos) << why;
+  answer.flags = 0;  // not the shutdown barrier: the group must be one
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kNode, answer, {}, &msg, &why));
+  EXPECT_NE(why.find("node group 0"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace caravan

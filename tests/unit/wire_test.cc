@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 5 at 4, type at 6
+  // magic "CRVN" at 0, version 6 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 5);
+  EXPECT_EQ(buf[4], 6);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -136,14 +136,14 @@ TEST(WireHeader, RejectsBadMagic) {
 TEST(WireHeader, RejectsOtherVersion) {
   uint8_t buf[kHeaderBytes];
   encode(sample(), buf);
-  buf[4] = 4;  // the version before kCompressed: its servers would sum compressed bytes
+  buf[4] = 5;  // the version before BARRIER_WAITING: its scheduler would drop the question
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 4, this build speaks 5"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 5, this build speaks 6"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {
   uint8_t buf[kHeaderBytes];
-  for (uint16_t t : {0, 4, 9, 19, 0xFFFF}) {
+  for (uint16_t t : {0, 4, 9, 20, 0xFFFF}) {
     Header h;
     h.type = static_cast<Type>(t);
     encode(h, buf);
