@@ -1,5 +1,7 @@
 #include "engine/control/job_settings.h"
 
+#include <cctype>
+#include <cstdint>
 #include <cstdlib>
 
 #include "engine/base/env.h"
@@ -9,28 +11,48 @@ namespace {
 
 using Settings = std::vector<std::pair<std::string, std::string>>;
 
-// Settings compared between nodes, and which nodes must agree on each.
-struct Shared {
-  const char* name;
-  bool servers;  // servers must agree with each other and with workers
-};
-constexpr Shared kShared[] = {
-    {"BYTEPS_ENABLE_ASYNC", true},   {"van", true},
-    {"BYTEPS_LOCAL_SIZE", false},    {"BYTEPS_PARTITION_BYTES", false},
-    {"BYTEPS_MIN_COMPRESS_BYTES", false},
-};
-
-// "BYTEPS_PARTITION_BYTES=1000", "BYTEPS_PARTITION_BYTES unset", "the van 'tcp'".
-std::string shown(const std::string& name, const std::string& value) {
-  if (name == "van") return "the van '" + value + "'";
-  return value == "unset" ? name + " unset" : name + "=" + value;
-}
-
 const std::string* find(const Settings& s, const std::string& name) {
   for (const auto& [k, v] : s)
     if (k == name) return &v;
   return nullptr;
 }
+
+// Settings compared between nodes, and which nodes must agree on each.
+struct Shared {
+  const char* name;
+  bool servers;  // servers must agree with each other and with workers
+};
+// A van checks only its own limit before it sends, and a receiver with a
+// lower one drops the message (ZeroMQ and van-tcp hang up on its sender),
+// so the sender waited out CARAVAN_OP_TIMEOUT: "van message limit" is
+// compared too.
+constexpr Shared kShared[] = {
+    {"BYTEPS_ENABLE_ASYNC", true},   {"van", true},
+    {"van message limit", true},     {"BYTEPS_LOCAL_SIZE", false},
+    {"BYTEPS_PARTITION_BYTES", false}, {"BYTEPS_MIN_COMPRESS_BYTES", false},
+};
+
+// "BYTEPS_PARTITION_BYTES=1000", "BYTEPS_PARTITION_BYTES unset", "the van 'tcp'",
+// "a van message limit of 1000 bytes".
+std::string shown(const std::string& name, const std::string& value) {
+  if (name == "van") return "the van '" + value + "'";
+  if (name == "van message limit")
+    return value == "unlimited" ? "no van message limit" : "a van message limit of " + value + " bytes";
+  return value == "unset" ? name + " unset" : name + "=" + value;
+}
+
+// What to set the same everywhere for setting `name` of `node`.
+std::string remedy(const std::string& name, const NodeInfo& node) {
+  if (name == "van") return "CARAVAN_VAN (or DMLC_ENABLE_RDMA)";
+  if (name == "van message limit") {
+    const std::string* van = find(node.settings, "van");
+    std::string upper = van ? *van : "<VAN>";
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return "CARAVAN_VAN_" + upper + "_MAX_MESSAGE_BYTES";
+  }
+  return "it";
+}
+
 
 // A number read from another node's report; -1 when it is not one.
 long long number(const std::string* text) {
@@ -66,7 +88,7 @@ std::string heartbeat_conflict(const JobConfig& sched, const NodeInfo& n) {
 
 }  // namespace
 
-Settings shared_settings(const JobConfig& c, const std::string& van) {
+Settings shared_settings(const JobConfig& c, const std::string& van, size_t van_message_limit) {
   // BYTEPS_LOCAL_SIZE belongs to the local layer, which has checked it on
   // a worker; as text here, since only equality matters.
   std::string local_size = env::get("BYTEPS_LOCAL_SIZE").value_or("1");
@@ -77,6 +99,9 @@ Settings shared_settings(const JobConfig& c, const std::string& van) {
       {"PS_HEARTBEAT_TIMEOUT", std::to_string(c.heartbeat_timeout_s)},
       {"BYTEPS_ENABLE_ASYNC", c.enable_async ? "1" : "0"},
       {"van", van},
+      {"van message limit", van_message_limit == 0 || van_message_limit == SIZE_MAX
+                                ? "unlimited"
+                                : std::to_string(van_message_limit)},
       {"BYTEPS_LOCAL_SIZE", local_size},
       {"BYTEPS_PARTITION_BYTES",
        c.partition_bytes > 0 ? std::to_string(c.partition_bytes) : "unset"},
@@ -104,9 +129,7 @@ std::string settings_conflict(const JobConfig& sched, const NodeInfo& n,
       const std::string* theirs = find(o->settings, s.name);
       if (!theirs || *theirs == *mine) continue;
       return o->describe() + " has " + shown(s.name, *theirs) + " but " + n.describe() +
-             " has " + shown(s.name, *mine) + ": set " +
-             (std::string(s.name) == "van" ? "CARAVAN_VAN (or DMLC_ENABLE_RDMA)" : "it") +
-             " the same on every " +
+             " has " + shown(s.name, *mine) + ": set " + remedy(s.name, n) + " the same on every " +
              (s.servers ? "server and worker" : "worker");
     }
   }

@@ -6,6 +6,7 @@
 // with the setting, both values and both nodes named.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,11 @@
 namespace caravan {
 
 // What this node reports in REGISTER: (setting, value) pairs. `van` is the
-// name of the van it loaded ("zmq", "tcp", ...).
+// name of the van it loaded ("zmq", "tcp", ...), `van_message_limit` its
+// largest message in bytes (0 or SIZE_MAX: none).
 std::vector<std::pair<std::string, std::string>> shared_settings(const JobConfig& config,
-                                                                 const std::string& van);
+                                                                 const std::string& van,
+                                                                 size_t van_message_limit);
 
 // At the scheduler: why `node` cannot join a job whose scheduler has
 // `scheduler` and whose nodes registered so far are `others`, or "" when it

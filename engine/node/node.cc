@@ -41,7 +41,8 @@ void Node::join(NodeOptions& options) {
   self_.pid = static_cast<int>(getpid());
   self_.preferred_rank = config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
-  self_.settings = shared_settings(config_, van_->name());
+  self_.settings =
+      shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_);

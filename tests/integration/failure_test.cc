@@ -198,12 +198,14 @@ TEST(NodeFailure, BarrierTimeoutNamesTheNodesNotThere) {
 struct Mismatch {
   const char* label;
   const char* node;
-  const char* var;
-  const char* value;
-  const char* says;
+  const char* var;    // nullptr: the job's van's MAX_MESSAGE_BYTES
+  const char* value;  // nullptr: the other van
+  const char* says;   // nullptr: "has the van '<the other van>'"
 };
 
-void PrintTo(const Mismatch& m, std::ostream* os) { *os << m.node << " with " << m.var; }
+void PrintTo(const Mismatch& m, std::ostream* os) {
+  *os << m.node << " with " << (m.var ? m.var : "the van's MAX_MESSAGE_BYTES");
+}
 
 class SettingMismatch : public ::testing::TestWithParam<Mismatch> {};
 
@@ -213,12 +215,19 @@ std::string other_van() {
   return van && std::string(van) == "tcp" ? "zmq" : "tcp";
 }
 
+// The job's van's message limit: CARAVAN_VAN_ZMQ_MAX_MESSAGE_BYTES or _TCP_.
+std::string van_limit_var() {
+  return other_van() == "tcp" ? "CARAVAN_VAN_ZMQ_MAX_MESSAGE_BYTES"
+                              : "CARAVAN_VAN_TCP_MAX_MESSAGE_BYTES";
+}
+
 TEST_P(SettingMismatch, EndsTheJobAtStartUpNamingIt) {
   const Mismatch& m = GetParam();
+  std::string var = m.var ? m.var : van_limit_var();
   std::string value = m.value ? m.value : other_van();
   std::string says = m.says ? m.says : "has the van '" + value + "'";
   auto start = std::chrono::steady_clock::now();
-  Job job(2, 1, {}, "10000", {m.node, {{m.var, value}}});
+  Job job(2, 1, {}, "10000", {m.node, {{var, value}}});
   std::string role = m.node;
   role = role.substr(0, role.find(' '));
   std::string odd_one =
@@ -244,7 +253,11 @@ INSTANTIATE_TEST_SUITE_P(
                  "has BYTEPS_PARTITION_BYTES=1000"},
         Mismatch{"HeartbeatOff", "worker 0", "PS_HEARTBEAT_INTERVAL", "0",
                  "has PS_HEARTBEAT_INTERVAL=0 (off) but the scheduler has PS_HEARTBEAT_INTERVAL=1"},
-        Mismatch{"Van", "worker 1", "CARAVAN_VAN", nullptr, nullptr}),
+        Mismatch{"Van", "worker 1", "CARAVAN_VAN", nullptr, nullptr},
+        // A server with a lower limit dropped the workers' larger messages,
+        // and they waited out CARAVAN_OP_TIMEOUT.
+        Mismatch{"VanMessageLimit", "server 0", nullptr, "100000",
+                 "has a van message limit of 100000 bytes"}),
     [](const ::testing::TestParamInfo<Mismatch>& p) { return std::string(p.param.label); });
 
 }  // namespace

@@ -2,6 +2,7 @@
 // must agree (engine/control/job_settings.h).
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,14 @@ JobConfig scheduler_config() {
   return c;
 }
 
-NodeInfo member(Role role, int pid, JobConfig c = scheduler_config(), std::string van = "zmq") {
+NodeInfo member(Role role, int pid, JobConfig c = scheduler_config(), std::string van = "zmq",
+                size_t van_limit = SIZE_MAX) {
   c.role = role;
   NodeInfo n;
   n.role = role;
   n.pid = pid;
   n.host = "h";
-  n.settings = shared_settings(c, van);
+  n.settings = shared_settings(c, van, van_limit);
   return n;
 }
 
@@ -67,6 +69,26 @@ TEST(JobSettings, ServersAndWorkersShareAsyncAndVan) {
   EXPECT_NE(why.find("has the van 'zmq' but server (pid 6 at h) has the van 'tcp'"),
             std::string::npos) << why;
   EXPECT_NE(why.find("CARAVAN_VAN"), std::string::npos) << why;
+}
+
+// A receiver drops what is above its van's limit; the sender checks only
+// its own, so every server and worker must have the same one.
+TEST(JobSettings, ServersAndWorkersShareTheVanMessageLimit) {
+  NodeInfo w = member(Role::kWorker, 2);
+  std::string why = settings_conflict(
+      scheduler_config(), member(Role::kServer, 5, scheduler_config(), "zmq", 1000), {&w});
+  EXPECT_NE(why.find("worker (pid 2 at h) has no van message limit but server (pid 5 at h) has a "
+                     "van message limit of 1000 bytes: set CARAVAN_VAN_ZMQ_MAX_MESSAGE_BYTES the "
+                     "same on every server and worker"),
+            std::string::npos) << why;
+  NodeInfo limited = member(Role::kWorker, 6, scheduler_config(), "tcp", 1000);
+  EXPECT_EQ(settings_conflict(scheduler_config(),
+                              member(Role::kServer, 7, scheduler_config(), "tcp", 1000), {&limited}),
+            "");
+  // 0 says "none" as SIZE_MAX does.
+  EXPECT_EQ(settings_conflict(scheduler_config(),
+                              member(Role::kServer, 8, scheduler_config(), "zmq", 0), {&w}),
+            "");
 }
 
 TEST(JobSettings, WorkersAloneSharePartitioning) {
