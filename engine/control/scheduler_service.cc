@@ -1,4 +1,3 @@
-#include "engine/base/metrics.h"
 #include "engine/control/scheduler_service.h"
 
 #include <unistd.h>
@@ -7,6 +6,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/metrics.h"
 #include "engine/control/job_settings.h"
 
 namespace caravan {
@@ -152,6 +152,20 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   if (pending_.count(conn) || nodes_.count(conn))
     return evict(conn, "it registered a second time on one connection");
+  ++registrations_;
+  cv_.notify_all();
+  if (!failure_.empty()) {
+    // A node that starts after the job ended at start-up learns why at
+    // once, rather than after its CARAVAN_CONNECT_TIMEOUT.
+    CARAVAN_LOG(WARNING) << "scheduler: told " << n.describe() << ", which registered late, that "
+                         << "the job ended";
+    wire::Header h;
+    h.type = wire::Type::kAbort;
+    h.sender = kSchedulerId;
+    hub_.send(conn, h, std::vector<uint8_t>(failure_.begin(), failure_.end()));
+    hub_.hang_up(conn);
+    return;
+  }
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
   int have = 0;
   for (auto& [c, p] : pending_) have += p.role == n.role;
@@ -233,7 +247,8 @@ std::string SchedulerService::barrier_waiting_for(int group, bool final) const {
 void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head) {
   bool final = head.flags & wire::kFinal;
   std::string text = barrier_waiting_for(head.cmd, final);
-  if (text.empty()) text = "no node any more (every member has arrived; the completion is on its way)";
+  if (text.empty())
+    text = "no node any more (every member has arrived; the completion is on its way)";
   wire::Header h;
   h.type = wire::Type::kBarrierWaiting;
   h.sender = kSchedulerId;
@@ -245,8 +260,8 @@ void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head
 void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {
   auto& arrived = barrier_arrived_[key];
   size_t expected = barrier_members(group, final).size();
-  CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group))
-                  << ": " << arrived.size() << " of " << expected << " arrived";
+  CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group)) << ": "
+                  << arrived.size() << " of " << expected << " arrived";
   if (arrived.size() < expected) return;
   wire::Header h;
   h.type = wire::Type::kBarrierDone;
@@ -272,11 +287,11 @@ void SchedulerService::barrier(int group, bool final, int timeout_s) {
   if (timeout_s < 0) {
     cv_.wait(lock, done);
   } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
-    throw Error(CARAVAN_ERR_TIMEOUT, std::string(final ? "the shutdown barrier" : "a barrier of group " +
-                                                                std::to_string(group)) +
-                                         " timed out after " + std::to_string(timeout_s) +
-                                         " s on the scheduler, waiting for " +
-                                         barrier_waiting_for(group, final));
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                std::string(final ? "the shutdown barrier"
+                                  : "a barrier of group " + std::to_string(group)) +
+                    " timed out after " + std::to_string(timeout_s) +
+                    " s on the scheduler, waiting for " + barrier_waiting_for(group, final));
   }
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
 }
@@ -309,6 +324,7 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
 
 void SchedulerService::start() {
   Log::set_node_label("scheduler");
+  started_ = std::chrono::steady_clock::now();
   // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
   // reach us, which may be a NAT or DNS name rather than a local address.
   hub_.listen("0.0.0.0", config_.root_port);
@@ -324,11 +340,25 @@ void SchedulerService::start() {
 
 std::vector<NodeInfo> SchedulerService::wait_table() {
   std::unique_lock<std::mutex> lock(mu_);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
+  auto deadline = started_ + std::chrono::seconds(config_.connect_timeout_s);
   if (!cv_.wait_until(lock, deadline, [&] { return table_sent_ || !failure_.empty(); }))
     abort_job("start-up timed out after " + std::to_string(config_.connect_timeout_s) +
               " s (CARAVAN_CONNECT_TIMEOUT): " + missing_summary());
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_TIMEOUT, failure_);
+  if (!failure_.empty()) {
+    // The job ended at start-up (a mismatch, a node lost): nodes still on
+    // their way would wait out their own start-up deadline to hear nothing,
+    // so stay until each has registered and been told, within the
+    // start-up window that they would have had.
+    int expected = config_.num_servers + config_.num_workers;
+    if (registrations_ < expected && std::chrono::steady_clock::now() < deadline) {
+      CARAVAN_LOG(WARNING) << "scheduler: staying up to " << config_.connect_timeout_s
+                           << " s after start (CARAVAN_CONNECT_TIMEOUT) to tell the "
+                           << expected - registrations_
+                           << " node(s) yet to register why the job ended";
+    }
+    cv_.wait_until(lock, deadline, [&] { return registrations_ >= expected; });
+    throw Error(CARAVAN_ERR_TIMEOUT, failure_);
+  }
   std::vector<NodeInfo> all;
   for (auto& [c, n] : nodes_) all.push_back(n);
   if (participant_) all.push_back(self_);

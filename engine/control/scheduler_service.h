@@ -34,7 +34,9 @@ class SchedulerService {
 
   // The participant form, piece by piece: start() listens and returns;
   // wait_table() blocks until every node registered (or throws, naming the
-  // missing ones); barrier() joins a barrier as node 1; finish() waits for
+  // missing ones; after a start-up failure it first stays, within
+  // CARAVAN_CONNECT_TIMEOUT of start(), until every node has registered
+  // and been told why); barrier() joins a barrier as node 1; finish() waits for
   // the end of the job and returns the exit code.
   void start();
   std::vector<NodeInfo> wait_table();
@@ -81,10 +83,12 @@ class SchedulerService {
   ControlHub hub_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<int, NodeInfo> pending_;  // conn -> registration, before the table
-  std::map<int, NodeInfo> nodes_;    // conn -> node, after the table
+  std::map<int, NodeInfo> pending_;               // conn -> registration, before the table
+  std::map<int, NodeInfo> nodes_;                 // conn -> node, after the table
   std::map<int, std::set<int>> barrier_arrived_;  // group -> node ids
   bool table_sent_ = false;
+  std::chrono::steady_clock::time_point started_;  // start(): the start-up window opens
+  int registrations_ = 0;  // REGISTER messages taken, late ones after a failure included
   bool finished_ = false;  // the shutdown barrier completed
   std::string failure_;
   bool participant_ = false;

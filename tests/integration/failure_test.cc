@@ -31,8 +31,7 @@ struct Job {
   // registered (so that all of them hear how the job ends); `max_elements`
   // caps each tensor of sum_check_worker.
   Job(int num_workers, int num_servers, const Env& extra = {},
-      const std::string& max_elements = "10000",
-      const std::pair<std::string, Env>& one_node = {}) {
+      const std::string& max_elements = "10000", const std::pair<std::string, Env>& one_node = {}) {
     int port = free_port();
     auto spec = [&](const std::string& role, const std::string& bin) {
       ProcessSpec s;
@@ -62,7 +61,8 @@ struct Job {
       return i < servers.size() ? servers[i] : workers[i - servers.size()];
     };
     for (size_t i = 0; i < nodes.size(); ++i)
-      if (nodes[i].first != one_node.first) slot(i) = std::make_unique<RunningProcess>(nodes[i].second);
+      if (nodes[i].first != one_node.first)
+        slot(i) = std::make_unique<RunningProcess>(nodes[i].second);
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].first != one_node.first) continue;
       for (size_t j = 0; j < nodes.size(); ++j)
@@ -178,7 +178,8 @@ TEST(NodeFailure, WorkerTimingOutWithPartitionsQueuedExitsCleanly) {
 TEST(NodeFailure, BarrierTimeoutNamesTheNodesNotThere) {
   constexpr int kOpTimeout = 2;
   Job job(2, 1, {{"CARAVAN_OP_TIMEOUT", "60"}}, "10000",
-          {"worker 1", {{"SUM_CHECK_ROUNDS", "1"}, {"CARAVAN_OP_TIMEOUT", std::to_string(kOpTimeout)}}});
+          {"worker 1",
+           {{"SUM_CHECK_ROUNDS", "1"}, {"CARAVAN_OP_TIMEOUT", std::to_string(kOpTimeout)}}});
   ProcessResult r = job.workers[1]->wait(kOpTimeout + 20);
   expect_clean_failure(r, kOpTimeout + 20);
   EXPECT_NE(r.output.find("the shutdown barrier timed out after 2 s: the scheduler at "),
@@ -239,6 +240,40 @@ TEST_P(SettingMismatch, EndsTheJobAtStartUpNamingIt) {
     EXPECT_NE(r.output.find(odd_one), std::string::npos) << r.output;
   }
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10);
+}
+
+// Nodes that start after the job ended at start-up hear why from the
+// scheduler at once (they waited out CARAVAN_CONNECT_TIMEOUT, then said they
+// could not reach it); once every node has been told, the scheduler exits.
+TEST(Settings, LatecomersAfterAStartUpFailureAreToldWhy) {
+  int port = free_port();
+  auto spec = [&](const std::string& role, const std::string& bin, const Env& extra) {
+    ProcessSpec s;
+    s.argv = {bin};
+    s.set_env = node_env(role, port, 2, 1);
+    s.set_env.push_back({"PS_VERBOSE", "1"});
+    s.set_env.push_back({"CARAVAN_CONNECT_TIMEOUT", "60"});
+    s.set_env.insert(s.set_env.end(), extra.begin(), extra.end());
+    return s;
+  };
+  RunningProcess scheduler(spec("scheduler", CARAVAN_SERVER_BIN, {}));
+  RunningProcess odd(spec("worker", SUM_CHECK_WORKER_BIN, {{"DMLC_NUM_WORKER", "3"}}));
+  const std::string why = "has DMLC_NUM_WORKER=3 but the scheduler has DMLC_NUM_WORKER=2";
+  expect_clean_failure(odd.wait(10), 10);
+  ASSERT_TRUE(scheduler.wait_for_output("to tell the 2 node(s) yet to register", 10))
+      << scheduler.output();
+  for (auto [role, bin] : {std::pair<std::string, std::string>{"server", CARAVAN_SERVER_BIN},
+                           {"worker", SUM_CHECK_WORKER_BIN}}) {
+    RunningProcess late(spec(role, bin, {}));
+    ProcessResult r = late.wait(10);
+    expect_clean_failure(r, 10);
+    EXPECT_NE(r.output.find("the scheduler aborted the job: worker (pid " +
+                            std::to_string(odd.pid()) + " at "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  }
+  expect_clean_failure(scheduler.wait(10), 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(
