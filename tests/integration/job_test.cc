@@ -2,7 +2,10 @@
 // servers and C worker programs, checking sums and the error paths a user
 // meets first.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,6 +125,16 @@ TEST(BadEnvironment, MalformedWorkerCountIsNamed) {
       {"DMLC_NUM_WORKER='abc' is not an integer"});
 }
 
+// caravan-server reads only its environment; an argument (a launcher's
+// option passed on) was dropped without a word.
+TEST(BadEnvironment, AnArgumentToCaravanServerIsRefused) {
+  ProcessSpec spec = node_spec(CARAVAN_SERVER_BIN, "server", free_port(), 1, 1);
+  spec.argv.push_back("--num-servers=2");
+  ProcessResult r = ExpectRefusal(spec, {"caravan-server: unexpected argument '--num-servers=2'",
+                                         "It takes\nno arguments"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
 TEST(BadEnvironment, MissingRootUriIsNamedByAWorker) {
   ProcessSpec spec;
   spec.argv = {SUM_CHECK_WORKER_BIN};
@@ -144,6 +157,28 @@ TEST(BadEnvironment, UnknownVanStopsTheWholeJobListingThePathsTried) {
       {{"DMLC_ENABLE_RDMA", "acme"}, {"CARAVAN_PLUGIN_PATH", "/nonexistent/plugins"}}, 10);
   ExpectRefusal(spec, {"cannot load van plugin 'acme' (chosen by DMLC_ENABLE_RDMA=acme)",
                        "/nonexistent/plugins/libcaravan-van-acme.so: not found"});
+}
+
+// Hostfile lines caravan-launch refuses before anything starts, each naming
+// the file, the line and the word at fault.
+TEST(BadEnvironment, MalformedHostfileLinesAreNamed) {
+  struct Case {
+    const char* line;
+    const char* says;
+  };
+  for (const Case& c : {Case{"h1 slots=2 slots=3", ":2: slots= is given twice on one line"},
+                        Case{"h1 servers=1 servers=0", ":2: servers= is given twice on one line"},
+                        Case{"h1 slots=x", ":2: slots=x is not a count from 0 to 4096"},
+                        Case{"h1 gpus=2", ":2: 'gpus=2' is not slots=N or servers=M"}}) {
+    std::string path = ::testing::TempDir() + "caravan_hostfile_" + std::to_string(getpid());
+    std::ofstream(path) << "# hosts\n" << c.line << "\n";
+    ProcessSpec spec;
+    spec.argv = {CARAVAN_LAUNCH_BIN, "--hostfile", path, "--", SUM_CHECK_WORKER_BIN};
+    spec.timeout_s = 10;
+    ProcessResult r = ExpectRefusal(spec, {path + c.says});
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    std::remove(path.c_str());
+  }
 }
 
 TEST(BadEnvironment, MissingNodesAreNamedAtTheStartUpDeadline) {

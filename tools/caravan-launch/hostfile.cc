@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,9 +33,13 @@ std::vector<HostEntry> read_hostfile(const std::string& path) {
     e.line = n;
     if (!(words >> e.host)) continue;
     std::string where = path + ":" + std::to_string(n);
+    std::set<std::string> given;
     for (std::string w; words >> w;) {
       auto eq = w.find('=');
       std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+      // Which of two counts was meant is a guess either way.
+      if ((key == "slots" || key == "servers") && !given.insert(key).second)
+        throw std::runtime_error(where + ": " + key + "= is given twice on one line");
       if (key == "slots") {
         e.slots = read_count(where, key, value, 0);
       } else if (key == "servers") {
