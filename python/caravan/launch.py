@@ -13,7 +13,9 @@ prefixed "[worker local_rank=N] ". If one fails, the others are stopped and
 the launcher exits non-zero naming it. When COMMAND starts with python or
 python3 and that interpreter cannot import torch, an interpreter that can
 (CARAVAN_PYTHON, the one Caravan was built for, /usr/bin/python3) runs it
-instead, said once on stderr.
+instead, said once on stderr. A COMMAND given as one word with spaces
+("python3 train.py --epochs 3") runs through /bin/sh, as BytePS's launcher
+runs its command line; several words run as given.
 
 server, scheduler: becomes caravan-server (the one beside this package's
 libcaravan, else on PATH).
@@ -21,6 +23,7 @@ libcaravan, else on PATH).
 import os
 import queue
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -147,6 +150,28 @@ def with_torch_interpreter(command, prog):
     _say(prog, "%s cannot import torch; running %s instead (set CARAVAN_PYTHON to choose)" %
          (shown, other))
     return [other] + list(command[1:])
+
+
+# A plain first word of a shell line: no quotes, expansions or operators.
+_FIRST_WORD = re.compile(r"\s*([^\s'\"\\$`;&|<>()]+)(?=\s|$)")
+
+
+def _as_shell_line(command, prog):
+    """BytePS's launcher runs ' '.join(COMMAND) through a shell, so scripts
+    pass the whole command as one quoted word ("python3 train.py --epochs 3",
+    "cd /data && python3 train.py"). One word with a space in it runs that
+    way here too (its python replaced as with_torch_interpreter would), as
+    ["/bin/sh", "-c", line]; None otherwise. Several words run as they are,
+    their quoting kept, where BytePS would split and expand them again."""
+    if len(command) != 1 or not any(c.isspace() for c in command[0]):
+        return None
+    line = command[0]
+    first = _FIRST_WORD.match(line)
+    if first:
+        chosen = with_torch_interpreter([first.group(1)], prog)[0]
+        if chosen != first.group(1):
+            line = line[:first.start(1)] + shlex.quote(chosen) + line[first.end(1):]
+    return ["/bin/sh", "-c", line]
 
 
 # ---- worker processes -------------------------------------------------------
@@ -282,7 +307,7 @@ def _run_workers(command, prog):
         raise LaunchError("DMLC_ROLE=worker needs a COMMAND to run, e.g. "
                           "'%s python3 train.py'" % prog)
     count = local_size()
-    command = with_torch_interpreter(command, prog)
+    command = _as_shell_line(command, prog) or with_torch_interpreter(command, prog)
     group = WorkerGroup(command, count, prog)
 
     def forward(sig, frame):
@@ -352,6 +377,10 @@ DMLC_NUM_SERVER (and DMLC_WORKER_ID for workers).
                        once with DMLC_NUM_WORKER=1 unless
                        BYTEPS_FORCE_DISTRIBUTED=1, as BytePS's launcher
   DMLC_ROLE=scheduler  the same
+
+COMMAND given as one word with spaces ("python3 train.py --epochs 3",
+"cd /data && python3 train.py") runs through /bin/sh, as BytePS's
+launcher runs its command line; several words run as given.
 
 A COMMAND starting with python/python3 whose interpreter cannot import
 torch runs under one that can (CARAVAN_PYTHON, else the one Caravan was

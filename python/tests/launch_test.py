@@ -135,6 +135,30 @@ def test_python_without_torch_is_replaced_once(tmp_path):
         "running %s instead" % sys.executable in notes[0], notes
 
 
+def test_one_quoted_command_line_runs_through_a_shell(tmp_path):
+    """BytePS's launcher runs ' '.join(COMMAND) with shell=True, so scripts
+    give the command as one quoted word; it failed here with 'cannot start
+    ...: No such file or directory'. Its python is replaced as in the
+    several-word form."""
+    (tmp_path / "show.py").write_text(
+        "import os, sys, torch\nprint('args', sys.argv[1:], os.environ['BYTEPS_LOCAL_RANK'])\n")
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho 'the interpreter without torch ran'\nexit 9\n")
+    fake.chmod(0o755)
+    r = run([BPSLAUNCH, "python3 %s --tag x" % (tmp_path / "show.py")], DMLC_ROLE="worker",
+            BYTEPS_LOCAL_SIZE=2, PATH="%s:%s" % (tmp_path, os.environ["PATH"]))
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.splitlines()) == [
+        "[worker local_rank=%d] args ['--tag', 'x'] %d" % (i, i) for i in range(2)], r.stdout
+    assert "cannot import torch; running" in r.stderr
+    r = run([BPSLAUNCH, "cd %s && %s show.py $0" % (tmp_path, sys.executable)],
+            DMLC_ROLE="worker")
+    assert r.returncode == 0 and "args ['/bin/sh'] 0" in r.stdout, (r.stdout, r.stderr)
+    # Several words keep their quoting: "a b" stays one argument.
+    r = run([BPSLAUNCH, sys.executable, str(tmp_path / "show.py"), "a b"], DMLC_ROLE="worker")
+    assert r.returncode == 0 and "args ['a b'] 0" in r.stdout, (r.stdout, r.stderr)
+
+
 def test_a_bad_caravan_python_is_named(tmp_path):
     """A CARAVAN_PYTHON that cannot run torch stops the launch, naming it;
     it used to be passed over for /usr/bin/python3 with advice to set it."""

@@ -64,6 +64,15 @@ def every_dtype(rank, size):
             while not bps.poll(h):
                 pass
             check_equal(bps.synchronize(h), expected(size, dtype, average), "async %s" % name)
+            # In place, read once poll() says done, before synchronize():
+            # already averaged, as in BytePS.
+            t = contribution(rank, dtype)
+            h = bps.push_pull_async_inplace(t, average=average, name=name)
+            while not bps.poll(h):
+                pass
+            check_equal(t, expected(size, dtype, average), "in place after poll() %s" % name)
+            check(bps.synchronize(h) is t, "synchronize() after poll() returns the tensor")
+            check_equal(t, expected(size, dtype, average), "not averaged twice (%s)" % name)
             check(bps.synchronize(h) is bps.synchronize(h), "synchronize() twice gives the output")
 
 

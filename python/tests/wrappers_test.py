@@ -111,8 +111,15 @@ def optimizer_runs(rank, size):
         sgd, named_parameters=[p for _, p in named]), "tuples")
     check_raises(ValueError, lambda: bps.DistributedOptimizer(
         sgd, named_parameters=named[:2]), "does not name 2")
-    check_raises(ValueError, lambda: bps.DistributedOptimizer(
-        sgd, named_parameters=named, backward_passes_per_step=0), "backward_passes_per_step")
+    for bad in (0, 1.5, "2", True):
+        check_raises(ValueError, lambda: bps.DistributedOptimizer(
+            sgd, named_parameters=named, backward_passes_per_step=bad), "backward_passes_per_step")
+    # Any whole number counts, as BytePS only counts it down.
+    for whole in (2.0, torch.tensor(2)):
+        kept = bps.DistributedOptimizer(sgd, named_parameters=named,
+                                        backward_passes_per_step=whole).backward_passes_per_step
+        check(kept == 2 and type(kept) is int, "backward_passes_per_step=%r kept as %r" %
+              (whole, kept))
     # Fine-tuning: the first layer frozen and left out of named_parameters, as
     # BytePS allows (only parameters that require gradients are pushed).
     model = make_model()
@@ -130,6 +137,50 @@ def optimizer_runs(rank, size):
     os.environ["BYTEPS_ENABLE_ASYNC"] = "1"
     check_raises(NotImplementedError, lambda: DistributedDataParallel(model), "BYTEPS_ENABLE_ASYNC")
     del os.environ["BYTEPS_ENABLE_ASYNC"]
+
+
+def sparse_embedding_runs(rank, size):
+    """nn.Embedding(sparse=True) yields sparse gradients; as in BytePS, they
+    are averaged as dense ones (BytePS presets p.grad dense), and training
+    matches one dense model on the union of the data. Two passes a step
+    also check that a later sparse gradient accumulates into the dense one."""
+    def model_of(sparse):
+        torch.manual_seed(11)
+        return nn.ModuleDict({"emb": nn.Embedding(10, 4, sparse=sparse), "out": nn.Linear(4, 1)})
+
+    def loss(model, idx, y):
+        return ((model["out"](model["emb"](idx)) - y) ** 2).mean()
+
+    def batches(step, passes):
+        g = torch.Generator().manual_seed(900 + step)
+        return [(torch.randint(0, 10, (size * HALF,), generator=g),
+                 torch.randn(size * HALF, 1, generator=g)) for _ in range(passes)]
+
+    mine = slice(rank * HALF, (rank + 1) * HALF)
+    reference = model_of(sparse=False)
+    ref_opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    model = model_of(sparse=True)
+    optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters(),
+                                         backward_passes_per_step=2)
+    ddp = DistributedDataParallel(model_of(sparse=True))
+    ddp_opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for step in range(STEPS):
+        ref_opt.zero_grad()
+        optimizer.zero_grad()
+        ddp_opt.zero_grad()
+        for idx, y in batches(step, 2):
+            loss(reference, idx, y).backward()  # the mean of the workers' slices' means
+            loss(model, idx[mine], y[mine]).backward()
+        idx, y = batches(step, 1)[0]
+        loss(ddp.module, idx[mine], y[mine]).backward()
+        ref_opt.step()
+        optimizer.step()
+        ddp_opt.step()
+    check(not model["emb"].weight.grad.is_sparse, "the embedding's gradient was made dense")
+    for (name, p), ref in zip(model.named_parameters(), reference.parameters()):
+        check_equal(p.detach(), ref.detach(), "sparse embedding: %s" % name, atol=1e-5)
+    check(not ddp.module["emb"].weight.grad.is_sparse, "DDP: the embedding's gradient is dense")
 
 
 def ddp_runs(rank, size):
@@ -207,6 +258,7 @@ def main():
     bps.init()
     rank, size = bps.rank(), bps.size()
     optimizer_runs(rank, size)
+    sparse_embedding_runs(rank, size)
     ddp_runs(rank, size)
     done(rank, "DistributedOptimizer options and DistributedDataParallel on %d workers" % size)
     bps.shutdown()

@@ -1,4 +1,5 @@
-"""A hook that runs as soon as a parameter's gradient has been accumulated."""
+"""A hook that runs as soon as a parameter's gradient has been accumulated,
+and the dense gradient the engine needs."""
 import weakref
 
 import torch
@@ -29,3 +30,14 @@ def on_gradient_accumulated(param, method):
         accumulator = param.expand_as(param).grad_fn.next_functions[0][0]
     accumulator.register_hook(hook)
     return accumulator
+
+
+def dense_gradient(param):
+    """param.grad as a dense tensor, made dense in place of a sparse one.
+    An nn.Embedding(sparse=True) yields sparse gradients, which the engine
+    cannot sum; BytePS presets every p.grad to dense zeros, so they are
+    added into a dense one and such models train. Here the first sparse
+    gradient becomes dense, and later passes accumulate into it."""
+    if param.grad is not None and param.grad.is_sparse:
+        param.grad = param.grad.to_dense()
+    return param.grad

@@ -458,10 +458,16 @@ def poll(handle):
     if handle._done or handle._c is None:
         return True
     try:
-        return _capi.poll(handle._c, handle._what, handle.name) == 1
+        if _capi.poll(handle._c, handle._what, handle.name) != 1:
+            return False
     except CaravanError as e:
         _forget(handle, e)
         raise
+    # Done: finish now, so that an in-place tensor read after poll() is
+    # already averaged, as in BytePS (it divides before marking the handle
+    # done). The wait returns at once.
+    _complete(handle)
+    return True
 
 
 def synchronize(handle):
@@ -475,16 +481,22 @@ def synchronize(handle):
     if handle._error is not None:
         raise handle._error
     if not handle._done:
-        try:
-            _capi.wait(handle._c, handle._what, handle.name)
-        except CaravanError as e:
-            _forget(handle, e)
-            raise
-        handle._c = None
-        with _session.lock:
-            _session.in_flight.discard(handle)
-        handle._finish()
+        _complete(handle)
     return handle._output
+
+
+def _complete(handle):
+    """Waits for `handle`'s C handle, releases it and finishes the output
+    (average, copy back)."""
+    try:
+        _capi.wait(handle._c, handle._what, handle.name)
+    except CaravanError as e:
+        _forget(handle, e)
+        raise
+    handle._c = None
+    with _session.lock:
+        _session.in_flight.discard(handle)
+    handle._finish()
 
 
 def _forget(handle, error):

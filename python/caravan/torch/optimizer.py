@@ -24,12 +24,13 @@ the wrapped optimizer's momentum is set to 0 so it is not applied twice,
 as BytePS does.
 """
 import contextlib
+import numbers
 import warnings
 
 import torch
 
 from . import ops
-from ._hooks import on_gradient_accumulated
+from ._hooks import dense_gradient, on_gradient_accumulated
 from .compression import Compression, tensor_params
 
 
@@ -84,10 +85,10 @@ class _DistributedOptimizer:
             ops.declare(self._name[id(p)], **params)
 
     def set_backward_passes_per_step(self, passes):
-        """Changes backward_passes_per_step; the count starts again."""
-        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
-            raise ValueError("backward_passes_per_step must be an int >= 1, not %r" % (passes,))
-        self.backward_passes_per_step = passes
+        """Changes backward_passes_per_step; the count starts again. Any
+        whole number >= 1 will do (2, 2.0, numpy.int64(2), torch.tensor(2)),
+        as BytePS only counts it down."""
+        self.backward_passes_per_step = _whole_count(passes, "backward_passes_per_step")
         for key in self._passes_left:
             self._passes_left[key] = passes
 
@@ -98,6 +99,7 @@ class _DistributedOptimizer:
                 "the gradient of '%s' was computed more than backward_passes_per_step=%d times "
                 "before step() or synchronize(); raise backward_passes_per_step to accumulate "
                 "more passes locally" % (self._name[key], self.backward_passes_per_step))
+        dense_gradient(p)  # so that the next pass accumulates into a dense one
         self._passes_left[key] -= 1
         if self._passes_left[key] == 0:
             self._in_flight[key] = self._start(p)
@@ -106,7 +108,7 @@ class _DistributedOptimizer:
         key = id(p)
         if p.grad is None:  # not used this step here; maybe elsewhere: send zeros
             p.grad = torch.zeros_like(p)
-        wire, ctx = self._compression.compress(p.grad)
+        wire, ctx = self._compression.compress(dense_gradient(p))
         handle = ops.push_pull_async_inplace(wire, average=True, name=self._name[key],
                                              priority=self._priority[key])
         return handle, ctx
@@ -187,6 +189,19 @@ class _DistributedOptimizer:
                 "optimizer.step() or optimizer.synchronize(): %d gradients are being averaged "
                 "in place" % len(self._in_flight))
         return super().zero_grad(*args, **kwargs)
+
+
+def _whole_count(value, what):
+    """`value` as an int when it is a whole number >= 1, else ValueError."""
+    if not isinstance(value, bool):
+        try:
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                value = value.item()
+            if isinstance(value, numbers.Real) and value == int(value) and value >= 1:
+                return int(value)
+        except (ValueError, OverflowError):
+            pass
+    raise ValueError("%s must be a whole number >= 1, not %r" % (what, value))
 
 
 def _parameter_names(params, named_parameters):

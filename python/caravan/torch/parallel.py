@@ -14,7 +14,7 @@ import torch
 
 from . import ops
 from ..errors import UnsupportedTensorError
-from ._hooks import on_gradient_accumulated
+from ._hooks import dense_gradient, on_gradient_accumulated
 from .compression import Compression
 from .functions import broadcast_parameters
 
@@ -85,6 +85,7 @@ class DistributedDataParallel(torch.nn.Module):
             self._finish_backward()
 
     def _gradient_accumulated(self, p):
+        dense_gradient(p)  # so that later passes accumulate into a dense one
         if not self.require_backward_grad_sync:
             self._accumulated_locally = True
             return
@@ -96,7 +97,7 @@ class DistributedDataParallel(torch.nn.Module):
     def _start(self, name, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        wire, ctx = self._compression.compress(p.grad)
+        wire, ctx = self._compression.compress(dense_gradient(p))
         handle = ops.push_pull_async_inplace(wire, average=True,
                                              name=self._prefix + "Gradient." + name,
                                              priority=self._priority[id(p)])
