@@ -41,7 +41,12 @@ std::vector<Partition> plan_partitions(const std::string& name, size_t total_byt
   for (size_t i = 0; i < parts; ++i) {
     size_t n = base + (i < extra ? 1 : 0);
     Partition p;
-    p.key = name_hash(name + "#" + std::to_string(i));
+    // A tensor cut in several partitions names their count in each key, so
+    // workers that cut one name differently (another size) never sum unlike
+    // partitions: the first ones, equal in size, summed and answered, and
+    // a worker reported success for a sum of half a tensor.
+    p.key = name_hash(name + "#" + std::to_string(i) +
+                      (parts > 1 ? "/" + std::to_string(parts) : std::string()));
     p.server = static_cast<int>((first + i) % static_cast<size_t>(num_servers));
     p.offset = offset * element_bytes;
     p.bytes = n * element_bytes;

@@ -43,6 +43,8 @@ inline size_t default_partition_bytes(bool job_spans_hosts) {
 // from 443 to 506 MB/s, docs/compression.md).
 constexpr size_t kCompressedPartitionBytes = kOneHostPartitionBytes;
 
+// Partition i's key is name_hash("<name>#<i>"), and "<name>#<i>/<count>"
+// when the tensor has several partitions.
 std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
                                        size_t element_bytes, size_t partition_bytes,
                                        int num_servers);

@@ -622,7 +622,11 @@ int PushPullClient::wait(Operation& op, std::string* error) {
     op.abandoned = true;
     *error = std::string(op.what()) + " of '" + op.plan->name + "' timed out after " +
              std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT) waiting for " +
-             outstanding(op);
+             outstanding(op) +
+             (op.plan->broadcast
+                  ? std::string()
+                  : "; a server answers once every worker has pushed, so a worker that is "
+                    "behind, stopped, or push_pulls this name with another size holds it up");
     lock.unlock();
     // The caller may free the tensor once this returns: a late answer must
     // not land in it.

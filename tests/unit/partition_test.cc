@@ -55,6 +55,25 @@ TEST(PartitionPlan, NameHashIsPinned) {
   EXPECT_EQ(name_hash("fc.bias#0"), 0x56d9714691656202ull);
 }
 
+// One name cut in 1, 2 or 3 partitions (workers with another size of it)
+// shares no key between the cuts, so a server never sums partitions of
+// two cuts that happen to be equal in size (the first 4096000 bytes of an
+// 8192000-byte tensor and a whole 4096000-byte one were summed, and the
+// second worker reported success).
+TEST(PartitionPlan, DifferentCutsOfOneNameShareNoKey) {
+  std::set<uint64_t> keys;
+  size_t n = 0;
+  for (size_t bytes : {size_t{4096000}, size_t{8192000}, size_t{12288000}}) {
+    auto parts = plan_partitions("emb.weight", bytes, 4, 4096000, 1);
+    for (auto& p : parts) keys.insert(p.key);
+    n += parts.size();
+  }
+  EXPECT_EQ(n, 6u);
+  EXPECT_EQ(keys.size(), 6u);
+  // A tensor of one partition keeps the key "<name>#0".
+  EXPECT_EQ(plan_partitions("fc.bias", 400, 4, 4096000, 2)[0].key, name_hash("fc.bias#0"));
+}
+
 TEST(PartitionPlan, ModelListsAreReal) {
   EXPECT_EQ(models::resnet50().size(), 161u);
   EXPECT_EQ(models::total_elements(models::resnet50()), 25557032u);
