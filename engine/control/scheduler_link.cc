@@ -187,16 +187,23 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
                                            " closed the connection during registration");
   CARAVAN_VLOG(1) << "registered with the scheduler at " << scheduler_name() << " as "
                   << self.describe();
+  // The scheduler's start-up deadline (CARAVAN_CONNECT_TIMEOUT from its own
+  // start, before this registration) ends the job naming the nodes that
+  // are missing. A node that gave up first made the scheduler blame it
+  // ("lost server ... during start-up") and named nobody, so a registered
+  // node waits that long from now, and a little more.
+  constexpr auto kAfterTheScheduler = std::chrono::seconds(5);
   std::unique_lock<std::mutex> lock(mu_);
-  bool ok = cv_.wait_until(lock, std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline - net::now_ms()),
-                           [&] { return have_table_ || !failure_.empty(); });
+  bool ok = cv_.wait_for(lock, std::chrono::seconds(config_.connect_timeout_s) + kAfterTheScheduler,
+                         [&] { return have_table_ || !failure_.empty(); });
   if (!failure_.empty()) throw Error(failure_code_, failure_);
   if (!ok)
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "the scheduler at " + scheduler_name() + " did not complete start-up within " +
                     std::to_string(config_.connect_timeout_s) +
-                    " s (CARAVAN_CONNECT_TIMEOUT): other nodes are missing (check "
-                    "DMLC_NUM_WORKER and DMLC_NUM_SERVER on every node)");
+                    " s (CARAVAN_CONNECT_TIMEOUT) of this node's registration, nor end the job "
+                    "naming the missing nodes (check DMLC_NUM_WORKER and DMLC_NUM_SERVER on "
+                    "every node)");
   for (auto& n : table_)
     if (n.id == my_id_) self = n;
   return table_;

@@ -249,6 +249,8 @@ void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head
   std::string text = barrier_waiting_for(head.cmd, final);
   if (text.empty())
     text = "no node any more (every member has arrived; the completion is on its way)";
+  else
+    gave_up_[conn] = text;  // it leaves next: its loss is not a crash
   wire::Header h;
   h.type = wire::Type::kBarrierWaiting;
   h.sender = kSchedulerId;
@@ -318,6 +320,9 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
     return;
   }
   metrics::registry().peers_lost.add();
+  if (auto gave_up = gave_up_.find(conn); gave_up != gave_up_.end())
+    return abort_job(n.describe() + " left after its barrier timed out waiting for " +
+                     gave_up->second);
   abort_job("lost " + n.describe() + ": its control connection closed (" + why +
             "); the process exited or crashed before shutdown");
 }

@@ -89,6 +89,8 @@ class SchedulerService {
   bool table_sent_ = false;
   std::chrono::steady_clock::time_point started_;  // start(): the start-up window opens
   int registrations_ = 0;  // REGISTER messages taken, late ones after a failure included
+  // conn -> the nodes it was told its timed-out barrier waits for
+  std::map<int, std::string> gave_up_;
   bool finished_ = false;  // the shutdown barrier completed
   std::string failure_;
   bool participant_ = false;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -189,6 +190,51 @@ TEST(NodeFailure, BarrierTimeoutNamesTheNodesNotThere) {
                           std::to_string(job.workers[0]->pid()) + " at "),
             std::string::npos)
       << r.output;
+  // The others hear that worker 1 gave up, and on whom; not that it crashed.
+  ProcessResult w0 = job.workers[0]->wait(20);
+  expect_clean_failure(w0, 20);
+  EXPECT_NE(w0.output.find("the scheduler aborted the job: worker 1 (pid " +
+                           std::to_string(job.workers[1]->pid()) +
+                           " at 127.0.0.1, tcp://127.0.0.1:"),
+            std::string::npos)
+      << w0.output;
+  EXPECT_NE(w0.output.find("left after its barrier timed out waiting for 1 node(s) that have not "
+                           "arrived: worker 0"),
+            std::string::npos)
+      << w0.output;
+}
+
+// A node that registered waits for the scheduler's start-up deadline, which
+// names the missing nodes. A server started before the scheduler gave up
+// first, and the scheduler then ended the job blaming it ("lost server ...
+// during start-up") and named nobody.
+TEST(NodeFailure, StartUpTimeoutNamesTheMissingNodesNotTheOnesThatWaited) {
+  int port = free_port();
+  auto spec = [&](const std::string& role) {
+    ProcessSpec s;
+    s.argv = {CARAVAN_SERVER_BIN};
+    s.set_env = node_env(role, port, 1, 1);
+    s.set_env.push_back({"PS_VERBOSE", "1"});
+    s.set_env.push_back({"BYTEPS_FORCE_DISTRIBUTED", "1"});
+    s.set_env.push_back({"CARAVAN_CONNECT_TIMEOUT", "3"});
+    return s;
+  };
+  RunningProcess server(spec("server"));
+  ASSERT_TRUE(server.wait_for_output("listening at", 10)) << server.output();
+  // The launch skew under test, not a wait for anything: the server's
+  // start-up clock has run 1.5 s of its 3 when the scheduler starts.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  RunningProcess scheduler(spec("scheduler"));
+  const std::string why = "start-up timed out after 3 s (CARAVAN_CONNECT_TIMEOUT): registered 1 "
+                          "of 1 servers (DMLC_NUM_SERVER) and 0 of 1 workers (DMLC_NUM_WORKER); "
+                          "missing 0 server(s) and 1 worker(s)";
+  ProcessResult s = server.wait(15);
+  expect_clean_failure(s, 15);
+  EXPECT_NE(s.output.find("the scheduler aborted the job: " + why), std::string::npos) << s.output;
+  ProcessResult r = scheduler.wait(15);
+  expect_clean_failure(r, 15);
+  EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("lost server"), std::string::npos) << r.output;
 }
 
 // One node launched with a setting the rest of the job does not share: the
