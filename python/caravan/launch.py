@@ -78,14 +78,24 @@ def _visible_gpus():
 MAX_LOCAL_SIZE = 1024
 
 
+def _engine_integer(text):
+    """`text` as the engine reads an integer variable (strtoll: blanks before,
+    a sign, ASCII digits, nothing after), or None. str.isdigit() took "²",
+    which int() then refused with a traceback."""
+    if text is None or not re.fullmatch(r"\s*[+-]?[0-9]+", text):
+        return None
+    return int(text)
+
+
 def local_size():
     """The number of worker processes to start on this machine."""
     value = os.environ.get("BYTEPS_LOCAL_SIZE")
     if value is not None and value.strip():
-        if not value.strip().isdigit() or not 1 <= int(value) <= MAX_LOCAL_SIZE:
+        count = _engine_integer(value)
+        if count is None or not 1 <= count <= MAX_LOCAL_SIZE:
             raise LaunchError("BYTEPS_LOCAL_SIZE='%s' is not an integer from 1 to %d" %
                               (value, MAX_LOCAL_SIZE))
-        return int(value)
+        return count
     gpus, _ = _visible_gpus()
     return max(gpus, 1)
 
@@ -344,8 +354,10 @@ def _needed(role, prog):
     1: that worker sums alone and never connects, so a server or scheduler
     started for it would wait out CARAVAN_CONNECT_TIMEOUT and fail. BytePS's
     launcher exits at once then, and so does this one."""
-    workers = os.environ.get("DMLC_NUM_WORKER", "").strip()
-    if workers != "1" or os.environ.get("BYTEPS_FORCE_DISTRIBUTED", "").strip() == "1":
+    # Read as the engine reads them, so that this launcher and the worker
+    # agree ("01" is one worker, "true" forces distribution).
+    workers = _engine_integer(os.environ.get("DMLC_NUM_WORKER"))
+    if workers != 1 or os.environ.get("BYTEPS_FORCE_DISTRIBUTED") in ("1", "true"):
         return True
     _say(prog, "DMLC_ROLE=%s: DMLC_NUM_WORKER=1 needs no %s (the worker runs alone; "
          "BYTEPS_FORCE_DISTRIBUTED=1 would start one); exiting" % (role, role))

@@ -49,8 +49,9 @@ def test_missing_or_bad_role_is_named():
     assert r.returncode == 2 and "DMLC_ROLE='workr' is not worker, server or scheduler" in r.stderr
     r = run([BPSLAUNCH], DMLC_ROLE="worker")
     assert r.returncode == 2 and "needs a COMMAND" in r.stderr
-    r = run([BPSLAUNCH, "true"], DMLC_ROLE="worker", BYTEPS_LOCAL_SIZE="two")
-    assert r.returncode == 2 and "BYTEPS_LOCAL_SIZE='two'" in r.stderr
+    for bad in ("two", "\u00b2"):  # "²" passed str.isdigit(), then int() raised
+        r = run([BPSLAUNCH, "true"], DMLC_ROLE="worker", BYTEPS_LOCAL_SIZE=bad)
+        assert r.returncode == 2 and "BYTEPS_LOCAL_SIZE='%s'" % bad in r.stderr, r.stderr
 
 
 def test_each_local_worker_gets_its_rank_and_a_prefix():
@@ -218,28 +219,33 @@ def test_a_one_worker_job_needs_no_server_or_scheduler():
     """With DMLC_NUM_WORKER=1 the worker sums alone and never connects: a
     server or scheduler pod started for it exits 0 at once, as with BytePS's
     launcher (it used to wait out CARAVAN_CONNECT_TIMEOUT and fail)."""
-    for role in ("server", "scheduler"):
+    # "01" is one worker to the engine too.
+    for role, workers in (("server", "1"), ("scheduler", "1"), ("scheduler", "01")):
         start = time.monotonic()
-        r = run([BPSLAUNCH], timeout=30, DMLC_ROLE=role, DMLC_NUM_WORKER=1, DMLC_NUM_SERVER=1,
-                DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port())
+        r = run([BPSLAUNCH], timeout=30, DMLC_ROLE=role, DMLC_NUM_WORKER=workers,
+                DMLC_NUM_SERVER=1, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port())
         assert r.returncode == 0, r.stderr
         assert "DMLC_NUM_WORKER=1 needs no %s" % role in r.stderr, r.stderr
         assert time.monotonic() - start < 10
-    r = run([BPSLAUNCH], timeout=30, DMLC_ROLE="scheduler", DMLC_NUM_WORKER=1, DMLC_NUM_SERVER=1,
-            DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port(),
-            BYTEPS_FORCE_DISTRIBUTED=1, CARAVAN_CONNECT_TIMEOUT=2)
-    assert r.returncode != 0 and "0 of 1 workers" in r.stderr, r.stderr  # forced: it serves
+    # Forced ("true" as the engine reads it too): it serves.
+    for force in ("1", "true"):
+        r = run([BPSLAUNCH], timeout=30, DMLC_ROLE="scheduler", DMLC_NUM_WORKER=1,
+                DMLC_NUM_SERVER=1, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=free_port(),
+                BYTEPS_FORCE_DISTRIBUTED=force, CARAVAN_CONNECT_TIMEOUT=2)
+        assert r.returncode != 0 and "0 of 1 workers" in r.stderr, r.stderr
 
 
 def test_a_job_started_by_hand_as_with_byteps():
     """Scheduler, server and two workers, each started by bpslaunch (one
-    worker by python3 -m caravan.launch) with DMLC_* as in BytePS's docs."""
+    worker by python3 -m caravan.launch, the scheduler by python3 -c 'import
+    byteps.server', as BytePS's launcher starts it) with DMLC_* as in
+    BytePS's docs."""
     job = dict(DMLC_NUM_WORKER=2, DMLC_NUM_SERVER=1, DMLC_PS_ROOT_URI="127.0.0.1",
                DMLC_PS_ROOT_PORT=free_port(), DMLC_NODE_HOST="127.0.0.1",
                CARAVAN_CONNECT_TIMEOUT=60, CARAVAN_OP_TIMEOUT=60)
     worker = os.path.join(HERE, "launched_worker.py")
     procs = {
-        "scheduler": [BPSLAUNCH], "server": [BPSLAUNCH],
+        "scheduler": [sys.executable, "-c", "import byteps.server"], "server": [BPSLAUNCH],
         "worker 0": [BPSLAUNCH, "python3", worker],
         "worker 1": [sys.executable, "-m", "caravan.launch", "python3", worker],
     }
