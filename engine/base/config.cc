@@ -104,6 +104,17 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   }
   c.interface = env::get("DMLC_INTERFACE").value_or("");
   c.node_host = env::get("DMLC_NODE_HOST").value_or("");
+  // The scheduler listens on 0.0.0.0 and vans advertise host:port, so an
+  // IPv6 literal could only fail later: every node waited out
+  // CARAVAN_CONNECT_TIMEOUT with "Connection refused".
+  using Named = std::pair<const char*, const std::string*>;
+  for (auto [var, value] : {Named{"DMLC_PS_ROOT_URI", &c.root_uri},
+                            Named{"DMLC_NODE_HOST", &c.node_host}}) {
+    if (value->find(':') != std::string::npos)
+      throw config_error(std::string(var) + "='" + *value +
+                         "' is an IPv6 address; Caravan's nodes speak IPv4: give an IPv4 "
+                         "address, or a host name that has one");
+  }
   c.port = static_cast<int>(env::integer("DMLC_PORT", 1, 65535, 0));
   resolve_van(c);
   c.reducer = plugin_choice("CARAVAN_REDUCER", env::get("CARAVAN_REDUCER").value_or("cpu"));

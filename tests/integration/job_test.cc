@@ -125,6 +125,19 @@ TEST(BadEnvironment, MalformedWorkerCountIsNamed) {
       {"DMLC_NUM_WORKER='abc' is not an integer"});
 }
 
+// The scheduler listens on IPv4 only: an IPv6 address is refused at once by
+// every node and by caravan-launch (each node waited out
+// CARAVAN_CONNECT_TIMEOUT with "Connection refused").
+TEST(BadEnvironment, AnIPv6AddressIsRefusedAtOnce) {
+  for (const char* var : {"DMLC_PS_ROOT_URI", "DMLC_NODE_HOST"})
+    ExpectRefusal(node_spec(CARAVAN_SERVER_BIN, "scheduler", free_port(), 1, 1, {{var, "::1"}}),
+                  {std::string(var) + "='::1' is an IPv6 address"});
+  ProcessSpec spec = launch_spec(CARAVAN_LAUNCH_BIN, 2, 1, {SUM_CHECK_WORKER_BIN}, {}, 10);
+  spec.argv.insert(spec.argv.begin() + 1, {"--host", "::1"});
+  ProcessResult r = ExpectRefusal(spec, {"invalid --host value '::1': an IPv6 address"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
 // caravan-server reads only its environment; an argument (a launcher's
 // option passed on) was dropped without a word.
 TEST(BadEnvironment, AnArgumentToCaravanServerIsRefused) {

@@ -159,6 +159,10 @@ Options ParseArgs(int argc, char** argv) {
       o.timeout = ParseSeconds(name, value);
     } else if (name == "--host") {
       if (value.empty()) UsageError("invalid --host value '': expected an address");
+      if (value.find(':') != std::string::npos)
+        UsageError("invalid --host value '" + value +
+                   "': an IPv6 address; Caravan's nodes speak IPv4 (give an IPv4 address or a "
+                   "host name that has one)");
       o.host = value;
     } else {
       if (value.empty()) UsageError("invalid --server-bin value '': expected a program");
