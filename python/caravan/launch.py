@@ -320,8 +320,20 @@ def _run_workers(command, prog):
     command = _as_shell_line(command, prog) or with_torch_interpreter(command, prog)
     group = WorkerGroup(command, count, prog)
 
+    received = []
+
     def forward(sig, frame):
-        group.signal_all(sig)
+        # A worker blocked in the engine (a wait of up to CARAVAN_OP_TIMEOUT)
+        # sees a signal only when the wait ends: a second Ctrl-C kills.
+        received.append(sig)
+        if len(received) == 1:
+            _say(prog, "received %s; passing it to the workers (again: SIGKILL)" %
+                 signal.Signals(sig).name)
+            group.signal_all(sig)
+        else:
+            _say(prog, "received %s again; sending SIGKILL to the workers" %
+                 signal.Signals(sig).name)
+            group.signal_all(signal.SIGKILL)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, forward)

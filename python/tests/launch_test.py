@@ -120,6 +120,36 @@ def test_a_worker_killed_by_a_signal_is_named():
     assert "worker local_rank=0 of 2 failed: killed by signal 9 (SIGKILL)" in r.stderr
 
 
+def test_a_second_interrupt_kills_the_workers():
+    """A worker blocked in a long wait (here: ignoring SIGINT) does not end on
+    Ctrl-C; the second one sends SIGKILL. Every SIGINT was only passed on."""
+    code = ("import signal, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(100)\n")
+    proc = subprocess.Popen([BPSLAUNCH] + python_c(code), env=environment(DMLC_ROLE="worker",
+                            BYTEPS_LOCAL_SIZE=2), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        ready = 0
+        while ready < 2:
+            line = proc.stdout.readline()
+            assert line, "bpslaunch ended before its workers were ready"
+            ready += line.endswith("ready\n")
+        proc.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)  # SIGINT alone leaves them running
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert time.monotonic() - start < 10
+    assert "received SIGINT again; sending SIGKILL to the workers" in err, err
+    assert proc.returncode == 128 + signal.SIGKILL, (proc.returncode, err)
+
+
 def test_python_without_torch_is_replaced_once(tmp_path):
     fake = tmp_path / "python3"
     fake.write_text("#!/bin/sh\necho 'the interpreter without torch ran'\nexit 9\n")
