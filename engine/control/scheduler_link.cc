@@ -75,6 +75,7 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_seen_ = std::chrono::steady_clock::now();
+    heard_ = true;
   }
   const wire::Header& head = msg.head;
   switch (head.type) {
@@ -197,6 +198,13 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
   bool ok = cv_.wait_for(lock, std::chrono::seconds(config_.connect_timeout_s) + kAfterTheScheduler,
                          [&] { return have_table_ || !failure_.empty(); });
   if (!failure_.empty()) throw Error(failure_code_, failure_);
+  if (!ok && !heard_)
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                "what listens at " + scheduler_name() +
+                    " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) took the connection but sent nothing "
+                    "in " + std::to_string(config_.connect_timeout_s) +
+                    " s (CARAVAN_CONNECT_TIMEOUT), not even a heartbeat: is it a Caravan "
+                    "scheduler?");
   if (!ok)
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "the scheduler at " + scheduler_name() + " did not complete start-up within " +

@@ -73,6 +73,7 @@ class SchedulerLink {
   std::unique_ptr<AuthInitiator> auth_;  // with CARAVAN_JOB_TOKEN
   bool authenticated_ = false;
   std::chrono::steady_clock::time_point last_seen_;  // the scheduler, last heard
+  bool heard_ = false;  // any message from the scheduler yet
   HeartbeatTimer heartbeat_;
   void on_heartbeat_tick();
 };

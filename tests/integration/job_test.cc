@@ -1,7 +1,10 @@
 // Whole jobs of real processes over loopback: the launcher, the scheduler,
 // servers and C worker programs, checking sums and the error paths a user
 // meets first.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -136,6 +139,26 @@ TEST(BadEnvironment, AnIPv6AddressIsRefusedAtOnce) {
   spec.argv.insert(spec.argv.begin() + 1, {"--host", "::1"});
   ProcessResult r = ExpectRefusal(spec, {"invalid --host value '::1': an IPv6 address"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// DMLC_PS_ROOT_PORT held by something that takes connections but is no
+// scheduler: the node says so (it said that other nodes were missing).
+TEST(BadEnvironment, APortThatIsNoSchedulerIsNamed) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 8), 0);  // the kernel completes connections; nobody answers
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ProcessSpec spec = node_spec(CARAVAN_SERVER_BIN, "server", ntohs(addr.sin_port), 1, 1,
+                               {{"CARAVAN_CONNECT_TIMEOUT", "1"}});
+  spec.timeout_s = 20;
+  ExpectRefusal(spec, {"took the connection but sent nothing in 1 s (CARAVAN_CONNECT_TIMEOUT), "
+                       "not even a heartbeat: is it a Caravan scheduler?"});
+  close(fd);
 }
 
 // caravan-server reads only its environment; an argument (a launcher's
