@@ -174,6 +174,9 @@ class Supervisor {
   };
   // The job ended with failures: which one to name (see Run).
   void NameTheCause();
+  // Copies a child's prefixed output to stdout, noting the scheduler's
+  // "aborting the job: ..." line in ended_because_.
+  void Forward(const Child& c, const std::string& text);
 
   double timeout_seconds_;
   std::vector<Child> children_;
@@ -187,6 +190,7 @@ class Supervisor {
   bool killed_ = false;
   Clock::time_point kill_deadline_;
   JobOutcome outcome_;
+  std::string ended_because_;  // the scheduler's reason for ending the job, once logged
 };
 
 JobOutcome Supervisor::Run() {
@@ -278,6 +282,10 @@ void Supervisor::NameTheCause() {
                       " " + DescribeStatus(failures_[0].status) + ", then the job ended)";
     return;
   }
+  // Otherwise the first exit seen may be a consequence (the scheduler ends
+  // as soon as it loses a node, before that node's process is reaped).
+  if (!ended_because_.empty())
+    outcome_.reason += "; the scheduler ended the job: " + ended_because_;
 }
 
 bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
@@ -332,9 +340,21 @@ bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
 void Supervisor::CloseStream(Child& c, int stream) {
   std::string text;
   c.prefixers[stream]->Flush(&text);
-  WriteAll(STDOUT_FILENO, text);
+  Forward(c, text);
   close(c.fds[stream]);
   c.fds[stream] = -1;
+}
+
+void Supervisor::Forward(const Child& c, const std::string& text) {
+  WriteAll(STDOUT_FILENO, text);
+  // The scheduler knows which node ended the job and why; whichever process
+  // this launcher sees exit first, the scheduler's word goes in the reason.
+  static const std::string kMarker = "aborting the job: ";
+  if (!ended_because_.empty() || c.spec->name != "scheduler") return;
+  size_t at = text.find(kMarker);
+  if (at == std::string::npos) return;
+  at += kMarker.size();
+  ended_because_ = text.substr(at, text.find('\n', at) - at);
 }
 
 void Supervisor::ReadOnce(Child& c, int stream) {
@@ -343,7 +363,7 @@ void Supervisor::ReadOnce(Child& c, int stream) {
   if (n > 0) {
     std::string text;
     c.prefixers[stream]->Feed(buf, static_cast<size_t>(n), &text);
-    WriteAll(STDOUT_FILENO, text);
+    Forward(c, text);
   } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
     CloseStream(c, stream);
   }
@@ -363,7 +383,7 @@ void Supervisor::Drain(Child& c) {
       total += static_cast<size_t>(n);
       std::string text;
       c.prefixers[s]->Feed(buf, static_cast<size_t>(n), &text);
-      WriteAll(STDOUT_FILENO, text);
+      Forward(c, text);
     }
     if (c.fds[s] >= 0) CloseStream(c, s);
   }

@@ -208,6 +208,19 @@ TEST(Launch, FailingWorkerStopsTheOthers) {
   EXPECT_NE(l.err().find("caravan-launch: job failed: worker 1"), std::string::npos) << Dump(l);
 }
 
+// The scheduler exits as soon as it loses a node, often before that node's
+// process is reaped: the job's reason carries the scheduler's own words.
+TEST(Launch, TheSchedulersReasonIsInTheJobsReason) {
+  Launcher l({"--spmd", "--", "sh", "-c",
+              "if [ \"$DMLC_ROLE\" = scheduler ]; then echo '[caravan E 1 scheduler] aborting the "
+              "job: lost worker 1 (pid 42 at 10.0.0.2)' >&2; exit 1; fi; exec sleep 60"});
+  EXPECT_EQ(l.Wait(), 1) << Dump(l);
+  std::regex named(
+      "caravan-launch: job failed: scheduler \\(pid [0-9]+\\) exited with status 1; the scheduler "
+      "ended the job: lost worker 1 \\(pid 42 at 10.0.0.2\\)\n");
+  EXPECT_TRUE(std::regex_search(l.err(), named)) << Dump(l);
+}
+
 TEST(Launch, DeathBySignalIsNamed) {
   Launcher l({"--spmd", "--", "sh", "-c",
               "if [ \"$DMLC_ROLE\" = server ]; then kill -9 $$; fi; exec sleep 60"});
