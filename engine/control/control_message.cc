@@ -29,14 +29,14 @@ bool expected_by(ControlReceiver r, wire::Type t) {
   switch (t) {
     case wire::Type::kHeartbeat:
     case wire::Type::kAuthProof:
-    case wire::Type::kBarrierWaiting: return true;
+    case wire::Type::kBarrierWaiting:
+    case wire::Type::kAbort: return true;
     case wire::Type::kAuthHello:
     case wire::Type::kRegister:
     case wire::Type::kBarrier: return r == ControlReceiver::kScheduler;
     case wire::Type::kAuthChallenge:
     case wire::Type::kNodeTable:
-    case wire::Type::kBarrierDone:
-    case wire::Type::kAbort: return r == ControlReceiver::kNode;
+    case wire::Type::kBarrierDone: return r == ControlReceiver::kNode;
     case wire::Type::kKV:
     case wire::Type::kAck:
     case wire::Type::kProbe: return false;
@@ -105,6 +105,11 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
         return false;
       }
     case wire::Type::kAbort:
+      if (receiver == ControlReceiver::kScheduler && head.cmd != 0) {
+        *why = "an ABORT of kind " + std::to_string(head.cmd) + " from a node (it sends 0: it "
+               "ends the job)";
+        return false;
+      }
       if (head.cmd != 0 && head.cmd != kAbortRefused) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " (0: the job ended, " +
                std::to_string(kAbortRefused) + ": this node is refused)";

@@ -16,8 +16,9 @@ namespace caravan {
 
 // Who receives: the scheduler takes AUTH_HELLO, AUTH_PROOF, REGISTER,
 // BARRIER and HEARTBEAT; a server or worker takes AUTH_CHALLENGE,
-// AUTH_PROOF, NODE_TABLE, BARRIER_DONE, ABORT and HEARTBEAT; both take
-// BARRIER_WAITING (the scheduler the question, a node the answer).
+// AUTH_PROOF, NODE_TABLE, BARRIER_DONE and HEARTBEAT; both take
+// BARRIER_WAITING (the scheduler the question, a node the answer) and
+// ABORT (from a node: it ends the job, saying why).
 enum class ControlReceiver { kScheduler, kNode };
 
 // ABORT's head.cmd: the job ended (0), or only the receiving connection
@@ -33,7 +34,8 @@ struct ControlMessage {
   wire::Header head;            // a barrier's group is head.cmd, kFinal in head.flags
   NodeInfo node;                // REGISTER: the node that registers
   std::vector<NodeInfo> table;  // NODE_TABLE
-  // ABORT: why the job ended, or why this node is refused; BARRIER_WAITING's
+  // ABORT: why the job ended (from a node: why it ends it), or why this
+  // node is refused; BARRIER_WAITING's
   // answer: the nodes the barrier still waits for.
   std::string text;
   std::vector<uint8_t> auth;    // AUTH_*: the nonce or proof, as sized above

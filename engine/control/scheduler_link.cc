@@ -266,6 +266,17 @@ std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock
          std::to_string(kAnswerDeadline.count()) + " s)";
 }
 
+void SchedulerLink::end_job(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closing_ || !failure_.empty() || conn_ < 0) return;
+  }
+  wire::Header h;
+  h.type = wire::Type::kAbort;
+  h.sender = my_id_;
+  hub_.send(conn_, h, std::vector<uint8_t>(why.begin(), why.end()));
+}
+
 void SchedulerLink::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -39,6 +39,10 @@ class SchedulerLink {
   // Waits until every node of `group` arrived (final: the shutdown barrier
   // of all nodes). timeout_s < 0 waits as long as the job is alive.
   void barrier(int group, bool final, int timeout_s);
+  // Ends the job for every node, with `why` (this node's own failure: the
+  // others would otherwise hear only that its connection closed). Best
+  // effort: nothing when the job has already failed or the link is closing.
+  void end_job(const std::string& why);
   // Hangs up; after the shutdown barrier this is the clean end.
   void close();
   std::string failure() const;

@@ -111,6 +111,9 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
     case wire::Type::kBarrierWaiting:
       handle_barrier_waiting(conn, msg.head);
       break;
+    case wire::Type::kAbort:
+      handle_node_abort(conn, msg.text);
+      break;
     case wire::Type::kAuthHello:
     case wire::Type::kAuthProof:
       evict(conn,
@@ -257,6 +260,16 @@ void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head
   h.cmd = head.cmd;
   h.flags = head.flags & wire::kFinal;
   hub_.send(conn, h, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+void SchedulerService::handle_node_abort(int conn, const std::string& why) {
+  for (auto* m : {&pending_, &nodes_}) {
+    auto it = m->find(conn);
+    if (it == m->end()) continue;
+    metrics::registry().peers_lost.add();
+    return abort_job(it->second.describe() + " ended the job: " + why);
+  }
+  evict(conn, "an ABORT from a connection that is no node of the job");
 }
 
 void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {

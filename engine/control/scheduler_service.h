@@ -73,6 +73,8 @@ class SchedulerService {
   std::string barrier_waiting_for(int group, bool final) const;
   // Answers a node's BARRIER_WAITING question. Caller holds mu_.
   void handle_barrier_waiting(int conn, const wire::Header& head);
+  // A node ends the job, saying why (ABORT from a node). Caller holds mu_.
+  void handle_node_abort(int conn, const std::string& why);
   // Ends the job: every node gets ABORT with `why`. Caller holds mu_.
   void abort_job(const std::string& why);
   std::string missing_summary() const;

@@ -268,8 +268,16 @@ void LocalGroup::await_members(SteadyClock::time_point deadline) {
 void LocalGroup::on_member_exit(int r) {
   MemberSlot& m = member(r);
   if (m.state.load(std::memory_order_acquire) == kLeft) return;
-  abort(CARAVAN_ERR_PEER_LOST, who(r) + " (pid " + std::to_string(m.process.pid) +
-                                   ") ended without caravan_shutdown(): it crashed or was killed");
+  std::string why = who(r) + " (pid " + std::to_string(m.process.pid) +
+                    ") ended without caravan_shutdown(): it crashed or was killed";
+  abort(CARAVAN_ERR_PEER_LOST, why);
+  std::lock_guard<std::mutex> lock(lost_mu_);
+  if (on_member_lost_) on_member_lost_(why);
+}
+
+void LocalGroup::set_member_lost_handler(std::function<void(const std::string&)> handler) {
+  std::lock_guard<std::mutex> lock(lost_mu_);
+  on_member_lost_ = std::move(handler);
 }
 
 void LocalGroup::abort(int code, const std::string& message) {

@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,10 @@ class LocalGroup {
   // Ends the group because this member stops without leaving (its process
   // is ending, or caravan_init() failed after the group formed).
   void abandon();
+  // Called (on the watcher's thread) with the message when another member
+  // ends without caravan_shutdown(); local rank 0 tells the job. Setting
+  // nullptr waits until no call is under way.
+  void set_member_lost_handler(std::function<void(const std::string&)> handler);
 
  private:
   ControlBlock* block() const;
@@ -121,6 +127,8 @@ class LocalGroup {
   std::unique_ptr<PeerWatch> watch_;
   mutable std::atomic<bool> names_removed_{false};
   bool left_ = false;
+  std::mutex lost_mu_;  // guards on_member_lost_ and its calls
+  std::function<void(const std::string&)> on_member_lost_;
 };
 
 }  // namespace caravan

@@ -60,9 +60,14 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
           group->abort(CARAVAN_ERR_PEER_LOST, "the job failed (" + group->who(0) + "): " + why);
         });
         machine_rank_ = member_->rank();
+        // Only this process talks to the scheduler: without this the job
+        // heard that it, not the member that died, was lost.
+        JobMember* member = member_.get();
+        group_->set_member_lost_handler([member](const std::string& why) { member->end_job(why); });
       }
       group_->publish_machine_rank(machine_rank_);
     } catch (const Error& e) {
+      group_->set_member_lost_handler(nullptr);  // member_ goes before group_
       group_->abort(e.code(), group_->who(0) + " could not " +
                                   (joins_job ? "join the job: " : "start: ") + e.what());
       throw;
@@ -91,6 +96,7 @@ LocalWorker::~LocalWorker() {
   free_device_sides();
   // The job before the group: stopping the node may still report finished
   // sends, which ring the group's doorbell in shared memory.
+  group_->set_member_lost_handler(nullptr);
   member_.reset();
   group_.reset();
 }

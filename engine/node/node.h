@@ -40,6 +40,8 @@ class Node {
   // A barrier of `group` (kServerGroup, kWorkerGroup, kSchedulerGroup,
   // summed).
   void barrier(int group, int timeout_s) { link_.barrier(group, false, timeout_s); }
+  // Ends the job for every node, saying why (SchedulerLink::end_job).
+  void end_job(const std::string& why) { link_.end_job(why); }
 
   const NodeInfo& self() const { return self_; }
   const std::vector<NodeInfo>& table() const { return table_; }

@@ -26,6 +26,9 @@ class JobMember {
   int rank() const { return node_->self().rank; }
   // Waits for the push_pulls in flight and passes the job's shutdown barrier.
   void leave();
+  // Ends the job for every node, saying why: a failure of this process's
+  // own that the scheduler could not see (a local worker it serves died).
+  void end_job(const std::string& why) { node_->end_job(why); }
 
  private:
   int op_timeout_s_;

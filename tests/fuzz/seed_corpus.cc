@@ -86,6 +86,8 @@ void control_seeds() {
   append(b, control_frame(wire::Type::kBarrier, {}, kServerGroup + kWorkerGroup));
   append(b, control_frame(wire::Type::kBarrier, {}, kServerGroup + kWorkerGroup, wire::kFinal));
   append(b, control_frame(wire::Type::kBarrierWaiting, {}, 0, wire::kFinal | wire::kRequest));
+  std::string lost = "local rank 1 of machine 0 (pid 43) ended without caravan_shutdown()";
+  append(b, control_frame(wire::Type::kAbort, Bytes(lost.begin(), lost.end())));
   write("control_fuzz", "scheduler_side_session", b);
 
   std::vector<NodeInfo> table = {node(Role::kServer, 0, "127.0.0.1", 40000),

@@ -381,6 +381,13 @@ TEST(LocalFailure, KilledLocalRankIsNamedByTheOthers) {
                           ") ended without caravan_shutdown(): it crashed or was killed"),
             std::string::npos)
       << survivor;
+  // The other machine hears it from the scheduler, naming the member that
+  // died, not local rank 0 (which the scheduler saw leave).
+  const std::string& elsewhere = workers[2]->output();
+  EXPECT_NE(elsewhere.find("ended the job: local rank 1 of machine 0 (pid " +
+                           std::to_string(victim->pid()) + ") ended without caravan_shutdown()"),
+            std::string::npos)
+      << elsewhere;
   for (auto* p : job.all()) {
     ProcessResult r = p->wait(kDeadline);
     EXPECT_FALSE(r.timed_out) << r.output;

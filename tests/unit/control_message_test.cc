@@ -140,11 +140,19 @@ TEST(ControlMessage, ParsesWhatEachSideExpects) {
   h.cmd = 0;
   EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
   EXPECT_EQ(msg.text, "no");
+  // From a node: it ends the job, saying why.
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {'n', 'o'}, &msg, &why)) << why;
+  EXPECT_EQ(msg.text, "no");
 }
 
 TEST(ControlMessage, RefusesMessagesForTheOtherSide) {
-  EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}))
-                .find("ABORT message does not belong on the scheduler's end"),
+  EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrierDone, {}, 6))
+                .find("BARRIER_DONE message does not belong on the scheduler's end"),
+            std::string::npos);
+  // A node's ABORT ends the job; it cannot refuse the scheduler.
+  EXPECT_NE(refusal(ControlReceiver::kScheduler,
+                    control_frame(wire::Type::kAbort, {}, kAbortRefused))
+                .find("an ABORT of kind 1 from a node"),
             std::string::npos);
   EXPECT_NE(refusal(ControlReceiver::kNode, control_frame(wire::Type::kBarrier, {}, 6))
                 .find("BARRIER message does not belong on the node's end"),
