@@ -57,13 +57,14 @@ std::vector<uint8_t> encode_register(const NodeInfo& n) {
 NodeInfo decode_register(const std::vector<uint8_t>& body) {
   wire::Reader r(body.data(), body.size());
   NodeInfo n = get_node(r);
-  if (!r.done()) {
-    uint64_t count = r.u64();
-    if (count > 256) throw std::runtime_error("setting count out of bounds");
-    for (uint64_t i = 0; i < count; ++i) {
-      std::string name = r.str();
-      n.settings.emplace_back(std::move(name), r.str());
-    }
+  // The settings' count is required: a body without it (the form before
+  // settings) would parse into one that encodes differently, and builds
+  // that sent it speak an older wire format, refused at the header.
+  uint64_t count = r.u64();
+  if (count > 256) throw std::runtime_error("setting count out of bounds");
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string name = r.str();
+    n.settings.emplace_back(std::move(name), r.str());
   }
   if (!r.done()) throw std::runtime_error("trailing bytes");
   return n;

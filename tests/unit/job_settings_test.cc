@@ -129,7 +129,7 @@ TEST(JobSettings, HeartbeatsMustReachBothWays) {
 }
 
 TEST(JobSettings, ANodeWithoutSettingsIsNotChecked) {
-  NodeInfo old;  // an older build's REGISTER
+  NodeInfo old;  // a REGISTER with no settings (count 0)
   old.role = Role::kWorker;
   NodeInfo w = member(Role::kWorker, 2);
   EXPECT_EQ(settings_conflict(scheduler_config(), old, {&w}), "");
