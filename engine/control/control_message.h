@@ -35,8 +35,8 @@ struct ControlMessage {
   NodeInfo node;                // REGISTER: the node that registers
   std::vector<NodeInfo> table;  // NODE_TABLE
   // ABORT: why the job ended (from a node: why it ends it), or why this
-  // node is refused; BARRIER_WAITING's
-  // answer: the nodes the barrier still waits for.
+  // node is refused; BARRIER_WAITING's answer: the nodes the barrier still
+  // waits for.
   std::string text;
   std::vector<uint8_t> auth;    // AUTH_*: the nonce or proof, as sized above
 };

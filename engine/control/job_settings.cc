@@ -27,8 +27,8 @@ struct Shared {
 // so the sender waited out CARAVAN_OP_TIMEOUT: "van message limit" is
 // compared too.
 constexpr Shared kShared[] = {
-    {"BYTEPS_ENABLE_ASYNC", true},   {"van", true},
-    {"van message limit", true},     {"BYTEPS_LOCAL_SIZE", false},
+    {"BYTEPS_ENABLE_ASYNC", true},     {"van", true},
+    {"van message limit", true},       {"BYTEPS_LOCAL_SIZE", false},
     {"BYTEPS_PARTITION_BYTES", false}, {"BYTEPS_MIN_COMPRESS_BYTES", false},
 };
 
@@ -52,7 +52,6 @@ std::string remedy(const std::string& name, const NodeInfo& node) {
   }
   return "it";
 }
-
 
 // A number read from another node's report; -1 when it is not one.
 long long number(const std::string* text) {

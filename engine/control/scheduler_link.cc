@@ -209,7 +209,8 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "the scheduler at " + scheduler_name() + " did not complete start-up within " +
                     std::to_string(config_.connect_timeout_s) +
-                    " s (CARAVAN_CONNECT_TIMEOUT) of this node's registration, nor end the job "
+                    " s (CARAVAN_CONNECT_TIMEOUT, and 5 s more) of this node's registration, "
+                    "nor end the job "
                     "naming the missing nodes (check DMLC_NUM_WORKER and DMLC_NUM_SERVER on "
                     "every node)");
   for (auto& n : table_)

@@ -77,12 +77,8 @@ void SchedulerService::abort_job(const std::string& why) {
   if (!failure_.empty()) return;
   failure_ = why;
   CARAVAN_LOG(ERROR) << "aborting the job: " << why;
-  wire::Header h;
-  h.type = wire::Type::kAbort;
-  h.sender = kSchedulerId;
-  std::vector<uint8_t> body(why.begin(), why.end());
   for (auto* m : {&pending_, &nodes_})
-    for (auto& [conn, n] : *m) hub_.send(conn, h, body);
+    for (auto& [conn, n] : *m) send_abort(conn, 0, why);
   cv_.notify_all();
   if (on_failure_) on_failure_(why);
 }
@@ -124,12 +120,17 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
   }
 }
 
-void SchedulerService::refuse(int conn, const std::string& why, const std::string& tell) {
-  CARAVAN_LOG(WARNING) << "scheduler: refused " << hub_.peer(conn) << ": " << why;
+void SchedulerService::send_abort(int conn, int32_t kind, const std::string& text) {
   wire::Header h;
   h.type = wire::Type::kAbort;
-  h.cmd = kAbortRefused;
-  hub_.send(conn, h, std::vector<uint8_t>(tell.begin(), tell.end()));
+  h.sender = kSchedulerId;
+  h.cmd = kind;
+  hub_.send(conn, h, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+void SchedulerService::refuse(int conn, const std::string& why, const std::string& tell) {
+  CARAVAN_LOG(WARNING) << "scheduler: refused " << hub_.peer(conn) << ": " << why;
+  send_abort(conn, kAbortRefused, tell);
   hub_.hang_up(conn);
   last_seen_.erase(conn);
   auth_.forget(conn);
@@ -162,10 +163,7 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
     // once, rather than after its CARAVAN_CONNECT_TIMEOUT.
     CARAVAN_LOG(WARNING) << "scheduler: told " << n.describe() << ", which registered late, that "
                          << "the job ended";
-    wire::Header h;
-    h.type = wire::Type::kAbort;
-    h.sender = kSchedulerId;
-    hub_.send(conn, h, std::vector<uint8_t>(failure_.begin(), failure_.end()));
+    send_abort(conn, 0, failure_);
     hub_.hang_up(conn);
     return;
   }

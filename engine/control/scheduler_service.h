@@ -77,6 +77,8 @@ class SchedulerService {
   void handle_node_abort(int conn, const std::string& why);
   // Ends the job: every node gets ABORT with `why`. Caller holds mu_.
   void abort_job(const std::string& why);
+  // ABORT of `kind` (0: the job ended, kAbortRefused) with `text` to `conn`.
+  void send_abort(int conn, int32_t kind, const std::string& text);
   std::string missing_summary() const;
   int node_of(int conn) const;
 
