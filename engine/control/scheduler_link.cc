@@ -268,20 +268,34 @@ std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock
 }
 
 void SchedulerLink::end_job(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closing_ || !failure_.empty() || conn_ < 0) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closing_ || !failure_.empty() || conn_ < 0) return;
+  if (!ended_job_) {
+    ended_job_ = true;
+    lock.unlock();
+    wire::Header h;
+    h.type = wire::Type::kAbort;
+    h.sender = my_id_;
+    hub_.send(conn_, h, std::vector<uint8_t>(why.begin(), why.end()));
+    lock.lock();
   }
-  wire::Header h;
-  h.type = wire::Type::kAbort;
-  h.sender = my_id_;
-  hub_.send(conn_, h, std::vector<uint8_t>(why.begin(), why.end()));
+  // The scheduler answers every node with the job's ABORT, this one too; a
+  // broken connection ends the wait as well (on_lost).
+  bool answered =
+      cv_.wait_for(lock, kEndJobDeadline, [&] { return !failure_.empty() || closing_; });
+  if (!answered) {
+    CARAVAN_LOG(WARNING) << "the scheduler at " << scheduler_name()
+                         << " did not answer this node's ABORT within " << kEndJobDeadline.count()
+                         << " s; the other nodes may hear only that this node left, not why: "
+                         << why;
+  }
 }
 
 void SchedulerLink::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
+    cv_.notify_all();  // an end_job() waiting for its answer
   }
   heartbeat_.stop();
   hub_.stop();

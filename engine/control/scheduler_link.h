@@ -40,9 +40,14 @@ class SchedulerLink {
   // of all nodes). timeout_s < 0 waits as long as the job is alive.
   void barrier(int group, bool final, int timeout_s);
   // Ends the job for every node, with `why` (this node's own failure: the
-  // others would otherwise hear only that its connection closed). Best
-  // effort: nothing when the job has already failed or the link is closing.
+  // others would otherwise hear only that its connection closed), and
+  // blocks until the scheduler has answered with the job's ABORT, up to
+  // kEndJobDeadline: a node that closed its connection sooner could have its
+  // reason reset away in flight, or overtaken by the close. Returns at once
+  // when the job has already failed or the link is closing; a second call
+  // sends nothing and waits as the first.
   void end_job(const std::string& why);
+  static constexpr std::chrono::seconds kEndJobDeadline{5};
   // Hangs up; after the shutdown barrier this is the clean end.
   void close();
   std::string failure() const;
@@ -72,6 +77,7 @@ class SchedulerLink {
   std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
   std::map<int, std::string> barrier_waiting_;  // group (-1: shutdown) -> the answer
   bool closing_ = false;
+  bool ended_job_ = false;  // end_job() sent ABORT
   std::string failure_;
   int failure_code_ = CARAVAN_ERR_PEER_LOST;
   std::unique_ptr<AuthInitiator> auth_;  // with CARAVAN_JOB_TOKEN

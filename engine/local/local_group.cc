@@ -112,10 +112,11 @@ LocalGroup::~LocalGroup() {
   segment_.reset();
 }
 
-void LocalGroup::abandon() {
+void LocalGroup::abandon(const std::string& after) {
   try {
     abort(CARAVAN_ERR_PEER_LOST, who(rank_) + " (pid " + std::to_string(getpid()) +
-                                     ") stopped without caravan_shutdown()");
+                                     ") stopped without caravan_shutdown()" +
+                                     (after.empty() ? "" : " after: " + after));
   } catch (const std::exception& e) {
     CARAVAN_LOG(ERROR) << e.what();
   }
@@ -300,6 +301,12 @@ void LocalGroup::check() const {
   if (b->abort_state.load(std::memory_order_acquire) != 2) return;
   remove_names();
   throw Error(b->abort_code.load(), b->abort_message);
+}
+
+std::string LocalGroup::failure() const {
+  ControlBlock* b = block();
+  if (b->abort_state.load(std::memory_order_acquire) != 2) return "";
+  return b->abort_message;
 }
 
 void LocalGroup::remove_names() const {

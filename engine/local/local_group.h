@@ -67,6 +67,8 @@ class LocalGroup {
   void abort(int code, const std::string& message);
   // Throws the group's failure if it aborted.
   void check() const;
+  // The first abort's message; empty while the group has not aborted.
+  std::string failure() const;
 
   // Sleeps until ready() holds (true) or `deadline` (false); throws as
   // check() as soon as the group aborts.
@@ -99,8 +101,9 @@ class LocalGroup {
   void mark_left();
   bool left() const { return left_; }
   // Ends the group because this member stops without leaving (its process
-  // is ending, or caravan_init() failed after the group formed).
-  void abandon();
+  // is ending, or caravan_init() failed after the group formed); `after`,
+  // when given, is the failure that made it stop.
+  void abandon(const std::string& after = {});
   // Called (on the watcher's thread) with the message when another member
   // ends without caravan_shutdown(); local rank 0 tells the job. Setting
   // nullptr waits until no call is under way.

@@ -90,8 +90,17 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
 }
 
 LocalWorker::~LocalWorker() {
+  std::string failed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    failed = first_failure_;
+  }
   // First, so the others hear of it before this process tears down.
-  if (!group_->left()) group_->abandon();
+  if (!group_->left()) group_->abandon(failed);
+  // Then the job, before the link closes: the group's reason (a member's
+  // death, this process's own failure) rather than a closed connection
+  // that would name only this process. Waits for the scheduler's answer.
+  if (member_ && !group_->left()) member_->end_job(group_->failure());
   stop_machine_sum();
   free_device_sides();
   // The job before the group: stopping the node may still report finished
@@ -333,6 +342,7 @@ void LocalWorker::complete(LocalOp& op, int code, const std::string& error) {
     op.done = true;
     op.code = code;
     op.error = error;
+    if (code != 0 && first_failure_.empty()) first_failure_ = error;
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [&](const auto& p) { return p.get() == &op; }),
                    pending_.end());

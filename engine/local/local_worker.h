@@ -118,6 +118,7 @@ class LocalWorker final : public Worker {
   std::mutex mu_;
   std::condition_variable done_cv_;
   std::vector<std::shared_ptr<LocalOp>> pending_;  // local rank 0: not yet done
+  std::string first_failure_;  // the first op that failed: why this process may stop
   bool stop_ = false;
   std::thread thread_;
 };
