@@ -245,7 +245,7 @@ TEST(IpcJob, KilledWorkerLeavesNoSegmentBehind) {
   for (RunningProcess* p : {&other, &server, &job.scheduler()}) {
     ProcessResult r = p->wait(10);
     EXPECT_FALSE(r.timed_out) << r.output;
-    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_GT(r.exit_code, 0) << r.output;
   }
   EXPECT_NE(other.output().find("lost worker 0"), std::string::npos) << other.output();
   EXPECT_NE(server.output().find("removed 1 shared-memory segment(s)"), std::string::npos)
@@ -274,7 +274,7 @@ TEST(IpcJob, LaunchedJobLeavesNoSegmentWhenAWorkerIsKilled) {
   ASSERT_EQ(kill(pid, SIGKILL), 0);
   ProcessResult r = launcher.wait(30);
   EXPECT_FALSE(r.timed_out) << r.output;
-  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.exit_code, 0) << r.output;
   EXPECT_EQ(joined(segments_in_dev_shm(prefix)), "") << r.output;
 }
 

@@ -236,7 +236,7 @@ TEST(JobToken, StrangersAreRefusedAndLoggedAndTheJobSumsExactly) {
     ProcessResult r = stranger_worker(job.port, token);
     double took = now_s() - start;
     EXPECT_FALSE(r.timed_out) << r.output;
-    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_GT(r.exit_code, 0) << r.output;
     EXPECT_LT(took, kRefusalDeadline) << "refused only after " << took << " s:\n" << r.output;
     std::string named = token ? "refused this node: wrong CARAVAN_JOB_TOKEN"
                               : "refused this node: this job requires CARAVAN_JOB_TOKEN";
@@ -294,7 +294,7 @@ TEST(JobToken, ATokenOnTheNodeAloneIsNamedAtOnce) {
   double start = now_s();
   ProcessResult r = stranger_worker(port, &token);
   double took = now_s() - start;
-  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.exit_code, 0) << r.output;
   EXPECT_LT(took, kRefusalDeadline) << r.output;
   EXPECT_NE(r.output.find("the scheduler has no CARAVAN_JOB_TOKEN and this node has one"),
             std::string::npos)

@@ -3,9 +3,10 @@
  * bytes (per tensor and in all), with latencies in order and a throughput;
  * a tensor never used has none; a short struct is refused. Sleeps past the
  * window first when asked (argument "log"), so that BYTEPS_TELEMETRY_ON=1
- * logs its line.
- * Usage: telemetry_worker [log]
- * Exit 0 when every figure was right; 1 naming the first wrong one. */
+ * logs its line. With "off" (run with BYTEPS_TELEMETRY_ON=0) the figures
+ * are refused with CARAVAN_ERR_STATE, and push_pull works as ever.
+ * Usage: telemetry_worker [log|off]
+ * Exit 0 when every figure (or refusal) was right; 1 naming the first wrong one. */
 #define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <caravan/caravan.h>
 
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   float a[1000], b[250000];
   caravan_pushpull_stats s;
   int i, rc, log_line = argc > 1 && strcmp(argv[1], "log") == 0;
+  int off = argc > 1 && strcmp(argv[1], "off") == 0;
   if (caravan_init() != 0) {
     printf("FAIL caravan_init: %s\n", caravan_strerror(-1));
     return 1;
@@ -48,6 +50,12 @@ int main(int argc, char** argv) {
   s.struct_size = sizeof s;
   rc = caravan_get_pushpull_stats("telemetry.b", &s);
   if (rc != 0) printf("stats of telemetry.b: rc %d: %s\n", rc, caravan_strerror(rc));
+  if (off) {
+    expect(rc == CARAVAN_ERR_STATE, "stats refused while telemetry is off");
+    expect(caravan_shutdown() == 0, "shutdown");
+    printf("%s\n", failures ? "telemetry_worker: FAILED" : "telemetry_worker: refused while off");
+    return failures ? 1 : 0;
+  }
   expect(rc == 0, "stats of telemetry.b");
   expect(s.operations == 2 && s.bytes == 2000000ull, "telemetry.b: 2 operations, 2000000 bytes");
   expect(s.p50_us > 0 && s.p50_us <= s.p90_us && s.p90_us <= s.p99_us, "latency percentiles in order");
