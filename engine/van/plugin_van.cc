@@ -44,7 +44,14 @@ class PluginVan final : public Van {
     lender_->ctx = ctx_;
     props_.struct_size = sizeof props_;
     s = ops_->properties(ctx_, &props_);
-    if (s != CARAVAN_STATUS_OK) fail("properties", s);
+    if (s != CARAVAN_STATUS_OK) {
+      // The constructor throws, so no destructor will: the instance init
+      // made is finalized here.
+      lender_->ctx = nullptr;
+      ops_->finalize(ctx_);
+      ctx_ = nullptr;
+      fail("properties", s);
+    }
     if (!props_.transport) props_.transport = "unknown";
     // Minor 1's entries, where the table is long enough to have them and
     // the van fills both.
