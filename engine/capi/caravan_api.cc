@@ -11,6 +11,7 @@
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/capi/start_worker.h"
 #include "engine/capi/telemetry.h"
 #include "engine/reducer/device_memory.h"
 #include "engine/worker/device_stager.h"

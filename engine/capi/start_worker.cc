@@ -1,5 +1,5 @@
-// Chooses how this worker takes part in the job (through the servers, alone,
-// or with the other processes of its machine) from the environment.
+#include "engine/capi/start_worker.h"
+
 #include "engine/base/config.h"
 #include "engine/base/env.h"
 #include "engine/base/error.h"
@@ -8,7 +8,7 @@
 #include "engine/local/local_worker.h"
 #include "engine/local/solo_worker.h"
 #include "engine/numa/cpu_binding.h"
-#include "engine/worker/job_member.h"
+#include "engine/worker/distributed_worker.h"
 #include "engine/worker/worker.h"
 
 namespace caravan {

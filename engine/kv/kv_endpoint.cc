@@ -154,9 +154,9 @@ void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
 
 void KVEndpoint::stop() {
   {
-    // Closed to new requests as well: a van settles the sends still in
-    // flight when it closes, and their handlers may try to send more
-    // (the next partition a scheduling credit held back).
+    // Closed to new requests first: until the receiving thread stops, the
+    // handlers it runs (a finished send's) may try to send more (the next
+    // partition a scheduling credit held back).
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_code_ == 0) {
       failed_code_ = CARAVAN_ERR_STATE;
@@ -280,13 +280,39 @@ void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_respon
   msg.head.sender = my_id_;
   msg.head.recipient = recipient;
   msg.head.timestamp = ts;
+  // A request the van failed to send is never answered (under PS_RESEND it
+  // is sent again, and may be): its response is a local error, at once.
+  bool resends = reliability_ && reliability_->resend_on();
+  SentHandler sent = [this, ts, recipient, resends,
+                      on_sent = std::move(on_sent)](caravan_status s) {
+    if (on_sent) on_sent(s);
+    if (s != CARAVAN_STATUS_OK && !resends)
+      unanswerable(ts, recipient,
+                   "the van could not send it to node " + std::to_string(recipient) +
+                       " (status " + std::to_string(s) + ")");
+  };
   try {
-    transmit(recipient, msg, std::move(on_sent));
+    transmit(recipient, msg, std::move(sent));
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.erase(ts);
     throw;
   }
+}
+
+void KVEndpoint::unanswerable(int32_t ts, int recipient, const std::string& why) {
+  ResponseHandler handler;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = pending_.find(ts);
+    if (it == pending_.end() || it->second.recipient != recipient) return;
+    handler = std::move(it->second.on_response);
+    pending_.erase(it);
+  }
+  wire::Header h;
+  h.timestamp = ts;
+  h.recipient = recipient;
+  handler(local_error(h, CARAVAN_ERR_TRANSPORT, why));
 }
 
 void KVEndpoint::send_routed(int recipient, KVMessage msg, SentHandler on_sent) {

@@ -26,7 +26,8 @@ class KVEndpoint {
   // Runs on the receive thread.
   using RequestHandler = std::function<void(KVMessage&& request)>;
   // The response, or an error response (head.status < 0) made locally when
-  // the request could not be sent or the job failed. Runs once.
+  // the request could not be sent (the van's SENT event failed, and
+  // PS_RESEND is off) or the job failed. Runs once.
   using ResponseHandler = std::function<void(KVMessage&& response)>;
   // The van no longer reads the request's memory (status OK or an error).
   using SentHandler = std::function<void(caravan_status)>;
@@ -103,6 +104,9 @@ class KVEndpoint {
   bool reliability_filter(const wire::Header& h, const std::string& peer);
   bool lends() const;  // whether lend_values may lend at all
   static KVMessage local_error(const wire::Header& request, int code, const std::string& why);
+  // Request `ts` to `recipient` can never be answered: its handler gets a
+  // local error with `why` (nothing when it was answered already).
+  void unanswerable(int32_t ts, int recipient, const std::string& why);
   // A probe arrived: echo a request, or note an echo.
   void on_probe(const wire::Header& h, const std::string& peer);
 

@@ -56,13 +56,13 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
       remove_dead_runs_segments(*group_);
       if (joins_job) {
         LocalGroup* group = group_.get();
-        member_ = std::make_unique<JobMember>(config, [group](const std::string& why) {
+        member_ = std::make_unique<DistributedWorker>(config, [group](const std::string& why) {
           group->abort(CARAVAN_ERR_PEER_LOST, "the job failed (" + group->who(0) + "): " + why);
         });
         machine_rank_ = member_->rank();
         // Only this process talks to the scheduler: without this the job
         // heard that it, not the member that died, was lost.
-        JobMember* member = member_.get();
+        DistributedWorker* member = member_.get();
         group_->set_member_lost_handler([member](const std::string& why) { member->end_job(why); });
       }
       group_->publish_machine_rank(machine_rank_);
@@ -103,8 +103,9 @@ LocalWorker::~LocalWorker() {
   if (member_ && !group_->left()) member_->end_job(group_->failure());
   stop_machine_sum();
   free_device_sides();
-  // The job before the group: stopping the node may still report finished
-  // sends, which ring the group's doorbell in shared memory.
+  // The job before the group: until the node's receiving thread stops, the
+  // machine's operations through the servers can end, and ending rings the
+  // group's doorbell in shared memory.
   group_->set_member_lost_handler(nullptr);
   member_.reset();
   group_.reset();

@@ -21,7 +21,7 @@
 #include "engine/local/tensor_registry.h"
 #include "engine/reducer/device_memory.h"
 #include "engine/reducer/reducer.h"
-#include "engine/worker/job_member.h"
+#include "engine/worker/distributed_worker.h"
 #include "engine/worker/worker.h"
 
 namespace caravan {
@@ -105,7 +105,7 @@ class LocalWorker final : public Worker {
   int machine_rank_ = 0;
   std::unique_ptr<LocalGroup> group_;
   std::unique_ptr<Reducer> reducer_;   // local rank 0
-  std::unique_ptr<JobMember> member_;  // local rank 0 of a job with servers
+  std::unique_ptr<DistributedWorker> member_;  // local rank 0 of a job with servers
   TensorRegistry tensors_;
 
   // pending_, stop_ and every op's result; taken before the registry's mutex when both are.

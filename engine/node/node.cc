@@ -119,8 +119,10 @@ Node::~Node() { teardown(); }
 void Node::teardown() {
   if (kv_) kv_->stop();
   link_.close();
-  // The van before the endpoint: closing it settles the sends in flight,
-  // whose handlers reach the (stopped) endpoint.
+  // The van before the endpoint: a closing van lets go of the sends it
+  // still holds (their memory is the endpoint's messages') without
+  // reporting them (van.h), and the endpoint's receiving thread, the only
+  // one that hears of sends, has stopped already.
   van_.reset();
   kv_.reset();
 }

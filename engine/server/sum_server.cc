@@ -12,7 +12,7 @@
 #include "engine/base/log.h"
 #include "engine/control/node_info.h"
 #include "engine/ipc/segment_names.h"
-#include "engine/kv/sample_trace.h"
+#include "engine/kv/sample_log.h"
 
 namespace caravan {
 

@@ -1,34 +1,35 @@
-// The worker side of push_pull: declares tensors, cuts them into
-// partitions, sends each partition to its server through the SendPolicy, and
-// gathers the sums back into the caller's buffer. A broadcast goes the same
-// way, except that only its root sends values and only the others get
-// values back: the servers relay them without summing.
+// The worker side of push_pull: plans each tensor at its first use
+// (partitions, keys, how its values travel: payload.h), queues each
+// partition in the send order (send_queue.h), sends it to its server, and
+// stores the sums into the caller's buffer as they arrive. A broadcast
+// goes the same way, except that only its root sends values and only the
+// others get values back: the servers relay them without summing.
+//
+// A partition's life is its PartitionFlight (partition_flight.h), kept by
+// its Operation (operation.h); the timeline and the metrics watch the
+// operations (operation_observer.h).
 #pragma once
 
-#include <chrono>
-#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/base/config.h"
 #include "engine/base/timeline.h"
-#include "engine/compress/codec.h"
 #include "engine/compress/compression_spec.h"
 #include "engine/ipc/worker_lane.h"
 #include "engine/kv/kv_endpoint.h"
-#include "engine/worker/partition_plan.h"
-#include "engine/worker/send_policy.h"
-#include "engine/worker/worker.h"
+#include "engine/worker/operation.h"
+#include "engine/worker/operation_observer.h"
+#include "engine/worker/send_queue.h"
+#include "engine/worker/tensor_table.h"
 
 namespace caravan {
 
-class Error;
-
-struct ServerAddress {
+// A server as the worker sees it: its node id and how messages name it.
+struct ServerPeer {
   int node_id;
   std::string name;  // "server 1 (pid ... at ...)"
   // It advertises this worker's host: with BYTEPS_ENABLE_IPC, values may
@@ -36,93 +37,15 @@ struct ServerAddress {
   bool same_host = false;
 };
 
-struct TensorPlan {
-  std::string name;
-  size_t count = 0;
-  int dtype = 0;
-  bool broadcast = false;  // fixed at first use: broadcast or push_pull
-  std::vector<Partition> partitions;
-  bool in_flight = false;  // guarded by the client's mutex
-  // BYTEPS_ENABLE_IPC: each partition's place in shared memory (a slot
-  // without data goes through the van), set by the first push_pull.
-  std::vector<ipc::Slot> slots;
-  bool placed = false;
-  // Compressed (its byteps_compressor_type, and at least
-  // BYTEPS_MIN_COMPRESS_BYTES): per partition, its codec, the buffer its
-  // compressed push goes out from, and the parameters that travel with it.
-  CompressionSpec compression;
-  std::vector<std::unique_ptr<PushCodec>> codecs;
-  std::vector<std::vector<char>> payloads;
-  std::vector<std::string> wire_params;
-  uint64_t rounds = 0;  // push_pulls submitted: the next one's round (seeds)
-  bool compressed() const { return !codecs.empty(); }
-};
-
-// One push_pull in progress. Two events finish each partition: the van is
-// done reading its memory, and its sum arrived.
-class Operation {
- public:
-  Operation(TensorPlan* tensor, char* buffer, int broadcast_root, int my_rank)
-      : plan(tensor),
-        data(buffer),
-        root(broadcast_root),
-        sends_values(root == kSum || root == my_rank),
-        gets_values(root == kSum || root != my_rank) {}
-  TensorPlan* const plan;
-  char* const data;
-  const int root;  // kSum, or the broadcast's root rank
-  // A broadcast's root sends its values and gets none back; the others
-  // send none and get the root's. A push_pull does both.
-  const bool sends_values;
-  const bool gets_values;
-  const char* what() const { return root == kSum ? "push_pull" : "broadcast"; }
-
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t events_left = 0;
-  std::vector<bool> answered;  // per partition
-  // Per partition: its answer may land in `data` itself (the van took a
-  // lend, van_v2.h); taken back when the answer lands elsewhere or never
-  // comes, so nothing writes there once the operation is over.
-  std::vector<bool> lent;
-  // Per partition: the van is done reading it. The caller's buffer is the
-  // van's to read until then (van_v2.h), and a sum can come back first (the
-  // server has every byte before the van reports done); it waits here and
-  // the done handler stores it.
-  std::vector<bool> sent;
-  std::vector<std::unique_ptr<KVMessage>> early_sums;
-  int code = 0;
-  std::string error;
-  bool done = false;
-  bool abandoned = false;  // timed out: late answers are counted, not stored
-  // Microseconds after submission, for the PS_VERBOSE=2 pipelining line:
-  // the first partition's sum arriving before the last partition left
-  // shows pulls overlapping pushes.
-  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
-  long long first_answer_us = -1;
-  long long last_sent_us = -1;
-  // Told once, after done is set; may be empty.
-  std::function<void()> on_done;
-  // A staged operation (submit's `staged`): told, on the receiving thread,
-  // of each partition whose result is in `data`. May be empty.
-  std::function<void(size_t index)> stored;
-  int priority = 0;
-  uint64_t round = 0;  // of its tensor: with the key, the compressors' seed
-  // The timeline (BYTEPS_TRACE_ON): this push_pull's step of its tensor
-  // and, when that step is traced, per partition when each stage began
-  // (Timeline::now_us), under mu.
-  int step = -1;
-  bool traced = false;
-  std::vector<int64_t> queued_us, send_us, sent_us, answer_us;
-};
-
 class PushPullClient {
  public:
-  // Reads partition_bytes, op_timeout_s, scheduling_credit,
-  // debug_sample_tensor and enable_ipc from `config`.
-  // `timeline`: where the stages of traced steps go (null: not tracing).
-  PushPullClient(KVEndpoint& kv, std::vector<ServerAddress> servers, const JobConfig& config,
+  // Reads partition_bytes, compressed_partition_bytes, op_timeout_s,
+  // min_compress_bytes, enable_async, scheduling_credit,
+  // debug_sample_tensor and enable_ipc from `config`. `timeline`: where
+  // the stages of traced steps go (null: not tracing).
+  PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers, const JobConfig& config,
                  std::unique_ptr<Timeline> timeline = nullptr);
+  ~PushPullClient();
 
   // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
   // (0..num_workers-1, checked by the caller); throws caravan::Error for
@@ -154,66 +77,47 @@ class PushPullClient {
   void declare_compression(const std::string& name, const TensorParamList& params);
 
  private:
-  TensorPlan& declare(const std::string& name, size_t count, int dtype, bool broadcast);
-  // Gives the partitions bound for servers on this host their slots.
-  void place_in_shared_memory(TensorPlan& plan);
-  // An operation that will never be sent: the tensor is free again.
-  void withdraw(Operation& op);
-  // Hands partition `index` to the send policy (send_mu_ held).
+  // A tensor's plan at its first use (TensorTable::Planner).
+  std::unique_ptr<TensorPlan> plan(const std::string& name, size_t count, int dtype, bool broadcast,
+                                   const CompressionSpec* spec);
   void queue(const std::shared_ptr<Operation>& op, size_t index);
-  void send_partition(const std::shared_ptr<Operation>& op, size_t index, int priority);
-  void finish_event(Operation& op, int code, const std::string& error);
-  // A partition that failed before the van took it (its credit and both
-  // of its events, with `e`).
-  void never_sent(Operation& op, const Error& e);
-  // Takes back every lend store_sum has not settled (van_v2.h, unlend).
-  void take_back_lends(Operation& op);
-  // Copies partition `index`'s sum from answer `r` (or `slot`) into the
-  // caller's buffer.
-  // Returns why it could not ("" when stored).
-  std::string store_sum(Operation& op, size_t index, const ipc::Slot* slot, const KVMessage& r,
-                        bool sample);
-  // Compresses partition `index` for the wire (a compressed tensor).
-  void compress_partition(Operation& op, size_t index, KVMessage& msg);
-  // The partitions' codecs for a compressed tensor (plan's partitions set).
-  void make_codecs(TensorPlan& plan);
-  // Why answer `r` does not say the sum lies in `slot`; empty when it does.
-  static std::string wrong_slot(const KVMessage& r, const ipc::Slot& slot);
+  // Runs every send the queue lets go now, on the calling thread.
   void pump();
-  // The van is done sending a partition: frees its scheduling credit.
-  void partition_finished();
-  std::string outstanding(const Operation& op) const;
-  // Timeline events of a traced operation's partition (op.traced).
-  void trace_stage(Operation& op, size_t index, const char* stage, int64_t from_us,
-                   int64_t to_us);
-  // Its sum is stored: its pull and copy back.
-  void trace_stored(Operation& op, size_t index);
+  // Sends partition `index`: the one place a push leaves from.
+  void send(const std::shared_ptr<Operation>& op, size_t index);
+  // The partition's two events, on the receiving thread.
+  void on_sent(const std::shared_ptr<Operation>& op, size_t index, caravan_status status);
+  void on_answer(const std::shared_ptr<Operation>& op, size_t index, KVMessage&& answer);
+  // Writes the answer into the tensor (or says why not); the partition is over.
+  void store(Operation& op, size_t index, const KVMessage& answer);
+  // A partition that never reached the van: its credit back, the failure.
+  void end_unsent(Operation& op, size_t index, int code, const std::string& why);
+  // A failed partition is over; its lend, if any, taken back.
+  void end_failed(Operation& op, size_t index, int code, const std::string& why);
+  // Partition `index` is over; the last one completes the operation.
+  void finish(Operation& op, size_t index);
+  // An operation none of whose partitions was queued.
+  void withdraw(Operation& op);
+  const ServerPeer& server_of(const Operation& op, size_t index) const;
 
   KVEndpoint& kv_;
-  std::vector<ServerAddress> servers_;
-  int rank_;  // this worker's
-
-  size_t partition_bytes_;
-  size_t compressed_partition_bytes_;  // of compressed tensors
-  int op_timeout_s_;
-  size_t min_compress_bytes_;
-  bool async_;
-  std::string plugin_path_;
-  std::string sample_tensor_;
+  const std::vector<ServerPeer> servers_;
+  const int rank_;  // this worker's
+  const size_t partition_bytes_;
+  const size_t compressed_partition_bytes_;  // of compressed tensors
+  const int op_timeout_s_;
+  const size_t min_compress_bytes_;
+  const bool async_;
+  const std::string plugin_path_;
+  const std::string sample_tensor_;
   // By server rank; null where values go through the van.
   std::vector<std::unique_ptr<ipc::WorkerLane>> lanes_;
 
-  std::mutex mu_;  // tensors_, keys_, in-flight counts
-  std::condition_variable idle_cv_;
-  int ops_in_flight_ = 0;
-  std::unordered_map<std::string, std::unique_ptr<TensorPlan>> tensors_;
-  std::unordered_map<uint64_t, std::string> keys_;
-  std::unordered_map<std::string, CompressionSpec> compression_;  // declared, by tensor
-
-  std::mutex send_mu_;  // send_policy_ and sequence_ (pump() sends outside it)
-  std::unique_ptr<SendPolicy> send_policy_;
-  uint64_t sequence_ = 0;
-  std::unique_ptr<Timeline> timeline_;
+  TensorTable tensors_;
+  SendQueue sends_;
+  MetricsObserver metrics_;
+  std::unique_ptr<TimelineObserver> timeline_;  // null: not tracing
+  std::vector<OperationObserver*> observers_;
 };
 
 }  // namespace caravan

@@ -97,9 +97,4 @@ class Worker {
   virtual int local_size() const { return 1; }
 };
 
-// Reads the environment, chooses how this worker takes part (said in the
-// log at info level, with the reason) and joins. Throws caravan::Error.
-// `config`, when given, receives the job's configuration as read.
-std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr);
-
 }  // namespace caravan

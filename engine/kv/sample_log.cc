@@ -1,4 +1,4 @@
-#include "engine/kv/sample_trace.h"
+#include "engine/kv/sample_log.h"
 
 #include <cstdint>
 #include <cstring>

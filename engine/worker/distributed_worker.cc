@@ -1,14 +1,16 @@
-#include "engine/worker/job_member.h"
+#include "engine/worker/distributed_worker.h"
 
 #include <set>
 
+#include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/worker/partition_plan.h"
 
 namespace caravan {
 
-JobMember::JobMember(const JobConfig& config, std::function<void(const std::string&)> on_failure)
-    : op_timeout_s_(config.op_timeout_s) {
+DistributedWorker::DistributedWorker(const JobConfig& config,
+                                     std::function<void(const std::string&)> on_failure)
+    : op_timeout_s_(config.op_timeout_s), size_(config.num_workers) {
   NodeOptions options;
   options.on_request = [](KVMessage&& req) {
     CARAVAN_LOG(WARNING) << "worker: dropping a request from node " << req.head.sender << " ("
@@ -16,10 +18,10 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
   };
   options.on_failure = std::move(on_failure);
   node_ = std::make_unique<Node>(config, std::move(options));
-  std::vector<ServerAddress> servers;
+  std::vector<ServerPeer> servers;
   std::set<std::string> hosts;
   for (const NodeInfo* n : node_->nodes_of(Role::kServer)) {
-    servers.push_back(ServerAddress{n->id, n->describe(), n->host == node_->self().host});
+    servers.push_back(ServerPeer{n->id, n->describe(), n->host == node_->self().host});
     hosts.insert(n->host);
   }
   int workers_here = 0;
@@ -30,15 +32,17 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
   // Every worker sees the same nodes, so all choose the same partitions
   // (and so the same keys).
   JobConfig chosen = config;
-  chosen.compressed_partition_bytes =
-      config.partition_bytes ? config.partition_bytes : static_cast<int64_t>(kCompressedPartitionBytes);
+  chosen.compressed_partition_bytes = config.partition_bytes
+                                          ? config.partition_bytes
+                                          : static_cast<int64_t>(kCompressedPartitionBytes);
   if (chosen.partition_bytes == 0) {
     chosen.partition_bytes = static_cast<int64_t>(default_partition_bytes(hosts.size() > 1));
     CARAVAN_VLOG(1) << "tensors are cut into partitions of at most " << chosen.partition_bytes
-                      << " bytes (BYTEPS_PARTITION_BYTES is not set; the job's "
-                      << (hosts.size() > 1 ? "servers and workers span " + std::to_string(hosts.size()) + " hosts"
-                                           : "servers and workers are on one host")
-                      << ")";
+                    << " bytes (BYTEPS_PARTITION_BYTES is not set; the job's "
+                    << (hosts.size() > 1
+                            ? "servers and workers span " + std::to_string(hosts.size()) + " hosts"
+                            : "servers and workers are on one host")
+                    << ")";
   }
   // The process that push_pulls for a machine is its local rank 0. BytePS's
   // layout, <dir>/<local_rank>/comm.json, unless workers of the job share
@@ -50,54 +54,55 @@ JobMember::JobMember(const JobConfig& config, std::function<void(const std::stri
       Timeline::from_config(config, trace + "/0/comm.json", node_->self().describe()));
 }
 
-JobMember::~JobMember() {
-  // The node first: stopping it may still settle sends in flight, which
-  // reports to the client.
+DistributedWorker::~DistributedWorker() {
+  // The node first: until its receiving thread stops, finished sends and
+  // answers are reported to the client.
   node_.reset();
   client_.reset();
 }
 
-void JobMember::leave() {
+void DistributedWorker::leave() {
   client_->drain();
   node_->leave(op_timeout_s_);
 }
 
 namespace {
 
-struct RemoteOp final : Worker::Op {
-  explicit RemoteOp(std::shared_ptr<Operation> o) : op(std::move(o)) {}
-  std::shared_ptr<Operation> op;
-};
+Operation& operation_of(Worker::Op& op) {
+  auto* o = dynamic_cast<Operation*>(&op);
+  if (!o) throw Error(CARAVAN_ERR_STATE, "a handle of another worker");
+  return *o;
+}
 
 }  // namespace
 
 std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, void* data,
                                                       size_t count, int dtype, int priority,
                                                       int root) {
-  return std::make_shared<RemoteOp>(
-      member_.client().submit(name, data, count, dtype, priority, root));
+  return client_->submit(name, data, count, dtype, priority, root);
 }
 
 std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
     const std::string& name, void* data, size_t count, int dtype, int priority, int root,
     std::function<void(size_t index)> stored) {
-  PushPullClient& client = member_.client();
+  PushPullClient& client = *client_;
   std::shared_ptr<Operation> op =
       client.submit(name, data, count, dtype, priority, root, {}, true, std::move(stored));
   Pipelined p;
-  for (const Partition& part : op->plan->partitions) p.parts.emplace_back(part.offset, part.bytes);
+  for (size_t i = 0; i < op->partitions(); ++i)
+    p.parts.emplace_back(op->partition(i).offset, op->partition(i).bytes);
   p.release = [&client, op](size_t index) { client.release(op, index); };
   client.trace_hooks(op, &p.trace, &p.trace_done);
-  p.op = std::make_shared<RemoteOp>(std::move(op));
+  p.op = std::move(op);
   return p;
 }
 
 int DistributedWorker::poll(Op& op, std::string* error) {
-  return member_.client().poll(*static_cast<RemoteOp&>(op).op, error);
+  return client_->poll(operation_of(op), error);
 }
 
 int DistributedWorker::wait(Op& op, std::string* error) {
-  return member_.client().wait(*static_cast<RemoteOp&>(op).op, error);
+  return client_->wait(operation_of(op), error);
 }
 
 }  // namespace caravan

@@ -1,0 +1,148 @@
+#include "engine/worker/operation.h"
+
+#include <utility>
+
+#include "caravan/caravan.h"
+#include "engine/base/timeline.h"
+
+namespace caravan {
+
+using Then = PartitionFlight::Then;
+
+Operation::Operation(TensorPlan& plan, char* data, int root, int my_rank, int priority,
+                     uint64_t round)
+    : plan_(plan),
+      data_(data),
+      root_(root),
+      sends_values_(root == kSum || root == my_rank),
+      gets_values_(root == kSum || root != my_rank),
+      priority_(priority),
+      round_(round),
+      submitted_us_(Timeline::now_us()),
+      flights_(plan.partitions.size()),
+      counted_(plan.partitions.size(), false),
+      open_(plan.partitions.size()) {}
+
+bool Operation::begin_send(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (abandoned_) return false;
+  flights_[index].lending();
+  flights_[index].moments.send_us = Timeline::now_us();
+  return true;
+}
+
+bool Operation::on_wire(size_t index, bool lent) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // A caller that gave up while the lend was made did not see it: the
+  // sender takes it back.
+  if (abandoned_) return false;
+  flights_[index].lent = lent;
+  flights_[index].on_wire();
+  return true;
+}
+
+Then Operation::sent(size_t index, bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flights_[index].moments.sent_us = Timeline::now_us();
+  return flights_[index].sent(ok);
+}
+
+Then Operation::answered(size_t index, KVMessage& answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!flights_[index].done()) flights_[index].moments.answer_us = Timeline::now_us();
+  return flights_[index].answered(answer);
+}
+
+std::unique_ptr<KVMessage> Operation::take_answer(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flights_[index].take_answer();
+}
+
+void Operation::fail(int code, const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (code_ != 0) return;
+  code_ = code;
+  error_ = std::string(what()) + " of '" + plan_.name + "' failed: " + why;
+}
+
+bool Operation::finish(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counted_[index]) return false;
+  counted_[index] = true;
+  flights_[index].end();
+  return --open_ == 0;
+}
+
+bool Operation::settle_lend(size_t index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool lent = flights_[index].lent;
+  flights_[index].lent = false;
+  return lent;
+}
+
+std::vector<uint64_t> Operation::take_lends() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<uint64_t> keys;
+  for (size_t i = 0; i < flights_.size(); ++i) {
+    if (!flights_[i].lent) continue;
+    flights_[i].lent = false;
+    keys.push_back(plan_.partitions[i].key);
+  }
+  return keys;
+}
+
+bool Operation::abandoned() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return abandoned_;
+}
+
+void Operation::mark_queued(size_t index, int64_t us) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flights_[index].moments.queued_us = us;
+}
+
+PartitionFlight::Moments Operation::moments(size_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return flights_[index].moments;
+}
+
+void Operation::complete() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Operation::ok() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return code_ == 0;
+}
+
+int Operation::poll(std::string* error) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!done_) return 0;
+  if (code_ != 0) {
+    *error = error_;
+    return code_;
+  }
+  return 1;
+}
+
+int Operation::wait(std::chrono::seconds timeout, std::string* error,
+                    const std::function<std::string(const std::map<int, int>&)>& describe) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
+    abandoned_ = true;
+    std::map<int, int> unanswered;  // server rank -> partitions
+    for (size_t i = 0; i < flights_.size(); ++i)
+      if (!flights_[i].answered() && !flights_[i].done()) unanswered[plan_.partitions[i].server]++;
+    lock.unlock();
+    *error = describe(unanswered);
+    return CARAVAN_ERR_TIMEOUT;
+  }
+  if (code_ != 0) *error = error_;
+  return code_;
+}
+
+}  // namespace caravan
