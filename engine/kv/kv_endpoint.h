@@ -122,6 +122,8 @@ class KVEndpoint {
   int failed_code_ = 0;
   std::string failure_;
   struct ProbeRound;
+  // The job failed during probe(): it stops waiting.
+  static void probe_failed(ProbeRound& round);
   std::shared_ptr<ProbeRound> probe_;  // the probe() under way; guarded by mu_
   std::atomic<bool> stop_{false};
   std::thread thread_;
