@@ -4,13 +4,20 @@
  * the tensor must be free again: a push_pull refused as still in flight
  * (BUSY) fails the test, as it did before the engine freed the tensor ahead
  * of marking the operation done (round 1306 of 20000 in one run).
+ * The poll loop spins for its first 200 us, within which a push_pull on an
+ * idle machine ends, so it looks the moment poll says 1; then it backs off
+ * to a short sleep between polls. A loop that only spins starves the
+ * engine's own threads on a loaded machine: beside a busy loop per core,
+ * two workers and their server took over 120 s (75 s yielding the CPU
+ * between polls); now 12 s, and 6 s on an idle machine.
  * Usage: poll_resubmit_worker [rounds]   (default 20000)
  * Exit 0 when every round was accepted and summed right; 1 naming the first
  * that was not. */
+#define _POSIX_C_SOURCE 200112L /* clock_gettime, nanosleep */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 int main(int argc, char** argv) {
   long rounds = argc > 1 ? atol(argv[1]) : 20000;
@@ -32,7 +39,15 @@ int main(int argc, char** argv) {
       printf("FAIL round %ld: push_pull refused: %s\n", i, caravan_strerror(rc));
       return 1;
     }
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     while ((rc = caravan_poll(h)) == 0) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) < 200000L) {
+        continue; /* spin */
+      }
+      struct timespec pause = {0, 20000};
+      nanosleep(&pause, NULL);
     }
     if (rc < 0 || caravan_wait(h) != 0) {
       printf("FAIL round %ld: %s\n", i, caravan_strerror(rc));
