@@ -1,0 +1,226 @@
+"""The torch.distributed backend "caravan" against gloo, in one job.
+
+Every rank runs this script (under caravan-launch, or with the variables
+torchrun sets: tests/torchrun_env.py). The default group is "caravan"; a
+gloo group of the same ranks computes the reference of each collective.
+
+    torch_distributed_test.py collectives   every collective, every dtype, vs gloo
+    torch_distributed_test.py ddp           DDP training: the same parameters as over gloo
+    torch_distributed_test.py errors        what is refused, and how it is named
+    torch_distributed_test.py timeout       init_process_group(timeout=2 s) bounds a collective
+Exit 0 when every check passed; each failure is printed first.
+"""
+import datetime
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import caravan.torch.distributed  # noqa: F401  registers "caravan"
+
+failures = []
+# Their public names since torch 2.0 (FSDP calls these).
+all_gather_into_tensor = getattr(dist, "all_gather_into_tensor", None) or dist._all_gather_base
+reduce_scatter_tensor = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("rank %d: FAIL %s" % (dist.get_rank(), what), flush=True)
+
+
+SUMMABLE = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32,
+            torch.int64, torch.uint8, torch.int8]
+
+
+def sample(rank, dtype, n=37, seed=0):
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    if dtype.is_floating_point:
+        return (torch.randn(n, generator=g) * 4).round().to(dtype)  # exact sums
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    hi = 3 if dtype in (torch.uint8, torch.int8) else 1000
+    return torch.randint(0, hi, (n,), generator=g).to(dtype)
+
+
+def reference(fn, *tensors, gloo):
+    """The same collective on copies, through gloo (which knows fewer dtypes:
+    they go through float64 and back)."""
+    copies = [t.clone() for t in tensors]
+    wide = [c.to(torch.float64) if c.dtype in (torch.float16, torch.bfloat16, torch.uint8,
+                                                torch.int8) else c for c in copies]
+    fn(*wide, group=gloo)
+    return [w.to(c.dtype) for w, c in zip(wide, copies)]
+
+
+def collectives(rank, size, gloo):
+    for dtype in SUMMABLE:
+        t = sample(rank, dtype)
+        want = reference(dist.all_reduce, t, gloo=gloo)[0]
+        dist.all_reduce(t)
+        check(torch.equal(t, want), "all_reduce SUM %s" % dtype)
+        for op in (dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+            # Small values: a product rounded once (gloo, in float64) and
+            # step by step (here, in the dtype) must agree exactly.
+            t = sample(rank, dtype, seed=2).double().clamp(-2 if dtype.is_signed else 0, 2).to(dtype)
+            want = reference(lambda x, group: dist.all_reduce(x, op=op, group=group), t,
+                             gloo=gloo)[0]
+            dist.all_reduce(t, op=op)
+            check(torch.equal(t, want), "all_reduce %s %s" % (op, dtype))
+        # Broadcast from each rank, all_gather, all_gather_into_tensor.
+        for root in range(size):
+            b = sample(rank, dtype, seed=3)
+            dist.broadcast(b, root)
+            check(torch.equal(b, sample(root, dtype, seed=3)), "broadcast from %d %s" % (root,
+                                                                                  dtype))
+        outs = [torch.empty(37, dtype=dtype) for _ in range(size)]
+        dist.all_gather(outs, sample(rank, dtype, seed=4))
+        check(all(torch.equal(o, sample(r, dtype, seed=4)) for r, o in enumerate(outs)),
+              "all_gather %s" % dtype)
+        flat = torch.empty(37 * size, dtype=dtype)
+        all_gather_into_tensor(flat, sample(rank, dtype, seed=5))
+        check(torch.equal(flat, torch.cat([sample(r, dtype, seed=5) for r in range(size)])),
+              "all_gather_into_tensor %s" % dtype)
+        # reduce_scatter_tensor: rank r gets the sum of every rank's part r.
+        whole = sample(rank, dtype, n=8 * size, seed=6)
+        mine = torch.empty(8, dtype=dtype)
+        reduce_scatter_tensor(mine, whole)
+        total = sum(sample(r, dtype, n=8 * size, seed=6).to(torch.float64) for r in range(size))
+        check(torch.equal(mine, total[8 * rank:8 * (rank + 1)].to(dtype)),
+              "reduce_scatter_tensor %s" % dtype)
+    # Any dtype can be broadcast (bytes); bool through MAX/MIN as logical or/and.
+    b = sample(rank, torch.bool)
+    dist.broadcast(b, 0)
+    check(torch.equal(b, sample(0, torch.bool)), "broadcast bool")
+    c = torch.tensor([1.5 + 2j, -1j]) * (rank + 1)
+    dist.broadcast(c, size - 1)
+    check(torch.equal(c, torch.tensor([1.5 + 2j, -1j]) * size), "broadcast complex64")
+    # AVG where torch has it.
+    if hasattr(dist.ReduceOp, "AVG"):
+        t = torch.full((5,), float(rank))
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        check(torch.allclose(t, torch.full((5,), (size - 1) / 2)), "all_reduce AVG")
+    # reduce_scatter (lists), reduce, gather, scatter, all_to_all(_single).
+    inputs = [torch.full((3,), float(rank * 10 + i)) for i in range(size)]
+    out = torch.empty(3)
+    dist.reduce_scatter(out, inputs)
+    check(torch.equal(out, torch.full((3,), float(sum(r * 10 + rank for r in range(size))))),
+          "reduce_scatter")
+    t = torch.full((4,), float(rank + 1))
+    dist.reduce(t, dst=0)
+    if rank == 0:
+        check(torch.equal(t, torch.full((4,), float(size * (size + 1) // 2))), "reduce")
+    g = [torch.empty(2) for _ in range(size)] if rank == 0 else None
+    dist.gather(torch.full((2,), float(rank)), g, dst=0)
+    if rank == 0:
+        check(all(torch.equal(x, torch.full((2,), float(r))) for r, x in enumerate(g)), "gather")
+    s = torch.empty(2)
+    chunks = [torch.full((2,), float(100 + r)) for r in range(size)] if rank == 0 else None
+    dist.scatter(s, chunks, src=0)
+    check(torch.equal(s, torch.full((2,), float(100 + rank))), "scatter")
+    send = torch.arange(size * 2, dtype=torch.float32) + 100 * rank
+    recv = torch.empty(size * 2)
+    dist.all_to_all_single(recv, send)
+    want = torch.cat([torch.arange(2 * rank, 2 * rank + 2, dtype=torch.float32) + 100 * r
+                      for r in range(size)])
+    check(torch.equal(recv, want), "all_to_all_single")
+    # Uneven splits: rank r sends r + 1 rows to each peer.
+    rows_out = [r + 1 for r in range(size)]
+    send = torch.cat([torch.full((rank + 1, 2), float(rank * 10 + p)) for p in range(size)])
+    recv = torch.empty(sum(rows_out), 2)
+    dist.all_to_all_single(recv, send, output_split_sizes=rows_out,
+                           input_split_sizes=[rank + 1] * size)
+    want = torch.cat([torch.full((r + 1, 2), float(r * 10 + rank)) for r in range(size)])
+    check(torch.equal(recv, want), "all_to_all_single with splits")
+    outs = [torch.empty(1) for _ in range(size)]
+    dist.all_to_all(outs, [torch.tensor([float(rank * 10 + p)]) for p in range(size)])
+    check(all(o.item() == r * 10 + rank for r, o in enumerate(outs)), "all_to_all")
+    # async_op and get_future (what comm hooks chain on).
+    t = torch.ones(6)
+    work = dist.all_reduce(t, async_op=True)
+    got = work.get_future().wait()
+    check(torch.equal(got[0], torch.full((6,), float(size))), "async all_reduce future")
+    dist.barrier()
+
+
+def train(model, group, data, steps=5):
+    ddp = nn.parallel.DistributedDataParallel(model, process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    for x, y in data[:steps]:
+        opt.zero_grad()
+        nn.functional.mse_loss(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def ddp(rank, size, gloo):
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    g = torch.Generator().manual_seed(rank)
+    data = [(torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)) for _ in range(5)]
+    import copy
+    ours = train(copy.deepcopy(base), None, data)
+    theirs = train(copy.deepcopy(base), gloo, data)
+    worst = max((a - b).abs().max().item() for a, b in zip(ours, theirs))
+    check(worst <= 1e-5, "DDP parameters within 1e-5 of gloo's (worst %g)" % worst)
+    # A comm hook: fp16 compression of every bucket.
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    model = copy.deepcopy(base)
+    ddp_model = nn.parallel.DistributedDataParallel(model)
+    ddp_model.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    x, y = data[0]
+    nn.functional.mse_loss(ddp_model(x), y).backward()
+    check(all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters()),
+          "DDP with fp16_compress_hook")
+
+
+def errors(rank, size, gloo):
+    def said(fn, words, what):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - its words are the point
+            check(all(w in str(e) for w in words), "%s: said %r" % (what, str(e)))
+            return
+        check(False, "%s: no error" % what)
+
+    said(lambda: dist.send(torch.ones(1), (rank + 1) % size),
+         ["caravan backend: send is not supported", "gloo"], "send")
+    said(lambda: dist.new_group(backend="caravan"),
+         ["second group of backend 'caravan'", "gloo"], "a second caravan group")
+    said(lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool)),
+         ["dtype torch.bool"], "all_reduce of bool")
+    dist.barrier()
+
+
+def timeout(rank, size, gloo):
+    """Rank 0 all_reduces alone: its wait ends at the group's timeout with
+    the engine's words, raised from dist.all_reduce."""
+    if rank == 0:
+        try:
+            dist.all_reduce(torch.ones(3))
+            check(False, "an all_reduce no other rank joined returned")
+        except Exception as e:  # noqa: BLE001 - its words are the point
+            check("timed out after 2 s (CARAVAN_OP_TIMEOUT)" in str(e) and "server 0" in str(e),
+                  "the timeout said %r" % str(e))
+    dist.barrier(group=gloo)
+
+
+def main():
+    mode = sys.argv[1]
+    seconds = 2 if mode == "timeout" else 60
+    dist.init_process_group("caravan", timeout=datetime.timedelta(seconds=seconds))
+    rank, size = dist.get_rank(), dist.get_world_size()
+    check(dist.get_backend() == "caravan", "the default group's backend is caravan")
+    gloo = dist.new_group(backend="gloo")
+    {"collectives": collectives, "ddp": ddp, "errors": errors,
+     "timeout": timeout}[mode](rank, size, gloo)
+    print("rank %d of %d: %s: %s" % (rank, size, mode,
+                                     "%d failures" % len(failures) if failures else "all right"),
+          flush=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
