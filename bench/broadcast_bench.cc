@@ -26,13 +26,14 @@ size_t ParseBytes(const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
   std::string suffix = end ? end : "";
-  double scale = suffix == "K"   ? 1e3
-                 : suffix == "M" ? 1e6
-                 : suffix == "G" ? 1e9
+  double scale = suffix == "K"    ? 1e3
+                 : suffix == "M"  ? 1e6
+                 : suffix == "G"  ? 1e9
                  : suffix.empty() ? 1
                                   : -1;
   if (end == s.c_str() || scale < 0 || v <= 0) {
-    std::fprintf(stderr, "caravan-broadcast-bench: --size '%s' is not a size like 100M\n", s.c_str());
+    std::fprintf(stderr, "caravan-broadcast-bench: --size '%s' is not a size like 100M\n",
+                 s.c_str());
     std::exit(2);
   }
   return static_cast<size_t>(v * scale);
@@ -56,7 +57,9 @@ void Check(int rc, const char* what) {
 }
 
 // The root's values: distinct per element and round, exact in float32.
-float RootValue(size_t i, long round) { return static_cast<float>((i * 7 + round * 13) % 4093) - 2000.f; }
+float RootValue(size_t i, long round) {
+  return static_cast<float>((i * 7 + round * 13) % 4093) - 2000.f;
+}
 
 void ExpectRoots(const std::vector<float>& v, long round, const char* method, int rank) {
   for (size_t i = 0; i < v.size(); ++i) {
@@ -86,11 +89,19 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--size") bytes = ParseBytes(value());
-    else if (a == "--iters") iters = ParseCount("--iters", value(), 1);
-    else if (a == "--warmup") warmup = ParseCount("--warmup", value(), 0);
-    else if (a == "--help") { std::fputs(kUsage, stdout); return 0; }
-    else { std::fprintf(stderr, "caravan-broadcast-bench: unknown option '%s'\n%s", a.c_str(), kUsage); return 2; }
+    if (a == "--size")
+      bytes = ParseBytes(value());
+    else if (a == "--iters")
+      iters = ParseCount("--iters", value(), 1);
+    else if (a == "--warmup")
+      warmup = ParseCount("--warmup", value(), 0);
+    else if (a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "caravan-broadcast-bench: unknown option '%s'\n%s", a.c_str(), kUsage);
+      return 2;
+    }
   }
   Check(caravan_init(), "caravan_init");
   const int rank = caravan_rank(), size = caravan_size();
@@ -110,15 +121,19 @@ int main(int argc, char** argv) {
   for (long round = 0; round < warmup + iters; ++round) {
     for (int m = 0; m < 3; ++m) {
       // Every worker's tensor holds garbage for a broadcast's non-roots.
-      if (rank == 0 || m == 2) fill(round);
-      else std::fill(t.begin(), t.end(), -1.f);
+      if (rank == 0 || m == 2)
+        fill(round);
+      else
+        std::fill(t.begin(), t.end(), -1.f);
       auto start = Clock::now();
       if (m == 0) {
-        Check(caravan_broadcast(methods[m].tensor, t.data(), count, CARAVAN_FLOAT32, 0, 0), "broadcast");
+        Check(caravan_broadcast(methods[m].tensor, t.data(), count, CARAVAN_FLOAT32, 0, 0),
+              "broadcast");
       } else {
         // BytePS's broadcast_parameters: non-roots zero, everyone sums.
         if (m == 1 && rank != 0) std::memset(t.data(), 0, count * sizeof(float));
-        Check(caravan_push_pull(methods[m].tensor, t.data(), count, CARAVAN_FLOAT32, 0), "push_pull");
+        Check(caravan_push_pull(methods[m].tensor, t.data(), count, CARAVAN_FLOAT32, 0),
+              "push_pull");
       }
       double s = std::chrono::duration<double>(Clock::now() - start).count();
       if (m < 2) {
@@ -126,7 +141,8 @@ int main(int argc, char** argv) {
       } else {
         for (size_t i = 0; i < count; i += 4099) {
           if (t[i] != RootValue(i, round) * static_cast<float>(size)) {
-            std::fprintf(stderr, "caravan-broadcast-bench: worker %d push_pull element %zu wrong\n", rank, i);
+            std::fprintf(stderr, "caravan-broadcast-bench: worker %d push_pull element %zu wrong\n",
+                         rank, i);
             return 1;
           }
         }

@@ -65,10 +65,9 @@ long ParseLong(const std::string& opt, const std::string& v, long lo, long hi) {
   errno = 0;
   char* end = nullptr;
   long n = strtol(v.c_str(), &end, 10);
-  if (v.empty() || !isdigit(static_cast<unsigned char>(v[0])) || errno || *end || n < lo ||
-      n > hi)
-    BadOption(opt, v, "expected an integer from " + std::to_string(lo) + " to " +
-                          std::to_string(hi));
+  if (v.empty() || !isdigit(static_cast<unsigned char>(v[0])) || errno || *end || n < lo || n > hi)
+    BadOption(opt, v,
+              "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi));
   return n;
 }
 
@@ -77,16 +76,19 @@ size_t ParseSize(const std::string& list, const std::string& item, size_t elem) 
   char* end = nullptr;
   unsigned long long n = strtoull(item.c_str(), &end, 10);
   unsigned shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10, ++end;
-  else if (*end == 'M' || *end == 'm') shift = 20, ++end;
-  else if (*end == 'G' || *end == 'g') shift = 30, ++end;
-  if (item.empty() || !isdigit(static_cast<unsigned char>(item[0])) || errno || *end ||
-      n == 0 || n > (1ull << 34) >> shift)
+  if (*end == 'K' || *end == 'k')
+    shift = 10, ++end;
+  else if (*end == 'M' || *end == 'm')
+    shift = 20, ++end;
+  else if (*end == 'G' || *end == 'g')
+    shift = 30, ++end;
+  if (item.empty() || !isdigit(static_cast<unsigned char>(item[0])) || errno || *end || n == 0 ||
+      n > (1ull << 34) >> shift)
     BadOption("--sizes", list, "'" + item + "' is not a size like 4K, 1M or 65536 (at most 16G)");
   size_t bytes = static_cast<size_t>(n << shift);
   if (bytes % elem != 0)
-    BadOption("--sizes", list, "'" + item + "' is not a multiple of the dtype's " +
-                                   std::to_string(elem) + " bytes");
+    BadOption("--sizes", list,
+              "'" + item + "' is not a multiple of the dtype's " + std::to_string(elem) + " bytes");
   return bytes;
 }
 
@@ -96,8 +98,14 @@ Options ParseArgs(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--help" || arg == "-h") fputs(kUsage, stdout), exit(0);
-    if (arg == "--no-baseline") { o.baseline = false; continue; }
-    if (arg == "--csv") { o.csv = true; continue; }
+    if (arg == "--no-baseline") {
+      o.baseline = false;
+      continue;
+    }
+    if (arg == "--csv") {
+      o.csv = true;
+      continue;
+    }
     std::string name = arg;
     bool inline_value = false;
     if (auto eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
@@ -108,32 +116,37 @@ Options ParseArgs(int argc, char** argv) {
       exit(2);
     }
     if (!inline_value) {
-      if (i + 1 >= argc) fprintf(stderr, "caravan-bench: option %s needs a value\n", name.c_str()), exit(2);
+      if (i + 1 >= argc)
+        fprintf(stderr, "caravan-bench: option %s needs a value\n", name.c_str()), exit(2);
       value = argv[++i];
     }
-    if (name == "--sizes") sizes = value;
-    else if (name == "--iters") o.iters = ParseLong(name, value, 1, 1000000);
-    else if (name == "--warmup") o.warmup = ParseLong(name, value, 0, 1000000);
-    else if (name == "--inflight") o.inflight = ParseLong(name, value, 1, 1024);
+    if (name == "--sizes")
+      sizes = value;
+    else if (name == "--iters")
+      o.iters = ParseLong(name, value, 1, 1000000);
+    else if (name == "--warmup")
+      o.warmup = ParseLong(name, value, 0, 1000000);
+    else if (name == "--inflight")
+      o.inflight = ParseLong(name, value, 1, 1024);
     else if (name == "--plot") {
       if (value.size() < 5 || value.compare(value.size() - 4, 4, ".png") != 0)
         BadOption(name, value, "expected a file name ending in .png");
       o.plot = value;
-    }
-    else if (name == "--device") {
+    } else if (name == "--device") {
       if (value != "cpu" && value != "cuda") BadOption(name, value, "expected cpu or cuda");
 #ifndef CARAVAN_BENCH_CUDA
       if (value == "cuda")
         BadOption(name, value, "this caravan-bench was built without the CUDA toolkit");
 #endif
       o.cuda = value == "cuda";
-    }
-    else {
+    } else {
       bool found = false;
       for (int d = 0; d < CARAVAN_DTYPE_COUNT; ++d)
         if (value == caravan_dtype_name(d)) o.dtype = static_cast<caravan_dtype>(d), found = true;
-      if (!found) BadOption(name, value, "expected float32, float64, float16, bfloat16, int32, "
-                                         "int64, int8 or uint8");
+      if (!found)
+        BadOption(name, value,
+                  "expected float32, float64, float16, bfloat16, int32, "
+                  "int64, int8 or uint8");
     }
   }
   // Parsed last: divisibility depends on --dtype, wherever it came.
@@ -205,15 +218,22 @@ size_t CheckAs(const void* p, size_t n, int workers, long round, double* got, do
   return n;
 }
 
-#define CARAVAN_BENCH_DISPATCH(t, FN, ...)                                                       \
-  switch (t) {                                                                                   \
-    case CARAVAN_FLOAT32: return FN<float>(__VA_ARGS__, [](auto v) { return (float)v; });        \
-    case CARAVAN_FLOAT64: return FN<double>(__VA_ARGS__, [](auto v) { return (double)v; });      \
-    case CARAVAN_INT32: return FN<int32_t>(__VA_ARGS__, [](auto v) { return (int32_t)v; });      \
-    case CARAVAN_INT64: return FN<int64_t>(__VA_ARGS__, [](auto v) { return (int64_t)v; });      \
-    case CARAVAN_INT8: return FN<int8_t>(__VA_ARGS__, [](auto v) { return (double)(int8_t)v; }); \
-    case CARAVAN_UINT8: return FN<uint8_t>(__VA_ARGS__, [](auto v) { return (double)(uint8_t)v; }); \
-    default: break;                                                                              \
+#define CARAVAN_BENCH_DISPATCH(t, FN, ...)                                        \
+  switch (t) {                                                                    \
+    case CARAVAN_FLOAT32:                                                         \
+      return FN<float>(__VA_ARGS__, [](auto v) { return (float)v; });             \
+    case CARAVAN_FLOAT64:                                                         \
+      return FN<double>(__VA_ARGS__, [](auto v) { return (double)v; });           \
+    case CARAVAN_INT32:                                                           \
+      return FN<int32_t>(__VA_ARGS__, [](auto v) { return (int32_t)v; });         \
+    case CARAVAN_INT64:                                                           \
+      return FN<int64_t>(__VA_ARGS__, [](auto v) { return (int64_t)v; });         \
+    case CARAVAN_INT8:                                                            \
+      return FN<int8_t>(__VA_ARGS__, [](auto v) { return (double)(int8_t)v; });   \
+    case CARAVAN_UINT8:                                                           \
+      return FN<uint8_t>(__VA_ARGS__, [](auto v) { return (double)(uint8_t)v; }); \
+    default:                                                                      \
+      break;                                                                      \
   }
 
 void Fill(caravan_dtype t, void* p, size_t n, int rank, long round) {
@@ -228,13 +248,17 @@ size_t Check(caravan_dtype t, const void* p, size_t n, int workers, long round, 
   // floats compare encoded-decoded values and int8 sums wrap like the data.
   if (t == CARAVAN_FLOAT16)
     return CheckAs<uint16_t>(p, n, workers, round, got, want, [](auto v) {
-      if constexpr (std::is_same_v<decltype(v), uint16_t>) return FromHalf(v);
-      else return FromHalf(ToHalf(static_cast<int>(v)));
+      if constexpr (std::is_same_v<decltype(v), uint16_t>)
+        return FromHalf(v);
+      else
+        return FromHalf(ToHalf(static_cast<int>(v)));
     });
   if (t == CARAVAN_BFLOAT16)
     return CheckAs<uint16_t>(p, n, workers, round, got, want, [](auto v) {
-      if constexpr (std::is_same_v<decltype(v), uint16_t>) return FromBf16(v);
-      else return FromBf16(ToBf16(static_cast<int>(v)));
+      if constexpr (std::is_same_v<decltype(v), uint16_t>)
+        return FromBf16(v);
+      else
+        return FromBf16(ToBf16(static_cast<int>(v)));
     });
   CARAVAN_BENCH_DISPATCH(t, CheckAs, p, n, workers, round, got, want)
   return n;
@@ -267,11 +291,11 @@ struct Row {
   size_t bytes;
   long rounds;
   double algbw, p50, p90, p99;
-  double tcp = -1;       // the raw TCP stream, measured after this size, GB/s
-  double pingpong = -1;  // raw TCP round trips of the same size, GB/s
+  double tcp = -1;           // the raw TCP stream, measured after this size, GB/s
+  double pingpong = -1;      // raw TCP round trips of the same size, GB/s
   double pingpong_p50 = -1;  // their median, us
-  double echo = -1;      // the same, pipelined in kEchoPiece pieces, GB/s
-  double cuda = -1;      // --device cuda: algbw of the same from device memory, GB/s
+  double echo = -1;          // the same, pipelined in kEchoPiece pieces, GB/s
+  double cuda = -1;          // --device cuda: algbw of the same from device memory, GB/s
 };
 
 // The pipelined echo's piece: the partition size at which raw sockets
@@ -289,7 +313,8 @@ using Buffer = std::unique_ptr<void, decltype(&free)>;
 Row RunSize(const Options& o, size_t bytes, int rank, int workers, bool on_device = false) {
   size_t n = bytes / caravan_dtype_size(o.dtype);
   double round_bytes = static_cast<double>(bytes) * o.inflight;
-  long rounds = std::min<long>(o.iters, std::max<long>(kMinRounds, std::ceil(kByteBudget / round_bytes)));
+  long rounds =
+      std::min<long>(o.iters, std::max<long>(kMinRounds, std::ceil(kByteBudget / round_bytes)));
   std::vector<Buffer> bufs;
   std::vector<std::string> names;
   for (long k = 0; k < o.inflight; ++k) {
@@ -354,7 +379,8 @@ Row RunSize(const Options& o, size_t bytes, int rank, int workers, bool on_devic
       if (bad != n) {
         fprintf(stderr,
                 "caravan-bench: worker %d: wrong sum in tensor %s round %ld element %zu: got %g, "
-                "expected %g\n", rank, names[k].c_str(), r, bad, got, want);
+                "expected %g\n",
+                rank, names[k].c_str(), r, bad, got, want);
         exit(1);
       }
     }
@@ -388,7 +414,8 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 
 std::string VanName() {
   // Values bypass the van for servers on this host that map the worker's memory.
-  std::string ipc = EnvOr("BYTEPS_ENABLE_IPC", "0") == "1" ? " + shared memory (BYTEPS_ENABLE_IPC=1)" : "";
+  std::string ipc =
+      EnvOr("BYTEPS_ENABLE_IPC", "0") == "1" ? " + shared memory (BYTEPS_ENABLE_IPC=1)" : "";
   if (const char* v = getenv("CARAVAN_VAN"); v && *v) return v + ipc;
   std::string rdma = EnvOr("DMLC_ENABLE_RDMA", "0");
   return (rdma == "0" || rdma == "zmq" ? "zmq" : "DMLC_ENABLE_RDMA=" + rdma) + ipc;
@@ -415,8 +442,9 @@ int main(int argc, char** argv) {
            EnvOr("DMLC_NUM_SERVER", "?").c_str(), VanName().c_str(), caravan_dtype_name(o.dtype),
            o.inflight);
     if (o.cuda)
-      printf("--device cuda: each size from host memory (algbw), then from CUDA device memory "
-             "(cuda GB/s), results checked on both\n");
+      printf(
+          "--device cuda: each size from host memory (algbw), then from CUDA device memory "
+          "(cuda GB/s), results checked on both\n");
     // Each row's baselines are measured right after its rounds, so that a
     // host whose speed drifts during the run still gives ratios of
     // neighbouring measurements. "echo/TCP" is raw sockets' own ratio, no
@@ -449,8 +477,8 @@ int main(int argc, char** argv) {
       std::string err;
       r.tcp = measured("stream", caravan_bench::MeasureTcpStream(host, 1.0, &err), err);
       r.pingpong = measured(
-          "ping-pong",
-          caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err, &r.pingpong_p50), err);
+          "ping-pong", caravan_bench::MeasureTcpPingPong(host, r.bytes, 0.5, &err, &r.pingpong_p50),
+          err);
       r.echo = measured(
           "pipelined echo",
           caravan_bench::MeasureTcpPipelinedEcho(host, r.bytes, kEchoPiece, 0.5, &err), err);
@@ -470,8 +498,9 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
   if (rank == 0 && o.csv) {
-    printf("csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio,"
-           "pingpong_gbps,echo_gbps\n");
+    printf(
+        "csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio,"
+        "pingpong_gbps,echo_gbps\n");
     for (const Row& r : rows)
       printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f\n", r.bytes, r.rounds,
              o.inflight, caravan_dtype_name(o.dtype), r.algbw, r.p50, r.p90, r.p99,
@@ -483,9 +512,8 @@ int main(int argc, char** argv) {
   if (rank == 0 && !o.plot.empty()) {
     std::vector<caravan_bench::Series> series(1);
     series[0].title = "caravan push_pull (algbw)";
-    caravan_bench::Series cuda{"caravan push_pull from CUDA memory", {}},
-        tcp{"raw TCP stream", {}}, pingpong{"raw TCP ping-pong", {}},
-        echo{"raw TCP pipelined echo", {}};
+    caravan_bench::Series cuda{"caravan push_pull from CUDA memory", {}}, tcp{"raw TCP stream", {}},
+        pingpong{"raw TCP ping-pong", {}}, echo{"raw TCP pipelined echo", {}};
     for (const Row& r : rows) {
       double x = static_cast<double>(r.bytes);
       series[0].points.emplace_back(x, r.algbw);

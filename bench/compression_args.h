@@ -66,7 +66,9 @@ inline void fill_gradient(float* v, size_t n, int rank, int iter) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;
     // Sum of four uniforms: near-normal, cheap.
     double u = static_cast<double>((s & 0xFFFF) + ((s >> 16) & 0xFFFF) + ((s >> 32) & 0xFFFF) +
-                                   (s >> 48)) / 65536.0 - 2.0;
+                                   (s >> 48)) /
+                   65536.0 -
+               2.0;
     v[i] = static_cast<float>(u * 1e-3);
   }
 }

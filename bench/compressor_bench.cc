@@ -34,7 +34,8 @@ double best_seconds(int reps, F&& f) {
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return best;
 }
@@ -51,9 +52,12 @@ int main(int argc, char** argv) {
   int reps = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--mib") mib = std::strtoul(argv[i + 1], nullptr, 10);
-    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
-    else fail("unknown option " + a + " (--mib N, --reps N)");
+    if (a == "--mib")
+      mib = std::strtoul(argv[i + 1], nullptr, 10);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
+    else
+      fail("unknown option " + a + " (--mib N, --reps N)");
   }
   if (mib < 1 || reps < 1) fail("--mib and --reps must be at least 1");
   const size_t n = mib * 1024 * 1024 / sizeof(float), bytes = n * sizeof(float);
@@ -63,8 +67,9 @@ int main(int argc, char** argv) {
   // compressors find them.
   double memcpy_s = best_seconds(reps, [&] { std::memcpy(copy.data(), grad.data(), bytes); });
   double memcpy_bw = bytes / memcpy_s;
-  std::printf("caravan-compressor-bench: one partition of %zu float32 (%zu MiB), best of %d, one core\n",
-              n, mib, reps);
+  std::printf(
+      "caravan-compressor-bench: one partition of %zu float32 (%zu MiB), best of %d, one core\n", n,
+      mib, reps);
   std::printf("memcpy: %.2f GB/s\n", memcpy_bw / 1e9);
   std::printf("%-10s %10s %12s %14s %14s %16s\n", "compressor", "wire/fp32", "compress GB/s",
               "decompress GB/s", "both GB/s", "both / memcpy");

@@ -68,9 +68,12 @@ double seconds(cudaStream_t stream, const std::function<void()>& enqueue) {
 size_t parse_bytes(const char* v) {
   char* end = nullptr;
   unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end == 'M') n <<= 20;
-  else if (*end == 'G') n <<= 30;
-  else if (*end == 'K') n <<= 10;
+  if (*end == 'M')
+    n <<= 20;
+  else if (*end == 'G')
+    n <<= 30;
+  else if (*end == 'K')
+    n <<= 10;
   return static_cast<size_t>(n);
 }
 
@@ -81,12 +84,16 @@ int main(int argc, char** argv) {
   size_t bytes = size_t{1} << 30, staging = size_t{64} << 20;
   const size_t partition = 4096000;  // BYTEPS_PARTITION_BYTES' default
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--reducer")) path = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--bytes")) bytes = parse_bytes(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--staging-bytes")) staging = parse_bytes(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--reducer"))
+      path = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--bytes"))
+      bytes = parse_bytes(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--staging-bytes"))
+      staging = parse_bytes(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: caravan-gpu-bench [--reducer PATH] [--bytes N] "
-                           "[--staging-bytes N]\n");
+      std::fprintf(stderr,
+                   "usage: caravan-gpu-bench [--reducer PATH] [--bytes N] "
+                   "[--staging-bytes N]\n");
       return 2;
     }
   }
@@ -99,7 +106,7 @@ int main(int argc, char** argv) {
   must(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   PluginFile file;
   std::string why = caravan::conformance::open_plugin_file(path, CARAVAN_PLUGIN_KIND_REDUCER,
-                                                          CARAVAN_REDUCER_ABI_MAJOR_V1, &file);
+                                                           CARAVAN_REDUCER_ABI_MAJOR_V1, &file);
   if (!why.empty()) {
     std::fprintf(stderr, "caravan-gpu-bench: %s: %s\n", path.c_str(), why.c_str());
     return 1;

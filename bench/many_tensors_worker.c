@@ -3,7 +3,6 @@
  * round in flight at once. Checks the first and last rounds' sums exactly;
  * the van's own log reports what it registered (BYTEPS_LOG_LEVEL=info). */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -11,7 +10,10 @@ int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 10000;
   int tensors = argc > 2 ? atoi(argv[2]) : 50;
   int rc = caravan_init();
-  if (rc) { fprintf(stderr, "init: %s\n", caravan_strerror(rc)); return 1; }
+  if (rc) {
+    fprintf(stderr, "init: %s\n", caravan_strerror(rc));
+    return 1;
+  }
   int size = caravan_size();
   float** bufs = calloc((size_t)tensors, sizeof *bufs);
   size_t* counts = calloc((size_t)tensors, sizeof *counts);
@@ -28,11 +30,17 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < counts[t]; ++i) bufs[t][i] = (float)(i % 7);
       snprintf(name, sizeof name, "t%d", t);
       rc = caravan_push_pull_async(name, bufs[t], counts[t], CARAVAN_FLOAT32, 0, &hs[t]);
-      if (rc) { fprintf(stderr, "round %d: %s\n", r, caravan_strerror(rc)); return 1; }
+      if (rc) {
+        fprintf(stderr, "round %d: %s\n", r, caravan_strerror(rc));
+        return 1;
+      }
     }
     for (int t = 0; t < tensors; ++t) {
       rc = caravan_wait(hs[t]);
-      if (rc) { fprintf(stderr, "round %d: %s\n", r, caravan_strerror(rc)); return 1; }
+      if (rc) {
+        fprintf(stderr, "round %d: %s\n", r, caravan_strerror(rc));
+        return 1;
+      }
     }
     for (int t = 0; check && t < tensors; ++t)
       for (size_t i = 0; i < counts[t]; ++i)
@@ -41,8 +49,11 @@ int main(int argc, char** argv) {
           return 1;
         }
   }
-  printf("many-tensors: %d rounds of %d tensors done, first and last rounds exact\n", rounds, tensors);
+  printf("many-tensors: %d rounds of %d tensors done, first and last rounds exact\n", rounds,
+         tensors);
   for (int t = 0; t < tensors; ++t) free(bufs[t]);
-  free(bufs); free(counts); free(hs);
+  free(bufs);
+  free(counts);
+  free(hs);
   return caravan_shutdown() ? 1 : 0;
 }

@@ -62,11 +62,16 @@ Options Parse(int argc, char** argv) {
       std::fprintf(stderr, "caravan-replay-bench: '%s' needs a value\n%s", a.c_str(), kUsage);
       std::exit(2);
     }
-    if (a == "--model") o.model = argv[++i];
-    else if (a == "--steps") o.steps = IntArg("--steps", argv[++i]);
-    else if (a == "--warmup") o.warmup = IntArg("--warmup", argv[++i]);
-    else if (a == "--plot") o.plot = argv[++i];
-    else if (a == "--compress") o.compress = caravan_bench::parse_compress("caravan-replay-bench", argv[++i]);
+    if (a == "--model")
+      o.model = argv[++i];
+    else if (a == "--steps")
+      o.steps = IntArg("--steps", argv[++i]);
+    else if (a == "--warmup")
+      o.warmup = IntArg("--warmup", argv[++i]);
+    else if (a == "--plot")
+      o.plot = argv[++i];
+    else if (a == "--compress")
+      o.compress = caravan_bench::parse_compress("caravan-replay-bench", argv[++i]);
     else {
       std::fprintf(stderr, "caravan-replay-bench: unknown option '%s'\n%s", a.c_str(), kUsage);
       std::exit(2);
@@ -133,7 +138,8 @@ int main(int argc, char** argv) {
   std::vector<double> step_s, whole_s, sent_bytes;
   const bool compressed = o.compress.on();
   if (compressed) {
-    for (auto& l : layers) Must(caravan_bench::declare(o.compress, l.name), "caravan_declare_tensor");
+    for (auto& l : layers)
+      Must(caravan_bench::declare(o.compress, l.name), "caravan_declare_tensor");
     Must(caravan_bench::declare(o.compress, "whole-model"), "caravan_declare_tensor");
   }
   std::vector<size_t> sizes;
@@ -184,13 +190,16 @@ int main(int argc, char** argv) {
   if (rank != 0) return 0;
   double bytes = static_cast<double>(total) * sizeof(float);
   double step = Median(step_s), single = Median(whole_s);
-  std::printf("caravan-replay-bench: %s, %zu tensors, %zu float32 values (%.1f MB), %d workers, "
-              "%d steps (median), compression: %s\n",
-              o.model.c_str(), layers.size(), total, bytes / 1e6, workers, o.steps,
-              o.compress.label().c_str());
+  std::printf(
+      "caravan-replay-bench: %s, %zu tensors, %zu float32 values (%.1f MB), %d workers, "
+      "%d steps (median), compression: %s\n",
+      o.model.c_str(), layers.size(), total, bytes / 1e6, workers, o.steps,
+      o.compress.label().c_str());
   std::printf("%-26s %12s %14s\n", "", "time ms", "algbw GB/s");
-  std::printf("%-26s %12.1f %14.3f\n", "training step (all tensors)", step * 1e3, bytes / step / 1e9);
-  std::printf("%-26s %12.1f %14.3f\n", "one tensor, same bytes", single * 1e3, bytes / single / 1e9);
+  std::printf("%-26s %12.1f %14.3f\n", "training step (all tensors)", step * 1e3,
+              bytes / step / 1e9);
+  std::printf("%-26s %12.1f %14.3f\n", "one tensor, same bytes", single * 1e3,
+              bytes / single / 1e9);
   std::printf("step bandwidth / single-tensor bandwidth: %.2f\n", single / step);
   std::printf("bytes this host sent per step: %.2f MB (%.3f of the gradients' bytes)\n",
               Median(sent_bytes) / 1e6, Median(sent_bytes) / bytes);

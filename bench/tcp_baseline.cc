@@ -24,7 +24,9 @@ constexpr size_t kChunk = 4u << 20;  // large writes, as a van's big segments ar
 
 struct Fd {
   int fd = -1;
-  ~Fd() { if (fd >= 0) close(fd); }
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
 };
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
@@ -141,7 +143,6 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
   Fd sender, receiver;
   if (!ConnectPair(host, &sender, &receiver, error)) return -1;
 
-
   std::atomic<bool> stop{false};
   std::thread writer([&] {
     std::vector<char> buf(kChunk, 1);
@@ -167,8 +168,8 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
     if (!started) {
       started = true;
       start = now;
-      deadline = now + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(seconds));
+      deadline =
+          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
       continue;
     }
     bytes += static_cast<size_t>(n);
@@ -182,8 +183,8 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
   return static_cast<double>(bytes) / elapsed / 1e9;
 }
 
-double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
-                          std::string* error, double* p50_us) {
+double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds, std::string* error,
+                          double* p50_us) {
   Echo echo;
   if (!echo.Open(host, bytes, bytes, error)) return -1;
   std::vector<char> buf(bytes, 1);
@@ -203,8 +204,8 @@ double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
   return gbps;
 }
 
-double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece,
-                               double seconds, std::string* error) {
+double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece, double seconds,
+                               std::string* error) {
   Echo echo;
   if (!echo.Open(host, bytes, std::min(piece, bytes), error)) return -1;
   // A sender thread starts each round when asked, so that only one round

@@ -17,16 +17,16 @@ double MeasureTcpStream(const std::string& host, double seconds, std::string* er
 // rounds). What push_pull does at the socket level with no framework around
 // it. Returns bytes / round time in GB/s, or a negative value with *error;
 // the median round trip in microseconds goes to *p50_us when given.
-double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds,
-                          std::string* error, double* p50_us = nullptr);
+double MeasureTcpPingPong(const std::string& host, size_t bytes, double seconds, std::string* error,
+                          double* p50_us = nullptr);
 
 // As MeasureTcpPingPong, but each round's `bytes` go in pieces of `piece`
 // bytes that the echoing thread returns as each arrives, while later pieces
 // are still being sent: push and pull of one round overlap, as pipelined
 // partitions let them. The best a pipelined push_pull could do over raw
 // sockets, with no summing and no copy out. GB/s, or negative with *error.
-double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece,
-                               double seconds, std::string* error);
+double MeasureTcpPipelinedEcho(const std::string& host, size_t bytes, size_t piece, double seconds,
+                               std::string* error);
 
 }  // namespace caravan_bench
 

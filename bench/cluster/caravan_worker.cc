@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   must(caravan_init(), "caravan_init");
   int rank = caravan_rank(), workers = caravan_size();
   if (compress.on())
-    for (auto& l : o.layers) must(caravan_bench::declare(compress, l.name), "caravan_declare_tensor");
+    for (auto& l : o.layers)
+      must(caravan_bench::declare(compress, l.name), "caravan_declare_tensor");
   std::vector<std::vector<float>> grads;
   double bytes = 0;
   for (auto& l : o.layers) {
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
       }
       for (float v : grads[i])  // an approximation of the sum: finite is what can be checked
         if (!std::isfinite(v)) {
-          std::fprintf(stderr, "%s: rank %d: %s holds %g\n", kProg, rank, o.layers[i].name.c_str(), v);
+          std::fprintf(stderr, "%s: rank %d: %s holds %g\n", kProg, rank, o.layers[i].name.c_str(),
+                       v);
           return 1;
         }
     }

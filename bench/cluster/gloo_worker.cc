@@ -38,17 +38,24 @@ int main(int argc, char** argv) {
   int rank = -1, size = 0, timeout_s = 600;
   std::string store_dir, iface;
   Options o = parse(kProg, argc, argv, [&](const std::string& a, const char* v) {
-    if (a == "--rank") rank = count_arg(kProg, a, v);
-    else if (a == "--size") size = count_arg(kProg, a, v);
-    else if (a == "--timeout") timeout_s = count_arg(kProg, a, v);
-    else if (a == "--store") store_dir = v;
-    else if (a == "--iface") iface = v;
-    else return false;
+    if (a == "--rank")
+      rank = count_arg(kProg, a, v);
+    else if (a == "--size")
+      size = count_arg(kProg, a, v);
+    else if (a == "--timeout")
+      timeout_s = count_arg(kProg, a, v);
+    else if (a == "--store")
+      store_dir = v;
+    else if (a == "--iface")
+      iface = v;
+    else
+      return false;
     return true;
   });
   if (size < 1 || rank < 0 || rank >= size)
     usage_error(kProg, "--rank R --size N with 0 <= R < N are required");
-  if (store_dir.empty()) usage_error(kProg, "--store DIR (a directory every rank sees) is required");
+  if (store_dir.empty())
+    usage_error(kProg, "--store DIR (a directory every rank sees) is required");
   try {
     gloo::transport::tcp::attr attr;
     if (!iface.empty()) attr.iface = iface;
@@ -82,7 +89,8 @@ int main(int argc, char** argv) {
       check(kProg, buf.data(), buf.size(), o.workload, rank, size, it);
       if (it >= o.warmup) seconds.push_back(s);
     }
-    if (rank == 0) print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds);
+    if (rank == 0)
+      print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: rank %d of %d: %s\n", kProg, rank, size, e.what());
     return 1;

@@ -23,7 +23,8 @@ struct Options {
   std::vector<caravan::models::Layer> layers;
 };
 
-inline const char* kWorkloads = "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large";
+inline const char* kWorkloads =
+    "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large";
 
 [[noreturn]] inline void usage_error(const char* prog, const std::string& why) {
   std::fprintf(stderr, "%s: %s\nusage: %s --workload W [--iters N] [--warmup N] ...\n  W: %s\n",
@@ -59,11 +60,16 @@ Options parse(const char* prog, int argc, char** argv, Extra extra) {
     std::string a = argv[i];
     if (i + 1 >= argc) usage_error(prog, "'" + a + "' needs a value");
     const char* v = argv[++i];
-    if (a == "--workload") o.workload = v;
-    else if (a == "--iters") o.iters = count_arg(prog, a, v);
-    else if (a == "--warmup") o.warmup = count_arg(prog, a, v);
-    else if (a == "--aligned") o.aligned = count_arg(prog, a, v) != 0;
-    else if (!extra(a, v)) usage_error(prog, "unknown option '" + a + "'");
+    if (a == "--workload")
+      o.workload = v;
+    else if (a == "--iters")
+      o.iters = count_arg(prog, a, v);
+    else if (a == "--warmup")
+      o.warmup = count_arg(prog, a, v);
+    else if (a == "--aligned")
+      o.aligned = count_arg(prog, a, v) != 0;
+    else if (!extra(a, v))
+      usage_error(prog, "unknown option '" + a + "'");
   }
   if (o.workload.empty()) usage_error(prog, "--workload is required");
   if (o.iters < 1) usage_error(prog, "--iters must be at least 1");
@@ -75,7 +81,9 @@ Options parse(const char* prog, int argc, char** argv, Extra extra) {
 // so every float32 sum is exact whatever order the additions happen in.
 inline float contribution(int rank, int iter) { return static_cast<float>(rank + 1 + iter % 3); }
 
-inline void fill(float* v, size_t n, int rank, int iter) { std::fill(v, v + n, contribution(rank, iter)); }
+inline void fill(float* v, size_t n, int rank, int iter) {
+  std::fill(v, v + n, contribution(rank, iter));
+}
 
 // Exits 1 naming the tensor and element when a sum is wrong.
 inline void check(const char* prog, const float* v, size_t n, const std::string& name, int rank,
@@ -100,10 +108,11 @@ inline void print_result(const char* system, const Options& o, int workers, doub
                          const std::vector<double>& seconds) {
   double med = median(seconds);
   double best = *std::min_element(seconds.begin(), seconds.end());
-  std::printf("cluster-bench result: system=%s workload=%s workers=%d tensors=%zu bytes=%.0f "
-              "iters=%zu median_s=%.6f best_s=%.6f MBps=%.2f\n",
-              system, o.workload.c_str(), workers, o.layers.size(), bytes, seconds.size(), med,
-              best, bytes / med / 1e6);
+  std::printf(
+      "cluster-bench result: system=%s workload=%s workers=%d tensors=%zu bytes=%.0f "
+      "iters=%zu median_s=%.6f best_s=%.6f MBps=%.2f\n",
+      system, o.workload.c_str(), workers, o.layers.size(), bytes, seconds.size(), med, best,
+      bytes / med / 1e6);
   std::fflush(stdout);
 }
 

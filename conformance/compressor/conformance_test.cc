@@ -52,8 +52,8 @@ class CompressorConformance : public testing::TestWithParam<Param> {
     const Param& p = GetParam();
     Compressor probe(p.variant.path, p.variant.params, p.dtype, 7);
     if (probe.create_status() == CARAVAN_STATUS_UNSUPPORTED)
-      GTEST_SKIP() << p.variant.name << " does not compress " << caravan_dtype_name(p.dtype)
-                   << ": " << probe.failure();
+      GTEST_SKIP() << p.variant.name << " does not compress " << caravan_dtype_name(p.dtype) << ": "
+                   << probe.failure();
   }
   // A state for `count` elements; null (and a failure) when the plugin
   // refuses the parameters of all_variants().

@@ -15,7 +15,8 @@ FakeHost::FakeHost(std::string plugin_name, Params params, std::optional<Params>
     // Warnings and errors are what a reader of a failed test wants to see;
     // the rest is kept for the test alone.
     if (level >= CARAVAN_LOG_WARNING)
-      std::fprintf(stderr, "[%s %d] %s\n", self->name_.c_str(), static_cast<int>(level), text.c_str());
+      std::fprintf(stderr, "[%s %d] %s\n", self->name_.c_str(), static_cast<int>(level),
+                   text.c_str());
     std::lock_guard<std::mutex> lock(self->mutex_);
     self->lines_.push_back({level, std::move(text)});
   };

@@ -4,8 +4,8 @@
 
 namespace caravan::conformance {
 
-std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
-                             uint32_t newest_major, PluginFile* out) {
+std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind,
+                             uint32_t oldest_major, uint32_t newest_major, PluginFile* out) {
   OpenedPlugin opened;
   std::string why =
       caravan::open_plugin_file(path, kind, oldest_major, newest_major, "this kit", &opened);

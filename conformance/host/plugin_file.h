@@ -23,8 +23,8 @@ struct PluginFile {
 // `oldest_major` to `newest_major`. Returns "" on success, else why the
 // file was refused ("not found", dlopen's message, "speaks van ABI 99.0;
 // this kit knows majors 1 to 2", ...).
-std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
-                             uint32_t newest_major, PluginFile* out);
+std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind,
+                             uint32_t oldest_major, uint32_t newest_major, PluginFile* out);
 // The same for one major.
 inline std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind,
                                     uint32_t abi_major, PluginFile* out) {

@@ -20,7 +20,8 @@ const LoadedPlugin& load_plugin(const std::string& path) {
   LoadedPlugin& p = *slot;
   p.path = path;
   PluginFile file;
-  p.error = open_plugin_file(path, CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, &file);
+  p.error =
+      open_plugin_file(path, CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, &file);
   if (!p.error.empty()) return p;
   p.handle = file.handle;
   p.descriptor = file.descriptor;

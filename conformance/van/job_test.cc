@@ -2,8 +2,8 @@
 // two servers and two workers that push_pull and check every sum.
 #include <gtest/gtest.h>
 
-#include "van_under_test.h"
 #include "tests/support/process.h"
+#include "van_under_test.h"
 
 namespace caravan::van_check {
 namespace {

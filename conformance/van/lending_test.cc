@@ -12,8 +12,9 @@ class Lending : public VanPair {
  protected:
   void SetUp() override {
     VanPair::SetUp();
-    if (!b_.lends()) GTEST_SKIP() << "this van has no lend and unlend (van_v2.h minor 1): it keeps "
-                                     "every message in its own memory";
+    if (!b_.lends())
+      GTEST_SKIP() << "this van has no lend and unlend (van_v2.h minor 1): it keeps "
+                      "every message in its own memory";
   }
   // A message as the engine sends one: a small head, then the values.
   caravan_status send(uint64_t slot, const std::vector<uint8_t>& values, Ticket* t = nullptr) {
@@ -73,7 +74,8 @@ TEST_F(Lending, AnUnlentBufferIsNeverWrittenAgain) {
   // still arrive whole, in the van's memory, unless poll() had already
   // handed it out (then it may stay in the buffer; the test cannot tell
   // the two apart by timing, so it accepts both and says which it saw).
-  const size_t n = props_.max_message_bytes < (size_t{64} << 20) ? size_t{1} << 20 : size_t{64} << 20;
+  const size_t n =
+      props_.max_message_bytes < (size_t{64} << 20) ? size_t{1} << 20 : size_t{64} << 20;
   auto values = pattern(n, 7);
   std::vector<uint8_t> buf(n, 0xee);
   ASSERT_EQ(b_.lend(11, 1, buf.data(), buf.size()), CARAVAN_STATUS_OK) << b_.error();
@@ -156,7 +158,8 @@ TEST_F(Lending, AMessageCutShortLeavesTheLendForTheNext) {
 
 TEST_F(Lending, BadArgumentsAreRefused) {
   std::vector<uint8_t> buf(64);
-  EXPECT_EQ(b_.lend(0, 1, buf.data(), buf.size()), CARAVAN_STATUS_INVALID_ARGUMENT) << "slot 0 is no slot";
+  EXPECT_EQ(b_.lend(0, 1, buf.data(), buf.size()), CARAVAN_STATUS_INVALID_ARGUMENT)
+      << "slot 0 is no slot";
   EXPECT_EQ(b_.lend(1, 1, nullptr, 64), CARAVAN_STATUS_INVALID_ARGUMENT) << "no buffer";
   EXPECT_EQ(b_.lend(1, CARAVAN_VAN_MAX_SEGMENTS_V2, buf.data(), buf.size()),
             CARAVAN_STATUS_INVALID_ARGUMENT)

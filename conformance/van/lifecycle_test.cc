@@ -41,9 +41,11 @@ TEST_F(VanPair, DisconnectWithMessagesInFlight) {
   std::vector<Ticket> sent(kN);
   for (size_t i = 0; i < kN; ++i) ASSERT_EQ(a_.send(kB, {seg(mib)}, &sent[i]), CARAVAN_STATUS_OK);
   ASSERT_EQ(a_.disconnect(kB), CARAVAN_STATUS_OK) << a_.error();
-  ASSERT_TRUE(a_.wait_all_sent()) << a_.completed_sends() << " of " << kN << " done after disconnect";
+  ASSERT_TRUE(a_.wait_all_sent()) << a_.completed_sends() << " of " << kN
+                                  << " done after disconnect";
   expect_settled(a_, sent, "disconnect");
-  EXPECT_EQ(a_.send(kB, {seg(mib)}), CARAVAN_STATUS_INVALID_ARGUMENT) << "a disconnected id is unknown";
+  EXPECT_EQ(a_.send(kB, {seg(mib)}), CARAVAN_STATUS_INVALID_ARGUMENT)
+      << "a disconnected id is unknown";
   ASSERT_EQ(a_.connect(kB, b_.addr()), CARAVAN_STATUS_OK) << "the id may be connected again";
   // A pattern of its own, so it can be told from the first batch; its
   // completion is awaited, since the van reads it until then.
@@ -78,7 +80,8 @@ TEST_F(VanPair, FinalizeWithMessagesInFlight) {
   for (size_t i = 0; i < kN; ++i) {
     EXPECT_LE(a_.completions(sent[i]), 1) << "send " << i;
     caravan_status st = a_.sent_status(sent[i]);
-    EXPECT_TRUE(st == CARAVAN_STATUS_OK || st == CARAVAN_STATUS_CLOSED || st == CARAVAN_STATUS_TIMEOUT)
+    EXPECT_TRUE(st == CARAVAN_STATUS_OK || st == CARAVAN_STATUS_CLOSED ||
+                st == CARAVAN_STATUS_TIMEOUT)
         << "send " << i << ": " << status_name(st);
   }
   b_.finalize();
@@ -113,7 +116,8 @@ TEST_F(VanPair, PeerDisappears) {
         << "a send to a vanished peer fails with IO or CLOSED, not " << status_name(refused);
     EXPECT_FALSE(a_.error().empty()) << "the failure is explained through set_error";
   }
-  std::printf("vanished peer: %zu sends accepted, %zu done, then %s\n", sent.size(), a_.completed_sends(),
+  std::printf("vanished peer: %zu sends accepted, %zu done, then %s\n", sent.size(),
+              a_.completed_sends(),
               refused != CARAVAN_STATUS_OK ? status_name(refused) : "no refusal");
   Message msg;
   auto t0 = Clock::now();
@@ -122,7 +126,8 @@ TEST_F(VanPair, PeerDisappears) {
   // Disconnecting settles whatever is still held.
   EXPECT_EQ(a_.disconnect(kB), CARAVAN_STATUS_OK) << a_.error();
   a_.wait_all_sent();
-  EXPECT_EQ(a_.completed_sends(), sent.size()) << "sends accepted for a vanished peer left unsettled";
+  EXPECT_EQ(a_.completed_sends(), sent.size())
+      << "sends accepted for a vanished peer left unsettled";
   for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(a_.completions(sent[i]), 1) << i;
 }
 

@@ -15,7 +15,8 @@ namespace {
 
 const char kUsage[] =
     "usage: caravan-van-check --van NAME|PATH [--launcher PATH --worker PATH] [gtest flags]\n"
-    "  --van NAME       libcaravan-van-NAME.so from CARAVAN_PLUGIN_PATH, then <bindir>/../lib/caravan\n"
+    "  --van NAME       libcaravan-van-NAME.so from CARAVAN_PLUGIN_PATH, then "
+    "<bindir>/../lib/caravan\n"
     "  --van PATH       a van plugin file, taken as is\n"
     "  --launcher PATH  caravan-launch, for the whole-job test (skipped without it)\n"
     "  --worker PATH    sum_check_worker, for the whole-job test\n";
@@ -81,9 +82,10 @@ int main(int argc, char** argv) {
   // SKIP_RETURN_CODE), never a pass.
   std::string unavailable = vc::unavailable_reason();
   if (!unavailable.empty()) {
-    std::printf("caravan-van-check: SKIPPED every test that needs an instance: van '%s' is "
-                "unavailable on this machine: %s\n",
-                vc::van().descriptor->name, unavailable.c_str());
+    std::printf(
+        "caravan-van-check: SKIPPED every test that needs an instance: van '%s' is "
+        "unavailable on this machine: %s\n",
+        vc::van().descriptor->name, unavailable.c_str());
     ::testing::GTEST_FLAG(filter) =
         "Loading.*-Loading.Properties:Loading.RepeatedInitFinalize:Loading.SeveralInstancesAtOnce";
     int rc = RUN_ALL_TESTS();

@@ -45,7 +45,8 @@ TEST_F(VanPair, MessageSizes) {
     ASSERT_TRUE(b_.recv_one([&](const Message& m) {
       ASSERT_EQ(m.num_segments, 1u);
       expect_same(m.segments[0], bufs[i]);
-    })) << bufs[i].size() << " bytes";
+    })) << bufs[i].size()
+        << " bytes";
   ASSERT_TRUE(a_.wait_all_sent());
   for (size_t i = 0; i < bufs.size(); ++i) {
     EXPECT_EQ(a_.completions(sent[i]), 1) << bufs[i].size() << " bytes";
@@ -142,7 +143,8 @@ TEST_F(VanPair, BufferReusableOnceDone) {
 
 TEST_F(VanPair, ReceivedMemoryIsWritableUntilRelease) {
   auto data = pattern(4096, 9);
-  ASSERT_EQ(a_.send_unwatched(kB, {seg(data)}), CARAVAN_STATUS_OK) << "a send nobody watches is allowed";
+  ASSERT_EQ(a_.send_unwatched(kB, {seg(data)}), CARAVAN_STATUS_OK)
+      << "a send nobody watches is allowed";
   ASSERT_TRUE(b_.recv_one([&](const Message& m) {
     ASSERT_EQ(m.segments[0].len, data.size());
     std::memset(m.segments[0].data, 0, m.segments[0].len);  // the engine sums in place

@@ -1,5 +1,4 @@
 #include "engine/base/config.h"
-#include "engine/base/settings.h"
 
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include "engine/base/env.h"
 #include "engine/base/error.h"
 #include "engine/base/job_token.h"
+#include "engine/base/settings.h"
 
 namespace caravan {
 namespace {
@@ -55,9 +55,12 @@ Role parse_role(const std::string& v) {
 
 const char* role_name(Role r) {
   switch (r) {
-    case Role::kScheduler: return "scheduler";
-    case Role::kServer: return "server";
-    case Role::kWorker: return "worker";
+    case Role::kScheduler:
+      return "scheduler";
+    case Role::kServer:
+      return "server";
+    case Role::kWorker:
+      return "worker";
   }
   return "?";
 }
@@ -108,8 +111,8 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   // IPv6 literal could only fail later: every node waited out
   // CARAVAN_CONNECT_TIMEOUT with "Connection refused".
   using Named = std::pair<const char*, const std::string*>;
-  for (auto [var, value] : {Named{"DMLC_PS_ROOT_URI", &c.root_uri},
-                            Named{"DMLC_NODE_HOST", &c.node_host}}) {
+  for (auto [var, value] :
+       {Named{"DMLC_PS_ROOT_URI", &c.root_uri}, Named{"DMLC_NODE_HOST", &c.node_host}}) {
     if (value->find(':') != std::string::npos)
       throw config_error(std::string(var) + "='" + *value +
                          "' is an IPv6 address; Caravan's nodes speak IPv4: give an IPv4 "
@@ -122,26 +125,27 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.device_reducer =
       plugin_choice("CARAVAN_DEVICE_REDUCER", env::get("CARAVAN_DEVICE_REDUCER").value_or("gpu"));
   c.staging_bytes = env::integer("CARAVAN_STAGING_BYTES", 0, INT64_MAX, int64_t{4} << 30);
-  if (env::get("BYTEPS_TELEMETRY_ON")) c.telemetry = env::boolean("BYTEPS_TELEMETRY_ON", false) ? 1 : 0;
+  if (env::get("BYTEPS_TELEMETRY_ON"))
+    c.telemetry = env::boolean("BYTEPS_TELEMETRY_ON", false) ? 1 : 0;
   c.telemetry_window_s =
       static_cast<double>(env::integer("CARAVAN_TELEMETRY_WINDOW_S", 1, 86400, 10));
   c.trace_on = env::boolean("BYTEPS_TRACE_ON", false);
   c.trace_start_step = static_cast<int>(env::integer("BYTEPS_TRACE_START_STEP", 0, 1 << 30, 10));
   c.trace_end_step = static_cast<int>(env::integer("BYTEPS_TRACE_END_STEP", 1, 1 << 30, 20));
   if (c.trace_on && c.trace_end_step <= c.trace_start_step)
-    throw config_error("BYTEPS_TRACE_END_STEP=" + std::to_string(c.trace_end_step) +
-                       " must be greater than BYTEPS_TRACE_START_STEP=" +
-                       std::to_string(c.trace_start_step) + " (the steps traced are START to END-1)");
+    throw config_error(
+        "BYTEPS_TRACE_END_STEP=" + std::to_string(c.trace_end_step) +
+        " must be greater than BYTEPS_TRACE_START_STEP=" + std::to_string(c.trace_start_step) +
+        " (the steps traced are START to END-1)");
   c.trace_dir = env::get("BYTEPS_TRACE_DIR").value_or("./trace");
-  if (c.trace_on && c.role != Role::kScheduler) check_writable_folder("BYTEPS_TRACE_DIR", c.trace_dir);
+  if (c.trace_on && c.role != Role::kScheduler)
+    check_writable_folder("BYTEPS_TRACE_DIR", c.trace_dir);
   c.trace_max_events = env::integer("CARAVAN_TRACE_MAX_EVENTS", 1, 1000000000, 1000000);
   c.metrics_port = static_cast<int>(env::integer("CARAVAN_METRICS_PORT", 0, 65535, -1));
   c.partition_bytes = env::integer("BYTEPS_PARTITION_BYTES", 1, INT64_MAX, 0);
   c.min_compress_bytes = env::integer("BYTEPS_MIN_COMPRESS_BYTES", 0, INT64_MAX, 65536);
-  c.scheduling_credit =
-      static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
-  c.server_sum_threads =
-      static_cast<int>(env::integer("BYTEPS_SERVER_ENGINE_THREAD", 1, 256, 4));
+  c.scheduling_credit = static_cast<int>(env::integer("BYTEPS_SCHEDULING_CREDIT", 0, 1 << 20, 0));
+  c.server_sum_threads = static_cast<int>(env::integer("BYTEPS_SERVER_ENGINE_THREAD", 1, 256, 4));
   c.server_enable_schedule = env::boolean("BYTEPS_SERVER_ENABLE_SCHEDULE", false);
   c.enable_async = env::boolean("BYTEPS_ENABLE_ASYNC", false);
   c.enable_ipc = env::boolean("BYTEPS_ENABLE_IPC", false);
@@ -150,16 +154,15 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
   c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));
   c.heartbeat_timeout_s = static_cast<int>(env::integer("PS_HEARTBEAT_TIMEOUT", 1, 86400, 20));
-  int resend_timeout =
-      static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));
+  int resend_timeout = static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));
   c.resend_timeout_ms = env::boolean("PS_RESEND", false) ? resend_timeout : 0;
   c.drop_percent = static_cast<int>(env::integer("PS_DROP_MSG", 0, 100, 0));
   c.job_token = auth::JobToken::from_env();
   warn_unknown_settings();
   if (c.heartbeat_interval_s > 0 && c.heartbeat_timeout_s <= c.heartbeat_interval_s)
-    throw config_error("PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
-                       " must be longer than PS_HEARTBEAT_INTERVAL=" +
-                       std::to_string(c.heartbeat_interval_s));
+    throw config_error(
+        "PS_HEARTBEAT_TIMEOUT=" + std::to_string(c.heartbeat_timeout_s) +
+        " must be longer than PS_HEARTBEAT_INTERVAL=" + std::to_string(c.heartbeat_interval_s));
   return c;
 }
 

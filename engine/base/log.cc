@@ -48,7 +48,9 @@ void Log::configure_from_env() {
   }
 }
 
-bool Log::enabled(caravan_log_level level) { return level >= g_level.load(std::memory_order_relaxed); }
+bool Log::enabled(caravan_log_level level) {
+  return level >= g_level.load(std::memory_order_relaxed);
+}
 
 int Log::verbose() { return g_verbose.load(std::memory_order_relaxed); }
 

@@ -39,14 +39,14 @@ class LogLine {
 
 }  // namespace caravan
 
-#define CARAVAN_LOG(level)                                        \
-  if (!::caravan::Log::enabled(::CARAVAN_LOG_##level)) {          \
-  } else                                                          \
+#define CARAVAN_LOG(level)                               \
+  if (!::caravan::Log::enabled(::CARAVAN_LOG_##level)) { \
+  } else                                                 \
     ::caravan::LogLine(::CARAVAN_LOG_##level)
 
 // Control-plane events (PS_VERBOSE >= 1) and per-message traces (>= 2) are
 // shown at info level whatever BYTEPS_LOG_LEVEL says.
-#define CARAVAN_VLOG(n)                                 \
-  if (::caravan::Log::verbose() < (n)) {                \
-  } else                                                \
+#define CARAVAN_VLOG(n)                  \
+  if (::caravan::Log::verbose() < (n)) { \
+  } else                                 \
     ::caravan::LogLine(::CARAVAN_LOG_INFO)

@@ -22,8 +22,8 @@ namespace {
 
 uint64_t read(const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); }
 
-void counter(std::ostringstream& out, const std::string& labels, const char* name,
-             const char* help, const Counter& c) {
+void counter(std::ostringstream& out, const std::string& labels, const char* name, const char* help,
+             const Counter& c) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " counter\n"
       << name << "{" << labels << "} " << read(c.value) << "\n";
 }
@@ -49,8 +49,8 @@ std::string render(const std::string& node_label) {
           "bytes of the tensors of the push_pulls this worker finished", r.operation_bytes);
   const Histogram& h = r.operation_seconds;
   const char* hn = "caravan_pushpull_duration_seconds";
-  out << "# HELP " << hn << " time from a push_pull's submission to its completion\n# TYPE "
-      << hn << " histogram\n";
+  out << "# HELP " << hn << " time from a push_pull's submission to its completion\n# TYPE " << hn
+      << " histogram\n";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= Histogram::kBounds.size(); ++i) {
     cumulative += read(h.buckets[i]);

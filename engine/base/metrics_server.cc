@@ -38,9 +38,9 @@ MHD_Result handle(void* cls, MHD_Connection* connection, const char* url, const 
 }  // namespace
 
 MetricsServer::MetricsServer(int port, std::string node) : node_(std::move(node)) {
-  daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, static_cast<uint16_t>(port), nullptr,
-                             nullptr, &handle, this, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                             MHD_OPTION_END);
+  daemon_ =
+      MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, static_cast<uint16_t>(port), nullptr,
+                       nullptr, &handle, this, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
   if (!daemon_)
     throw config_error("CARAVAN_METRICS_PORT: cannot serve metrics on port " +
                        std::to_string(port) + " (in use, or not allowed)");

@@ -99,15 +99,15 @@ int listen_tcp(const std::string& host, int port, int* bound_port) {
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd, 1024) != 0) {
     int e = errno;
     close(fd);
-    throw Error(CARAVAN_ERR_CONFIG, "cannot listen on " + host + ":" + std::to_string(port) +
-                                        ": " + std::strerror(e));
+    throw Error(CARAVAN_ERR_CONFIG,
+                "cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(e));
   }
   sockaddr_storage bound;
   socklen_t blen = sizeof bound;
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
-  *bound_port = ntohs(bound.ss_family == AF_INET6
-                          ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                          : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *bound_port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return fd;
 }
 

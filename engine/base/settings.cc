@@ -21,7 +21,8 @@ const std::vector<Setting>& known_settings() {
       {"DMLC_RANK", "-",
        "ps-lite programs (bytedance/ps-lite) read it as the rank they give ps::StartPS"},
       {"DMLC_GROUP_SIZE", "1",
-       "ps-lite programs (bytedance/ps-lite): nodes of each role per process, ranks rank*N..rank*N+N-1"},
+       "ps-lite programs (bytedance/ps-lite): nodes of each role per process, ranks "
+       "rank*N..rank*N+N-1"},
       {"BYTEPS_LOCAL_SIZE", "1", "worker processes on this machine"},
       {"BYTEPS_LOCAL_RANK", "0", "this process's index among them"},
       {"BYTEPS_FORCE_DISTRIBUTED", "0", "1: join the scheduler and servers even with one worker"},
@@ -44,10 +45,13 @@ const std::vector<Setting>& known_settings() {
       {"BYTEPS_SERVER_ENGINE_THREAD", "4", "summation threads per server"},
       {"BYTEPS_SERVER_ENABLE_SCHEDULE", "0", "1: serve the key with the fewest rounds first"},
       {"BYTEPS_ENABLE_ASYNC", "0", "1: asynchronous training"},
-      {"BYTEPS_DEBUG_SAMPLE_TENSOR", "unset", "a tensor whose sample values are logged at each stage"},
-      {"BYTEPS_ENABLE_IPC", "0", "1: values through shared memory between a worker and a server of a host"},
+      {"BYTEPS_DEBUG_SAMPLE_TENSOR", "unset",
+       "a tensor whose sample values are logged at each stage"},
+      {"BYTEPS_ENABLE_IPC", "0",
+       "1: values through shared memory between a worker and a server of a host"},
       {"BYTEPS_NUMA_ON", "1", "bind each worker to cores of its NUMA node"},
-      {"BYTEPS_NUMA_DEFAULT_QUOTA", "usable cores / BYTEPS_LOCAL_SIZE", "physical cores per worker"},
+      {"BYTEPS_NUMA_DEFAULT_QUOTA", "usable cores / BYTEPS_LOCAL_SIZE",
+       "physical cores per worker"},
       {"BYTEPS_CPU_BLACKLIST", "unset", "logical CPUs never used"},
       {"BYTEPS_VISIBLE_CPU_CORES", "unset", "explicit logical CPUs per local worker"},
       {"BYTEPS_MULTITHREADED_CPU", "1", "1: a worker's cores bring all their hardware threads"},
@@ -61,9 +65,11 @@ const std::vector<Setting>& known_settings() {
       {"BYTEPS_TRACE_DIR", "./trace", "where the timeline files go"},
       {"CARAVAN_METRICS_PORT", "unset: no endpoint",
        "Prometheus /metrics: scheduler on it, server r on +1+r, worker r on +1+servers+r"},
-      {"CARAVAN_TRACE_MAX_EVENTS", "1000000", "timeline events held per process; more are counted, not kept"},
+      {"CARAVAN_TRACE_MAX_EVENTS", "1000000",
+       "timeline events held per process; more are counted, not kept"},
       {"PS_VERBOSE", "0", "1: control-plane events; 2: every message and partition"},
-      {"CARAVAN_CONNECT_TIMEOUT", "60", "seconds for start-up: scheduler, registration, van probes"},
+      {"CARAVAN_CONNECT_TIMEOUT", "60",
+       "seconds for start-up: scheduler, registration, van probes"},
       {"CARAVAN_OP_TIMEOUT", "600", "seconds a push_pull, barrier or shutdown may wait"},
       {"CARAVAN_JOB_TOKEN", "unset: no authentication", "the job's shared secret"},
       {"PS_HEARTBEAT_INTERVAL", "2", "seconds between heartbeats (0: off)"},
@@ -136,8 +142,8 @@ std::vector<std::string> unknown_settings(const std::vector<std::string>& enviro
     auto unsupported = std::find_if(unsupported_settings().begin(), unsupported_settings().end(),
                                     [&](const UnsupportedSetting& u) { return name == u.name; });
     if (unsupported != unsupported_settings().end()) {
-      warnings.push_back(name + " is set but Caravan does not implement it: " +
-                         unsupported->instead);
+      warnings.push_back(name +
+                         " is set but Caravan does not implement it: " + unsupported->instead);
       continue;
     }
     std::string near = nearest_name(name, known);

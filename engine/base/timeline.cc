@@ -130,8 +130,8 @@ bool Timeline::write_locked() {
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"process\":" << json_string(process_)
       << ",\"start_step\":" << start_step_ << ",\"end_step\":" << end_step_
       << ",\"dropped_events\":" << dropped_ << "},\"traceEvents\":[\n";
-  out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":0,\"args\":{\"name\":"
-      << json_string(process_) << "}}";
+  out << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid
+      << ",\"tid\":0,\"args\":{\"name\":" << json_string(process_) << "}}";
   for (size_t i = 0; i < row_names_.size(); ++i)
     out << ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid << ",\"tid\":" << i + 1
         << ",\"args\":{\"name\":" << json_string(row_names_[i]) << "}}";

@@ -38,7 +38,7 @@ struct State {
   // the device reducer.
   std::mutex device_mu;
   std::unique_ptr<DeviceStager> stager;
-  std::string stager_error;  // why it could not be made, said again for every tensor
+  std::string stager_error;              // why it could not be made, said again for every tensor
   std::unique_ptr<Telemetry> telemetry;  // null: BYTEPS_TELEMETRY_ON=0
 
   int size() const { return worker->size(); }
@@ -57,7 +57,8 @@ struct State {
     if (!stager)
       throw Error(CARAVAN_ERR_PLUGIN, "tensor '" + tensor +
                                           "' was given as device memory, which this worker "
-                                          "cannot carry: " + stager_error);
+                                          "cannot carry: " +
+                                          stager_error);
     return *stager;
   }
   ~State() {
@@ -102,32 +103,50 @@ int guarded(Body&& body) noexcept {
 
 const char* generic_message(int code) {
   switch (code) {
-    case CARAVAN_OK: return "success";
-    case CARAVAN_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case CARAVAN_ERR_NOT_INITIALIZED: return "caravan_init() has not been called";
-    case CARAVAN_ERR_MISMATCH: return "tensor reused with another count or dtype";
-    case CARAVAN_ERR_BUSY: return "tensor already has a push_pull in flight";
-    case CARAVAN_ERR_TIMEOUT: return "deadline passed";
-    case CARAVAN_ERR_PEER_LOST: return "a node of the job failed";
-    case CARAVAN_ERR_CONFIG: return "bad configuration";
-    case CARAVAN_ERR_PLUGIN: return "plugin could not be loaded";
-    case CARAVAN_ERR_TRANSPORT: return "transport failure";
-    case CARAVAN_ERR_STATE: return "call not valid in this state";
-    case CARAVAN_ERR_INTERNAL: return "internal error";
-    case CARAVAN_ERR_SERVER: return "a server refused the request";
+    case CARAVAN_OK:
+      return "success";
+    case CARAVAN_ERR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case CARAVAN_ERR_NOT_INITIALIZED:
+      return "caravan_init() has not been called";
+    case CARAVAN_ERR_MISMATCH:
+      return "tensor reused with another count or dtype";
+    case CARAVAN_ERR_BUSY:
+      return "tensor already has a push_pull in flight";
+    case CARAVAN_ERR_TIMEOUT:
+      return "deadline passed";
+    case CARAVAN_ERR_PEER_LOST:
+      return "a node of the job failed";
+    case CARAVAN_ERR_CONFIG:
+      return "bad configuration";
+    case CARAVAN_ERR_PLUGIN:
+      return "plugin could not be loaded";
+    case CARAVAN_ERR_TRANSPORT:
+      return "transport failure";
+    case CARAVAN_ERR_STATE:
+      return "call not valid in this state";
+    case CARAVAN_ERR_INTERNAL:
+      return "internal error";
+    case CARAVAN_ERR_SERVER:
+      return "a server refused the request";
   }
   return "unknown error code";
 }
 
 int check_tensor(const char* name, void* data, size_t count, caravan_dtype dtype) {
   if (!name || !*name) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "tensor name is NULL or empty");
-  if (!data) return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("data is NULL for tensor '") + name + "'");
-  if (count == 0) return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("count is 0 for tensor '") + name + "'");
+  if (!data)
+    return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                std::string("data is NULL for tensor '") + name + "'");
+  if (count == 0)
+    return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("count is 0 for tensor '") + name + "'");
   if (dtype_size(dtype) == 0)
     return fail(CARAVAN_ERR_INVALID_ARGUMENT, "dtype " + std::to_string(static_cast<int>(dtype)) +
-                                                  " of tensor '" + name + "' is not a caravan_dtype");
+                                                  " of tensor '" + name +
+                                                  "' is not a caravan_dtype");
   if (count > SIZE_MAX / dtype_size(dtype))
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("count of tensor '") + name + "' overflows size_t");
+    return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                std::string("count of tensor '") + name + "' overflows size_t");
   return 0;
 }
 
@@ -139,7 +158,8 @@ void count(State& s, caravan_handle_s& h) {
 }
 
 int not_initialized() {
-  return fail(CARAVAN_ERR_NOT_INITIALIZED, "caravan_init() has not been called (or caravan_shutdown() was)");
+  return fail(CARAVAN_ERR_NOT_INITIALIZED,
+              "caravan_init() has not been called (or caravan_shutdown() was)");
 }
 
 // What the worker says of itself (rank, size, ...), or NOT_INITIALIZED.
@@ -198,7 +218,8 @@ int caravan_init(void) {
     auto s = std::make_shared<State>();
     s->worker = start_worker(&s->config);
     if (s->config.telemetry != 0)
-      s->telemetry = std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
+      s->telemetry =
+          std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
     g_state = std::move(s);
     return 0;
   });
@@ -254,9 +275,8 @@ int caravan_push_pull(const char* name, void* data, size_t count, caravan_dtype 
   return caravan_wait(h);
 }
 
-int caravan_push_pull_device_async(const char* name, void* data, size_t count,
-                                   caravan_dtype dtype, int priority, void* stream,
-                                   caravan_handle* out) {
+int caravan_push_pull_device_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                                   int priority, void* stream, caravan_handle* out) {
   return start(name, data, count, dtype, priority, false, kSum, out, true, stream);
 }
 
@@ -268,9 +288,8 @@ int caravan_push_pull_device(const char* name, void* data, size_t count, caravan
   return caravan_wait(h);
 }
 
-int caravan_broadcast_device_async(const char* name, void* data, size_t count,
-                                   caravan_dtype dtype, int root_rank, int priority,
-                                   void* stream, caravan_handle* out) {
+int caravan_broadcast_device_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                                   int root_rank, int priority, void* stream, caravan_handle* out) {
   return start(name, data, count, dtype, priority, true, root_rank, out, true, stream);
 }
 
@@ -288,14 +307,15 @@ int caravan_declare_tensor(const char* name, const char* const* keys, const char
   return guarded([&]() -> int {
     if (!name || !*name) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "tensor name is NULL or empty");
     if (num_params > 0 && (!keys || !values))
-      return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("tensor '") + name + "': " +
-                                                    std::to_string(num_params) +
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("tensor '") + name +
+                                                    "': " + std::to_string(num_params) +
                                                     " parameters, but keys or values is NULL");
     TensorParamList params;
     for (size_t i = 0; i < num_params; ++i) {
       if (!keys[i] || !values[i])
-        return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("tensor '") + name + "': key or value " +
-                                                      std::to_string(i) + " is NULL");
+        return fail(
+            CARAVAN_ERR_INVALID_ARGUMENT,
+            std::string("tensor '") + name + "': key or value " + std::to_string(i) + " is NULL");
       params.emplace_back(keys[i], values[i]);
     }
     auto s = state();
@@ -311,7 +331,8 @@ int caravan_poll(caravan_handle h) {
     auto s = state();
     if (!s) return not_initialized();
     std::string error;
-    int rc = h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
+    int rc =
+        h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
     if (rc == 1) count(*s, *h);
     return rc < 0 ? fail(rc, error) : rc;
   });
@@ -336,8 +357,8 @@ int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out) {
     if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out is NULL");
     if (out->struct_size < sizeof(caravan_pushpull_stats))
       return fail(CARAVAN_ERR_INVALID_ARGUMENT,
-                  "out->struct_size is " + std::to_string(out->struct_size) + ", expected at least " +
-                      std::to_string(sizeof(caravan_pushpull_stats)));
+                  "out->struct_size is " + std::to_string(out->struct_size) +
+                      ", expected at least " + std::to_string(sizeof(caravan_pushpull_stats)));
     auto s = state();
     if (!s) return not_initialized();
     if (!s->telemetry)

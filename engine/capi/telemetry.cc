@@ -22,7 +22,8 @@ double percentile(std::vector<double>& sorted, double p) {
 }  // namespace
 
 Telemetry::Telemetry(double window_s, bool log_lines)
-    : window_(window_s), log_lines_(log_lines),
+    : window_(window_s),
+      log_lines_(log_lines),
       next_line_(started_ + std::chrono::duration_cast<Clock::duration>(window_)) {}
 
 void Telemetry::forget_before(Clock::time_point t) {
@@ -36,8 +37,8 @@ void Telemetry::record(const std::string& tensor, size_t bytes, Clock::time_poin
   {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string* name = &*names_.insert(tensor).first;
-    samples_.push_back(Sample{finished, std::chrono::duration<double>(finished - submitted).count(),
-                              bytes, name});
+    samples_.push_back(
+        Sample{finished, std::chrono::duration<double>(finished - submitted).count(), bytes, name});
     forget_before(finished - std::chrono::duration_cast<Clock::duration>(window_));
     if (log_lines_ && finished >= next_line_) {
       Stats s = stats_locked(nullptr, finished);
@@ -61,8 +62,8 @@ Telemetry::Stats Telemetry::stats(const std::string& tensor) const {
   auto it = names_.find(tensor);
   if (it == names_.end()) {
     Stats none;
-    none.window_s = std::min(window_.count(),
-                             std::chrono::duration<double>(Clock::now() - started_).count());
+    none.window_s =
+        std::min(window_.count(), std::chrono::duration<double>(Clock::now() - started_).count());
     return none;
   }
   return stats_locked(&*it, Clock::now());

@@ -36,20 +36,21 @@ class CompressorPlugin {
  private:
   CompressorPlugin(const std::string& choice, const std::string& plugin_path)
       : lib(load_plugin(static_cast<caravan_plugin_kind>(CARAVAN_PLUGIN_KIND_COMPRESSOR),
-                        CARAVAN_COMPRESSOR_ABI_MAJOR_V1, choice,
-                        "byteps_compressor_type=" + choice, plugin_path)),
+                        CARAVAN_COMPRESSOR_ABI_MAJOR_V1, choice, "byteps_compressor_type=" + choice,
+                        plugin_path)),
         ops(static_cast<const caravan_compressor_ops_v1*>(lib->descriptor->ops)),
         name(lib->descriptor->name),
         host_(static_cast<caravan_plugin_kind>(CARAVAN_PLUGIN_KIND_COMPRESSOR), name) {
     constexpr size_t kUsed = offsetof(caravan_compressor_ops_v1, decompress) +
                              sizeof(caravan_compressor_ops_v1::decompress);
-    if (ops->struct_size < kUsed || !ops->init || !ops->finalize || !ops->create ||
-        !ops->destroy || !ops->compress || !ops->decompress)
+    if (ops->struct_size < kUsed || !ops->init || !ops->finalize || !ops->create || !ops->destroy ||
+        !ops->compress || !ops->decompress)
       throw Error(CARAVAN_ERR_PLUGIN, "compressor plugin '" + name + "' (" + lib->path +
                                           ") has an ops table of " +
-                                          std::to_string(ops->struct_size) + " bytes with NULL "
-                                          "entries or shorter than the " + std::to_string(kUsed) +
-                                          " bytes of init to decompress");
+                                          std::to_string(ops->struct_size) +
+                                          " bytes with NULL "
+                                          "entries or shorter than the " +
+                                          std::to_string(kUsed) + " bytes of init to decompress");
     caravan_status s = ops->init(host_.table(), &ctx);
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_PLUGIN, "compressor plugin '" + name + "' (" + lib->path +
@@ -172,7 +173,8 @@ PushCodec::PushCodec(const CompressionSpec& spec, caravan_dtype dtype, size_t co
 }
 
 size_t PushCodec::compress(const void* grad, void* out, uint64_t seed) {
-  if (!error_feedback_ && !momentum_) return codec_.compress(grad, out, seed, CARAVAN_COMPRESSOR_PUSH);
+  if (!error_feedback_ && !momentum_)
+    return codec_.compress(grad, out, seed, CARAVAN_COMPRESSOR_PUSH);
   const void* sent = grad;
   if (momentum_) {
     by_float(codec_.dtype(), codec_.what(), [&](auto t) {

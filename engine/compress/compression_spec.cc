@@ -19,9 +19,7 @@ constexpr const char* kMomentum = "byteps_momentum_type";
 constexpr const char* kMomentumMu = "byteps_momentum_mu";
 constexpr const char* kSeed = "byteps_seed";
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 bool valid_plugin_name(const std::string& name) {
   if (name.empty()) return false;
@@ -40,8 +38,8 @@ std::string CompressionSpec::text() const {
 
 CompressionSpec CompressionSpec::parse(const std::string& tensor, const TensorParamList& given) {
   auto bad = [&](const std::string& key, const std::string& value, const std::string& why) {
-    throw Error(CARAVAN_ERR_INVALID_ARGUMENT, "tensor '" + tensor + "': " + key + "='" + value +
-                                                  "' " + why);
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT,
+                "tensor '" + tensor + "': " + key + "='" + value + "' " + why);
   };
   CompressionSpec s;
   for (const auto& [key, value] : given) {

@@ -45,7 +45,9 @@ int ControlHub::adopt(int fd) {
   return id;
 }
 
-void ControlHub::start() { thread_ = std::thread([this] { loop(); }); }
+void ControlHub::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void ControlHub::stop() {
   {
@@ -269,8 +271,8 @@ int ControlHub::expire_stalled() {
         break;
       case Miss::kMidMessage:
         drop(id, *c,
-             "stalled for " + seconds + " in the middle of a message (" +
-                 c->in.describe_partial() + ")",
+             "stalled for " + seconds + " in the middle of a message (" + c->in.describe_partial() +
+                 ")",
              true);
         break;
       case Miss::kNotAdmitted:

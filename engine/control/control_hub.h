@@ -74,11 +74,11 @@ class ControlHub {
     std::string peer;
     FrameReader in{kMaxBody};
     std::mutex write_mu;
-    bool accepted = false;   // came through listen(): subject to the stall limit
-    bool admitted = false;   // guarded by the hub's mu_
-    bool closed = false;     // close() was called; guarded by the hub's mu_
+    bool accepted = false;    // came through listen(): subject to the stall limit
+    bool admitted = false;    // guarded by the hub's mu_
+    bool closed = false;      // close() was called; guarded by the hub's mu_
     bool hanging_up = false;  // hang_up() was called; guarded by the hub's mu_
-    uint64_t messages = 0;   // complete messages received
+    uint64_t messages = 0;    // complete messages received
     Clock::time_point connected;
     Clock::time_point since;  // connected, first byte of the pending message, or hang_up()
   };

@@ -6,19 +6,32 @@ namespace caravan {
 
 const char* control_type_name(wire::Type t) {
   switch (t) {
-    case wire::Type::kKV: return "KV";
-    case wire::Type::kAck: return "ACK";
-    case wire::Type::kProbe: return "PROBE";
-    case wire::Type::kRegister: return "REGISTER";
-    case wire::Type::kNodeTable: return "NODE_TABLE";
-    case wire::Type::kBarrier: return "BARRIER";
-    case wire::Type::kBarrierDone: return "BARRIER_DONE";
-    case wire::Type::kAbort: return "ABORT";
-    case wire::Type::kHeartbeat: return "HEARTBEAT";
-    case wire::Type::kAuthHello: return "AUTH_HELLO";
-    case wire::Type::kAuthChallenge: return "AUTH_CHALLENGE";
-    case wire::Type::kAuthProof: return "AUTH_PROOF";
-    case wire::Type::kBarrierWaiting: return "BARRIER_WAITING";
+    case wire::Type::kKV:
+      return "KV";
+    case wire::Type::kAck:
+      return "ACK";
+    case wire::Type::kProbe:
+      return "PROBE";
+    case wire::Type::kRegister:
+      return "REGISTER";
+    case wire::Type::kNodeTable:
+      return "NODE_TABLE";
+    case wire::Type::kBarrier:
+      return "BARRIER";
+    case wire::Type::kBarrierDone:
+      return "BARRIER_DONE";
+    case wire::Type::kAbort:
+      return "ABORT";
+    case wire::Type::kHeartbeat:
+      return "HEARTBEAT";
+    case wire::Type::kAuthHello:
+      return "AUTH_HELLO";
+    case wire::Type::kAuthChallenge:
+      return "AUTH_CHALLENGE";
+    case wire::Type::kAuthProof:
+      return "AUTH_PROOF";
+    case wire::Type::kBarrierWaiting:
+      return "BARRIER_WAITING";
   }
   return "?";
 }
@@ -30,16 +43,20 @@ bool expected_by(ControlReceiver r, wire::Type t) {
     case wire::Type::kHeartbeat:
     case wire::Type::kAuthProof:
     case wire::Type::kBarrierWaiting:
-    case wire::Type::kAbort: return true;
+    case wire::Type::kAbort:
+      return true;
     case wire::Type::kAuthHello:
     case wire::Type::kRegister:
-    case wire::Type::kBarrier: return r == ControlReceiver::kScheduler;
+    case wire::Type::kBarrier:
+      return r == ControlReceiver::kScheduler;
     case wire::Type::kAuthChallenge:
     case wire::Type::kNodeTable:
-    case wire::Type::kBarrierDone: return r == ControlReceiver::kNode;
+    case wire::Type::kBarrierDone:
+      return r == ControlReceiver::kNode;
     case wire::Type::kKV:
     case wire::Type::kAck:
-    case wire::Type::kProbe: return false;
+    case wire::Type::kProbe:
+      return false;
   }
   return false;
 }
@@ -106,7 +123,8 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
       }
     case wire::Type::kAbort:
       if (receiver == ControlReceiver::kScheduler && head.cmd != 0) {
-        *why = "an ABORT of kind " + std::to_string(head.cmd) + " from a node (it sends 0: it "
+        *why = "an ABORT of kind " + std::to_string(head.cmd) +
+               " from a node (it sends 0: it "
                "ends the job)";
         return false;
       }
@@ -120,9 +138,9 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
     case wire::Type::kAuthHello:
     case wire::Type::kAuthChallenge:
     case wire::Type::kAuthProof: {
-      size_t want = head.type != wire::Type::kAuthProof   ? kAuthNonceBytes
+      size_t want = head.type != wire::Type::kAuthProof  ? kAuthNonceBytes
                     : receiver == ControlReceiver::kNode ? kSchedulerProofBytes
-                                                          : kNodeProofBytes;
+                                                         : kNodeProofBytes;
       if (body.size() != want) {
         *why = std::string("an ") + control_type_name(head.type) + " message with a body of " +
                std::to_string(body.size()) + " bytes (it carries " + std::to_string(want) + ")";
@@ -139,8 +157,8 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
         // The question goes to the scheduler, the answer (a text) comes back.
         bool asks = head.flags & wire::kRequest;
         if (asks != (receiver == ControlReceiver::kScheduler)) {
-          *why = std::string("a BARRIER_WAITING ") + (asks ? "question" : "answer") + " sent to a " +
-                 (asks ? "node" : "scheduler");
+          *why = std::string("a BARRIER_WAITING ") + (asks ? "question" : "answer") +
+                 " sent to a " + (asks ? "node" : "scheduler");
           return false;
         }
         if (!asks) {
@@ -167,14 +185,19 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
 
 std::vector<uint8_t> control_body(const ControlMessage& msg) {
   switch (msg.head.type) {
-    case wire::Type::kRegister: return encode_register(msg.node);
-    case wire::Type::kNodeTable: return encode_node_table(msg.table);
+    case wire::Type::kRegister:
+      return encode_register(msg.node);
+    case wire::Type::kNodeTable:
+      return encode_node_table(msg.table);
     case wire::Type::kAbort:
-    case wire::Type::kBarrierWaiting: return {msg.text.begin(), msg.text.end()};
+    case wire::Type::kBarrierWaiting:
+      return {msg.text.begin(), msg.text.end()};
     case wire::Type::kAuthHello:
     case wire::Type::kAuthChallenge:
-    case wire::Type::kAuthProof: return msg.auth;
-    default: return {};
+    case wire::Type::kAuthProof:
+      return msg.auth;
+    default:
+      return {};
   }
 }
 

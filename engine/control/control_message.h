@@ -38,7 +38,7 @@ struct ControlMessage {
   // node is refused; BARRIER_WAITING's answer: the nodes the barrier still
   // waits for.
   std::string text;
-  std::vector<uint8_t> auth;    // AUTH_*: the nonce or proof, as sized above
+  std::vector<uint8_t> auth;  // AUTH_*: the nonce or proof, as sized above
 };
 
 // "REGISTER", "AUTH_PROOF", ... for logs.
@@ -47,8 +47,7 @@ const char* control_type_name(wire::Type t);
 // Parses `body` as the message `head` announces. On failure returns false
 // and says what is wrong in *why (the caller names the peer).
 bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
-                           const std::vector<uint8_t>& body, ControlMessage* out,
-                           std::string* why);
+                           const std::vector<uint8_t>& body, ControlMessage* out, std::string* why);
 
 // The body parse_control_message expects for `msg` (REGISTER, NODE_TABLE,
 // ABORT and BARRIER_WAITING's answer carry one; the others none).

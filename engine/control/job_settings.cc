@@ -37,7 +37,8 @@ constexpr Shared kShared[] = {
 std::string shown(const std::string& name, const std::string& value) {
   if (name == "van") return "the van '" + value + "'";
   if (name == "van message limit")
-    return value == "unlimited" ? "no van message limit" : "a van message limit of " + value + " bytes";
+    return value == "unlimited" ? "no van message limit"
+                                : "a van message limit of " + value + " bytes";
   return value == "unset" ? name + " unset" : name + "=" + value;
 }
 
@@ -78,7 +79,8 @@ std::string heartbeat_conflict(const JobConfig& sched, const NodeInfo& n) {
             (!sched_watches ||
              (interval < sched.heartbeat_timeout_s && sched.heartbeat_interval_s < timeout));
   if (ok) return "";
-  return n.describe() + " has " + heartbeat_text(static_cast<int>(interval), static_cast<int>(timeout)) +
+  return n.describe() + " has " +
+         heartbeat_text(static_cast<int>(interval), static_cast<int>(timeout)) +
          " but the scheduler has " +
          heartbeat_text(sched.heartbeat_interval_s, sched.heartbeat_timeout_s) +
          ", so one would count the other as lost: set PS_HEARTBEAT_INTERVAL and "
@@ -127,8 +129,8 @@ std::string settings_conflict(const JobConfig& sched, const NodeInfo& n,
       if (!s.servers && o->role != Role::kWorker) continue;
       const std::string* theirs = find(o->settings, s.name);
       if (!theirs || *theirs == *mine) continue;
-      return o->describe() + " has " + shown(s.name, *theirs) + " but " + n.describe() +
-             " has " + shown(s.name, *mine) + ": set " + remedy(s.name, n) + " the same on every " +
+      return o->describe() + " has " + shown(s.name, *theirs) + " but " + n.describe() + " has " +
+             shown(s.name, *mine) + ": set " + remedy(s.name, n) + " the same on every " +
              (s.servers ? "server and worker" : "worker");
     }
   }

@@ -11,8 +11,9 @@ namespace caravan {
 SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
     : config_(config),
       on_failure_(std::move(on_failure)),
-      hub_(ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
-           [this](int, const std::string& why) { on_lost(why); }),
+      hub_(
+          ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
+          [this](int, const std::string& why) { on_lost(why); }),
       heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {}
 
 void SchedulerLink::on_heartbeat_tick() {
@@ -23,9 +24,8 @@ void SchedulerLink::on_heartbeat_tick() {
                     .count();
   lock.unlock();
   if (silent >= config_.heartbeat_timeout_s) {
-    fail("the scheduler at " + scheduler_name() + " has been silent for " +
-         std::to_string(silent) + " s (PS_HEARTBEAT_TIMEOUT=" +
-         std::to_string(config_.heartbeat_timeout_s) + ")");
+    fail("the scheduler at " + scheduler_name() + " has been silent for " + std::to_string(silent) +
+         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) + ")");
     return;
   }
   wire::Header h;
@@ -165,11 +165,10 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
   std::string err;
   int fd = net::connect_tcp(config_.root_uri, config_.root_port, deadline, &err);
   if (fd < 0)
-    throw Error(CARAVAN_ERR_TIMEOUT,
-                "cannot reach the scheduler at " + scheduler_name() +
-                    " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " +
-                    std::to_string(config_.connect_timeout_s) +
-                    " s (CARAVAN_CONNECT_TIMEOUT): " + err);
+    throw Error(CARAVAN_ERR_TIMEOUT, "cannot reach the scheduler at " + scheduler_name() +
+                                         " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " +
+                                         std::to_string(config_.connect_timeout_s) +
+                                         " s (CARAVAN_CONNECT_TIMEOUT): " + err);
   // Made before the hub's thread starts, which is then the only one to use it.
   if (config_.job_token) auth_ = std::make_unique<AuthInitiator>(config_.job_token);
   conn_ = hub_.adopt(fd);
@@ -202,7 +201,8 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "what listens at " + scheduler_name() +
                     " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) took the connection but sent nothing "
-                    "in " + std::to_string(config_.connect_timeout_s) +
+                    "in " +
+                    std::to_string(config_.connect_timeout_s) +
                     " s (CARAVAN_CONNECT_TIMEOUT), not even a heartbeat: is it a Caravan "
                     "scheduler?");
   if (!ok)
@@ -237,10 +237,10 @@ void SchedulerLink::barrier(int group, bool final, int timeout_s) {
     cv_.wait(lock, done);
   } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
     std::string waiting = ask_who_is_missing(lock, group, final);
-    throw Error(CARAVAN_ERR_TIMEOUT,
-                std::string(final ? "the shutdown barrier" : "a barrier") + " timed out after " +
-                    std::to_string(timeout_s) + " s: the scheduler at " + scheduler_name() +
-                    " is still waiting for " + waiting);
+    throw Error(CARAVAN_ERR_TIMEOUT, std::string(final ? "the shutdown barrier" : "a barrier") +
+                                         " timed out after " + std::to_string(timeout_s) +
+                                         " s: the scheduler at " + scheduler_name() +
+                                         " is still waiting for " + waiting);
   }
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
 }

@@ -74,7 +74,7 @@ class SchedulerLink {
   bool have_table_ = false;
   std::vector<NodeInfo> table_;
   int my_id_ = 0;
-  std::map<int, int> barriers_done_;  // group (-1: shutdown) -> count
+  std::map<int, int> barriers_done_;            // group (-1: shutdown) -> count
   std::map<int, std::string> barrier_waiting_;  // group (-1: shutdown) -> the answer
   bool closing_ = false;
   bool ended_job_ = false;  // end_job() sent ABORT
@@ -83,7 +83,7 @@ class SchedulerLink {
   std::unique_ptr<AuthInitiator> auth_;  // with CARAVAN_JOB_TOKEN
   bool authenticated_ = false;
   std::chrono::steady_clock::time_point last_seen_;  // the scheduler, last heard
-  bool heard_ = false;  // any message from the scheduler yet
+  bool heard_ = false;                               // any message from the scheduler yet
   HeartbeatTimer heartbeat_;
   void on_heartbeat_tick();
 };

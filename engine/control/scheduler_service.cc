@@ -14,9 +14,10 @@ namespace caravan {
 SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self)
     : config_(config),
       auth_(config.job_token),
-      hub_(ControlReceiver::kScheduler,
-           [this](int c, ControlMessage&& m) { on_message(c, std::move(m)); },
-           [this](int c, const std::string& why) { on_closed(c, why); }),
+      hub_(
+          ControlReceiver::kScheduler,
+          [this](int c, ControlMessage&& m) { on_message(c, std::move(m)); },
+          [this](int c, const std::string& why) { on_closed(c, why); }),
       heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {
   if (self) {
     participant_ = true;

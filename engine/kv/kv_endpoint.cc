@@ -1,4 +1,3 @@
-#include "engine/base/metrics.h"
 #include "engine/kv/kv_endpoint.h"
 
 #include <array>
@@ -8,6 +7,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/metrics.h"
 
 namespace caravan {
 namespace {
@@ -30,15 +30,19 @@ void own(Blob& b) {
 // another send of the same message).
 struct KVEndpoint::Outgoing {
   uint8_t header[wire::kHeaderBytes];
-  KVMessage msg;  // blobs empty for a header alone
+  KVMessage msg;        // blobs empty for a header alone
   SentHandler on_sent;  // told how the first send ended
 
   caravan_segment_v2 segment(size_t i) const {
     switch (i) {
-      case 0: return {header, wire::kHeaderBytes};
-      case 1: return {msg.keys.data, msg.keys.len};
-      case 2: return {msg.vals.data, msg.vals.len};
-      default: return {msg.lens.data, msg.lens.len};
+      case 0:
+        return {header, wire::kHeaderBytes};
+      case 1:
+        return {msg.keys.data, msg.keys.len};
+      case 2:
+        return {msg.vals.data, msg.vals.len};
+      default:
+        return {msg.lens.data, msg.lens.len};
     }
   }
 };
@@ -131,7 +135,9 @@ void KVEndpoint::van_send(int recipient, const std::shared_ptr<Outgoing>& out, b
   van_.send(static_cast<uint64_t>(recipient), slot, segments, 5, std::move(send));
 }
 
-void KVEndpoint::start() { thread_ = std::thread([this] { loop(); }); }
+void KVEndpoint::start() {
+  thread_ = std::thread([this] { loop(); });
+}
 
 void KVEndpoint::stop() {
   {
@@ -269,8 +275,8 @@ void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_respon
     if (on_sent) on_sent(s);
     if (s != CARAVAN_STATUS_OK && !resends)
       unanswerable(ts, recipient,
-                   "the van could not send it to node " + std::to_string(recipient) +
-                       " (status " + std::to_string(s) + ")");
+                   "the van could not send it to node " + std::to_string(recipient) + " (status " +
+                       std::to_string(s) + ")");
   };
   try {
     transmit(recipient, msg, std::move(sent));

@@ -18,14 +18,16 @@ struct Blob {
   std::shared_ptr<const void> keep;  // owner of the memory, if any
 
   template <class T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
 };
 
 struct KVMessage {
   wire::Header head;
-  Blob keys;  // uint64_t keys
-  Blob vals;  // values, or the error text of a failed response
-  Blob lens;  // int32_t value lengths per key, optional
+  Blob keys;         // uint64_t keys
+  Blob vals;         // values, or the error text of a failed response
+  Blob lens;         // int32_t value lengths per key, optional
   std::string peer;  // transport address of the sender, for logs
 
   bool is_error() const { return head.status < 0; }

@@ -84,8 +84,8 @@ void KVEndpoint::on_probe(const wire::Header& h, const std::string& peer) {
       send_header(h.sender, echo, nullptr);
     } catch (const Error& e) {
       // The prober names the path when its probe goes unanswered.
-      CARAVAN_LOG(WARNING) << "kv: cannot answer the van probe of node " << h.sender << " ("
-                           << peer << "): " << e.what();
+      CARAVAN_LOG(WARNING) << "kv: cannot answer the van probe of node " << h.sender << " (" << peer
+                           << "): " << e.what();
     }
     return;
   }

@@ -1,4 +1,3 @@
-#include "engine/base/metrics.h"
 #include "engine/kv/reliability.h"
 
 #include <unistd.h>
@@ -7,6 +6,7 @@
 #include <vector>
 
 #include "engine/base/log.h"
+#include "engine/base/metrics.h"
 
 namespace caravan {
 namespace {
@@ -20,8 +20,8 @@ constexpr auto kSeenHorizon = std::chrono::minutes(10);
 }  // namespace
 
 Signature signature_of(const wire::Header& h) {
-  return Signature{h.sender, h.recipient, h.app_id, h.customer_id, h.timestamp,
-                   h.flags & kKindFlags};
+  return Signature{h.sender,      h.recipient, h.app_id,
+                   h.customer_id, h.timestamp, h.flags & kKindFlags};
 }
 
 Reliability::Reliability(int resend_timeout_ms, int drop_percent)
@@ -81,7 +81,8 @@ void Reliability::tick() {
   }
   for (auto& [sig, resend] : due) {
     CARAVAN_VLOG(1) << "resending message " << sig.timestamp << " to node " << sig.recipient
-                    << ": no acknowledgement within " << timeout_.count() << " ms (PS_RESEND_TIMEOUT)";
+                    << ": no acknowledgement within " << timeout_.count()
+                    << " ms (PS_RESEND_TIMEOUT)";
     metrics::registry().resends.add();
     resend();
   }

@@ -21,15 +21,32 @@ T load(const char* p) {
 
 void print_value(std::ostream& os, const char* p, int dtype) {
   switch (dtype) {
-    case CARAVAN_FLOAT32: os << load<float>(p); break;
-    case CARAVAN_FLOAT64: os << load<double>(p); break;
-    case CARAVAN_FLOAT16: os << caravan_f16_to_f32(load<uint16_t>(p)); break;
-    case CARAVAN_BFLOAT16: os << caravan_bf16_to_f32(load<uint16_t>(p)); break;
-    case CARAVAN_UINT8: os << static_cast<unsigned>(load<uint8_t>(p)); break;
-    case CARAVAN_INT8: os << static_cast<int>(load<int8_t>(p)); break;
-    case CARAVAN_INT32: os << load<int32_t>(p); break;
-    case CARAVAN_INT64: os << load<int64_t>(p); break;
-    default: os << "?";
+    case CARAVAN_FLOAT32:
+      os << load<float>(p);
+      break;
+    case CARAVAN_FLOAT64:
+      os << load<double>(p);
+      break;
+    case CARAVAN_FLOAT16:
+      os << caravan_f16_to_f32(load<uint16_t>(p));
+      break;
+    case CARAVAN_BFLOAT16:
+      os << caravan_bf16_to_f32(load<uint16_t>(p));
+      break;
+    case CARAVAN_UINT8:
+      os << static_cast<unsigned>(load<uint8_t>(p));
+      break;
+    case CARAVAN_INT8:
+      os << static_cast<int>(load<int8_t>(p));
+      break;
+    case CARAVAN_INT32:
+      os << load<int32_t>(p);
+      break;
+    case CARAVAN_INT64:
+      os << load<int64_t>(p);
+      break;
+    default:
+      os << "?";
   }
 }
 

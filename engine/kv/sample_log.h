@@ -19,6 +19,6 @@ std::string sample_values(const void* data, size_t bytes, int dtype);
 
 // Shown whatever BYTEPS_LOG_LEVEL says: setting the variable asks for them.
 #define CARAVAN_SAMPLE_LOG(is_sample) \
-  if (!(is_sample)) {                \
-  } else                             \
+  if (!(is_sample)) {                 \
+  } else                              \
     ::caravan::LogLine(::CARAVAN_LOG_INFO)

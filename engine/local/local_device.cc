@@ -30,7 +30,6 @@
 
 namespace caravan {
 
-
 std::shared_ptr<Worker::Op> LocalWorker::submit_on_device(
     const std::string& name, void* data, size_t count, int dtype, int priority, int root,
     void* stream, const std::shared_ptr<DeviceMemory>& device) {
@@ -147,7 +146,8 @@ bool LocalWorker::advance_on_device(const std::shared_ptr<LocalOp>& op) {
         o.poll_soon = true;
         return false;
       case 1: {  // the machine's sum on its way to slot 0
-        if (!device_->event_done(d.staged)) return overdue("the machine's sum did not reach host memory");
+        if (!device_->event_done(d.staged))
+          return overdue("the machine's sum did not reach host memory");
         Doorbell bell = group_->doorbell();
         auto flag = o.remote_done;
         o.remote = member_->client().submit(t.name, seg.slot(0), t.count, t.dtype, o.priority, kSum,
@@ -160,8 +160,7 @@ bool LocalWorker::advance_on_device(const std::shared_ptr<LocalOp>& op) {
         return false;
       }
       case 2: {  // through the servers
-        if (!o.remote_done->load())
-          return overdue("push_pull through the servers did not finish");
+        if (!o.remote_done->load()) return overdue("push_pull through the servers did not finish");
         std::string why;
         int rc = member_->client().poll(*o.remote, &why);
         if (rc < 0) {
@@ -174,7 +173,8 @@ bool LocalWorker::advance_on_device(const std::shared_ptr<LocalOp>& op) {
         return false;
       }
       default:  // 3: the result on its way to the buffer the others read
-        if (!device_->event_done(d.mine)) return overdue("the machine's sum did not end on the device");
+        if (!device_->event_done(d.mine))
+          return overdue("the machine's sum did not end on the device");
         o.poll_soon = false;
         publish(o, 0, "");
         return true;

@@ -15,11 +15,11 @@ namespace caravan {
 
 // One device tensor's buffers and events in this process (local_device.cc).
 struct LocalWorker::DeviceSide {
-  char* buffer = nullptr;   // this rank's copy (rank 0: the machine's sum)
-  void* mine = nullptr;     // IPC event: `buffer` is ready
-  void* input = nullptr;    // the caller's stream reached the tensor
-  void* staged = nullptr;   // local rank 0: the sum is in slot 0
-  void* done = nullptr;     // the result is in the caller's tensor
+  char* buffer = nullptr;           // this rank's copy (rank 0: the machine's sum)
+  void* mine = nullptr;             // IPC event: `buffer` is ready
+  void* input = nullptr;            // the caller's stream reached the tensor
+  void* staged = nullptr;           // local rank 0: the sum is in slot 0
+  void* done = nullptr;             // the result is in the caller's tensor
   std::vector<char*> peer_buffers;  // opened: rank 0 every other; the others rank 0's
   std::vector<void*> peer_events;
 };
@@ -38,7 +38,7 @@ struct LocalWorker::LocalOp final : Worker::Op {
   // A push_pull of device memory summed on the device (local_device.cc):
   // `data` is the caller's device pointer.
   DeviceSide* side = nullptr;
-  int phase = 0;             // local rank 0's machine-sum thread: how far the device op got
+  int phase = 0;              // local rank 0's machine-sum thread: how far the device op got
   bool copying_back = false;  // the copy of the result into `data` is enqueued
   bool poll_soon = false;     // local rank 0: waiting for the device, not for a doorbell
   // Guarded by LocalWorker::mu_:

@@ -48,8 +48,8 @@ class LocalWorker final : public Worker {
   // memory: summed on the device by local rank 0, which reads the others'
   // copies through IPC (local_device.cc). nullptr for a broadcast or a
   // device reducer without IPC.
-  std::shared_ptr<Op> submit_on_device(const std::string& name, void* data, size_t count,
-                                       int dtype, int priority, int root, void* stream,
+  std::shared_ptr<Op> submit_on_device(const std::string& name, void* data, size_t count, int dtype,
+                                       int priority, int root, void* stream,
                                        const std::shared_ptr<DeviceMemory>& device) override;
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
@@ -65,8 +65,8 @@ class LocalWorker final : public Worker {
  private:
   struct LocalOp;
   struct DeviceSide;
-  std::shared_ptr<LocalOp> start_op(const std::string& name, size_t count, int dtype,
-                                    int priority, int root);
+  std::shared_ptr<LocalOp> start_op(const std::string& name, size_t count, int dtype, int priority,
+                                    int root);
   // Device ops (local_device.cc):
   DeviceSide& device_side(LocalTensor& t);
   void open_peer(DeviceSide& d, TensorSegment& seg, int r);
@@ -104,7 +104,7 @@ class LocalWorker final : public Worker {
   int num_machines_;
   int machine_rank_ = 0;
   std::unique_ptr<LocalGroup> group_;
-  std::unique_ptr<Reducer> reducer_;   // local rank 0
+  std::unique_ptr<Reducer> reducer_;           // local rank 0
   std::unique_ptr<DistributedWorker> member_;  // local rank 0 of a job with servers
   TensorRegistry tensors_;
 

@@ -27,8 +27,8 @@ void LocalWorker::run_machine_sum() {
     for (auto& op : ops) {
       if (advance(op)) continue;
       // An op waiting for the device has no doorbell to wake it: look again soon.
-      wake = std::min(wake, op->poll_soon ? SteadyClock::now() + std::chrono::microseconds(20)
-                                          : op->deadline);
+      wake = std::min(
+          wake, op->poll_soon ? SteadyClock::now() + std::chrono::microseconds(20) : op->deadline);
     }
     bell.sleep_until(ticket, wake);
   }

@@ -182,14 +182,12 @@ void TensorSegment::contribute(int r, uint64_t rounds, int root) {
   group_.doorbell().ring();
 }
 
-void TensorSegment::set_device_handles(int r, const std::string& memory,
-                                       const std::string& event) {
+void TensorSegment::set_device_handles(int r, const std::string& memory, const std::string& event) {
   DeviceHandles& h = block()->handles()[r];
   if (memory.size() > kHandleBytes || event.size() > kHandleBytes)
-    throw Error(CARAVAN_ERR_INTERNAL, "an IPC handle of " +
-                                          std::to_string(std::max(memory.size(), event.size())) +
-                                          " bytes does not fit the tensor segment's " +
-                                          std::to_string(kHandleBytes));
+    throw Error(CARAVAN_ERR_INTERNAL,
+                "an IPC handle of " + std::to_string(std::max(memory.size(), event.size())) +
+                    " bytes does not fit the tensor segment's " + std::to_string(kHandleBytes));
   std::memcpy(h.memory, memory.data(), memory.size());
   std::memcpy(h.event, event.data(), event.size());
   h.memory_bytes = static_cast<uint32_t>(memory.size());

@@ -41,8 +41,7 @@ void Node::join(NodeOptions& options) {
   self_.pid = static_cast<int>(getpid());
   self_.preferred_rank = config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
-  self_.settings =
-      shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
+  self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_);
@@ -60,7 +59,8 @@ void Node::join(NodeOptions& options) {
   // application (ps-lite) may address any node.
   Role peers = config_.role == Role::kWorker ? Role::kServer : Role::kWorker;
   for (const NodeInfo& n : table_) {
-    bool wanted = options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
+    bool wanted =
+        options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
     if (wanted) {
       van_->connect(static_cast<uint64_t>(n.id), n.van_address);
       peers_.push_back(n.id);
@@ -92,8 +92,10 @@ void Node::prove_van_paths() {
   }
   std::string who, reasons;
   for (auto& [id, why] : unanswered) {
-    auto n = std::find_if(table_.begin(), table_.end(), [&](const NodeInfo& i) { return i.id == id; });
-    who += (who.empty() ? "" : ", ") + (n == table_.end() ? "node " + std::to_string(id) : n->describe());
+    auto n =
+        std::find_if(table_.begin(), table_.end(), [&](const NodeInfo& i) { return i.id == id; });
+    who += (who.empty() ? "" : ", ") +
+           (n == table_.end() ? "node " + std::to_string(id) : n->describe());
     if (!why.empty()) reasons += "; " + why;
   }
   std::string failure = link_.failure();
@@ -107,7 +109,8 @@ void Node::prove_van_paths() {
   throw Error(CARAVAN_ERR_TRANSPORT,
               "cannot reach " + who + " over the van: " + what +
                   ". A probe goes to the peer's advertised address and its answer comes back to "
-                  "this node's, " + self_.van_address +
+                  "this node's, " +
+                  self_.van_address +
                   "; one of them is probably wrong. A node advertises DMLC_NODE_HOST if set, else "
                   "the address of the interface DMLC_INTERFACE names, else that of its first "
                   "non-loopback interface that is up: set DMLC_INTERFACE (or DMLC_NODE_HOST) on "

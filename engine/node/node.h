@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/base/metrics_server.h"
 #include "engine/base/config.h"
+#include "engine/base/metrics_server.h"
 #include "engine/control/node_info.h"
 #include "engine/control/scheduler_link.h"
 #include "engine/kv/kv_endpoint.h"
@@ -66,7 +66,7 @@ class Node {
   NodeInfo self_;
   std::vector<NodeInfo> table_;
   std::unique_ptr<KVEndpoint> kv_;
-  std::vector<int> peers_;  // van connections this node opened
+  std::vector<int> peers_;                  // van connections this node opened
   std::unique_ptr<MetricsServer> metrics_;  // CARAVAN_METRICS_PORT; null when unset
 };
 

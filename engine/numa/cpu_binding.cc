@@ -28,7 +28,7 @@ std::optional<CpuPlan> bind_now(const CpuSettings& settings) {
   for (const std::string& note : plan.notes) CARAVAN_LOG(DEBUG) << note;
   if (plan.cpus.empty()) {
     CARAVAN_LOG(WARNING) << plan.how << ": local rank " << settings.local_rank
-                      << " runs unbound (BYTEPS_NUMA_ON=0 does so without looking)";
+                         << " runs unbound (BYTEPS_NUMA_ON=0 does so without looking)";
     return std::nullopt;
   }
   Bitmap set;

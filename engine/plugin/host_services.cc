@@ -18,7 +18,8 @@ namespace {
 thread_local std::string t_error;
 
 std::string upper(std::string s) {
-  for (auto& c : s) c = (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto& c : s)
+    c = (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 }  // namespace
@@ -66,15 +67,24 @@ void HostServices::set_error(void* ctx, const char* message) { t_error = message
 
 const char* plugin_status_name(caravan_status s) {
   switch (s) {
-    case CARAVAN_STATUS_OK: return "ok";
-    case CARAVAN_STATUS_INVALID_ARGUMENT: return "invalid argument";
-    case CARAVAN_STATUS_UNAVAILABLE: return "unavailable";
-    case CARAVAN_STATUS_NO_MEMORY: return "out of memory";
-    case CARAVAN_STATUS_IO: return "I/O error";
-    case CARAVAN_STATUS_TIMEOUT: return "timeout";
-    case CARAVAN_STATUS_UNSUPPORTED: return "unsupported";
-    case CARAVAN_STATUS_CLOSED: return "closed";
-    case CARAVAN_STATUS_INTERNAL: return "internal error";
+    case CARAVAN_STATUS_OK:
+      return "ok";
+    case CARAVAN_STATUS_INVALID_ARGUMENT:
+      return "invalid argument";
+    case CARAVAN_STATUS_UNAVAILABLE:
+      return "unavailable";
+    case CARAVAN_STATUS_NO_MEMORY:
+      return "out of memory";
+    case CARAVAN_STATUS_IO:
+      return "I/O error";
+    case CARAVAN_STATUS_TIMEOUT:
+      return "timeout";
+    case CARAVAN_STATUS_UNSUPPORTED:
+      return "unsupported";
+    case CARAVAN_STATUS_CLOSED:
+      return "closed";
+    case CARAVAN_STATUS_INTERNAL:
+      return "internal error";
   }
   return "unknown status";
 }

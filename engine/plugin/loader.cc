@@ -1,13 +1,12 @@
 #include "engine/plugin/loader.h"
 
-#include "engine/plugin/host_services.h"
-
 #include <dlfcn.h>
 
 #include <sstream>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/plugin/host_services.h"
 
 #ifndef CARAVAN_INSTALL_PLUGIN_DIR
 #define CARAVAN_INSTALL_PLUGIN_DIR "/usr/local/lib/caravan"
@@ -35,7 +34,8 @@ std::string engine_dir() {
 std::string try_open(const std::string& path, caravan_plugin_kind kind, uint32_t oldest_major,
                      uint32_t newest_major, PluginLibrary* lib) {
   OpenedPlugin opened;
-  std::string why = open_plugin_file(path, kind, oldest_major, newest_major, "this engine", &opened);
+  std::string why =
+      open_plugin_file(path, kind, oldest_major, newest_major, "this engine", &opened);
   if (!why.empty()) return why;
   lib->path = path;
   lib->handle = opened.handle;

@@ -13,9 +13,12 @@ const char* plugin_kind_name(caravan_plugin_kind kind) {
   // A number, not a switch over the enum: the compressor's kind is defined
   // in its own header (compressor_v1.h), plugin.h being released.
   switch (static_cast<uint32_t>(kind)) {
-    case CARAVAN_PLUGIN_KIND_VAN: return "van";
-    case CARAVAN_PLUGIN_KIND_REDUCER: return "reducer";
-    case CARAVAN_PLUGIN_KIND_COMPRESSOR: return "compressor";
+    case CARAVAN_PLUGIN_KIND_VAN:
+      return "van";
+    case CARAVAN_PLUGIN_KIND_REDUCER:
+      return "reducer";
+    case CARAVAN_PLUGIN_KIND_COMPRESSOR:
+      return "compressor";
   }
   return "unknown";
 }
@@ -42,8 +45,8 @@ std::string open_plugin_file(const std::string& path, caravan_plugin_kind kind,
         << CARAVAN_PLUGIN_MAGIC << ")";
   } else if (d->kind != static_cast<uint32_t>(kind)) {
     why << "is a " << plugin_kind_name(static_cast<caravan_plugin_kind>(d->kind))
-        << " plugin, not a " << plugin_kind_name(kind) << " plugin (kind " << d->kind
-        << ", not " << kind << ")";
+        << " plugin, not a " << plugin_kind_name(kind) << " plugin (kind " << d->kind << ", not "
+        << kind << ")";
   } else if (d->abi_major < oldest_major || d->abi_major > newest_major) {
     why << "speaks " << plugin_kind_name(kind) << " ABI " << d->abi_major << "." << d->abi_minor
         << "; " << checker << " knows ";

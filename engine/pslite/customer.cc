@@ -22,7 +22,7 @@ struct Customer::State {
   int customer_id = 0;
   RecvHandle handle;
   std::mutex mu;
-  std::condition_variable cv;        // responses and the queue
+  std::condition_variable cv;  // responses and the queue
   std::deque<Message> queue;
   bool stopping = false;
   int next_timestamp = 0;
@@ -79,10 +79,11 @@ Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle,
         // on would leave the sender waiting for an answer that never comes.
         // Exiting drops this node's control connection, so every other node
         // learns at once which node failed and why.
-        caravan::Log::write(CARAVAN_LOG_FATAL, "ps: the handler of app " + std::to_string(s->app_id) +
+        caravan::Log::write(CARAVAN_LOG_FATAL, "ps: the handler of app " +
+                                                   std::to_string(s->app_id) +
                                                    " failed on a message from node " +
-                                                   std::to_string(msg.meta.sender) + ": " + e.what() +
-                                                   "; ending this process");
+                                                   std::to_string(msg.meta.sender) + ": " +
+                                                   e.what() + "; ending this process");
         std::_Exit(1);
       }
       bool response = !msg.meta.request;

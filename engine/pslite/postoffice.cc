@@ -29,8 +29,8 @@ void WriteLogLine(const char* level, const char* file, int line, const std::stri
     l = CARAVAN_LOG_WARNING;
   }
   const char* base = std::strrchr(file, '/');
-  caravan::Log::write(l, std::string(base ? base + 1 : file) + ":" + std::to_string(line) + "] " +
-                             message);
+  caravan::Log::write(
+      l, std::string(base ? base + 1 : file) + ":" + std::to_string(line) + "] " + message);
 }
 }  // namespace internal
 
@@ -38,8 +38,8 @@ namespace {
 
 Error no_node(const char* role, int index) {
   std::string what = std::string("ps: this process has no ") + role + " node " +
-                     std::to_string(index) + " (DMLC_GROUP_SIZE=" +
-                     std::to_string(Runtime::group_size_from_env()) +
+                     std::to_string(index) +
+                     " (DMLC_GROUP_SIZE=" + std::to_string(Runtime::group_size_from_env()) +
                      "; call ps::StartPS with this role first)";
   caravan::Log::write(CARAVAN_LOG_ERROR, what);
   return Error(what);
@@ -205,9 +205,9 @@ void StartPS(int customer_id, Node::Role role, int rank, bool do_barrier, const 
   int g = Runtime::group_size_from_env();
   if (g > 1 && role != Node::SCHEDULER && rank < 0) {
     std::string what = "ps::StartPS: DMLC_GROUP_SIZE=" + std::to_string(g) +
-                       " needs this process's rank (DMLC_RANK), so that its " +
-                       std::to_string(g) + " nodes take ranks rank*" + std::to_string(g) +
-                       "..rank*" + std::to_string(g) + "+" + std::to_string(g - 1);
+                       " needs this process's rank (DMLC_RANK), so that its " + std::to_string(g) +
+                       " nodes take ranks rank*" + std::to_string(g) + "..rank*" +
+                       std::to_string(g) + "+" + std::to_string(g - 1);
     caravan::Log::write(CARAVAN_LOG_ERROR, what);
     throw Error(what);
   }

@@ -102,11 +102,11 @@ void Member::start(int rank, bool do_barrier) {
       int nodes_of_role = cfg.role == Role::kServer ? cfg.num_servers : cfg.num_workers;
       if (rank >= 0) {
         if (cfg.role != Role::kScheduler && rank >= nodes_of_role)
-          throw Error(CARAVAN_ERR_CONFIG,
-                      "ps::StartPS: rank " + std::to_string(rank) + " asked for a " +
-                          role_name(cfg.role) + " but the job has " +
-                          std::to_string(nodes_of_role) + " (DMLC_NUM_WORKER/DMLC_NUM_SERVER " +
-                          "times DMLC_GROUP_SIZE)");
+          throw Error(CARAVAN_ERR_CONFIG, "ps::StartPS: rank " + std::to_string(rank) +
+                                              " asked for a " + role_name(cfg.role) +
+                                              " but the job has " + std::to_string(nodes_of_role) +
+                                              " (DMLC_NUM_WORKER/DMLC_NUM_SERVER " +
+                                              "times DMLC_GROUP_SIZE)");
         cfg.preferred_rank = rank;
       } else if (index_ > 0) {
         // DMLC_WORKER_ID names the process's first node, not every one.

@@ -79,8 +79,8 @@ int Member::Send(const ps::Message& msg) {
   try {
     kv->send_routed(m.recver, std::move(out), nullptr);
   } catch (const Error& e) {
-    throw ps_error(std::string("ps: sending to node ") + std::to_string(m.recver) + " failed: " +
-                   e.what());
+    throw ps_error(std::string("ps: sending to node ") + std::to_string(m.recver) +
+                   " failed: " + e.what());
   }
   return bytes;
 }
@@ -92,9 +92,9 @@ void Member::send_through_shm(const ps::Message& msg, KVMessage& out) {
     // A server's answer to a pull that came through shared memory goes
     // into its slot; one without values still settles it.
     const bool has_vals = msg.data.size() >= 2;
-    descriptor = shm_in_->answer(m.recver, m.customer_id, m.timestamp,
-                                 has_vals ? msg.data[1].data() : nullptr,
-                                 has_vals ? msg.data[1].size() : 0);
+    descriptor =
+        shm_in_->answer(m.recver, m.customer_id, m.timestamp,
+                        has_vals ? msg.data[1].data() : nullptr, has_vals ? msg.data[1].size() : 0);
   } else if (shm_out_ && m.request && !m.simple_app && !(m.push && m.pull) &&
              msg.data.size() >= 2 && msg.data[0].size() == sizeof(ps::Key)) {
     // One key a request, and not both ways at once: bytedance/ps-lite's
@@ -143,8 +143,8 @@ void Member::receive_through_shm(const KVMessage& km, ps::Message& msg) {
     } else if (shm_out_) {
       // A pull's answer, in this node's own slot: the values of the key it
       // asked for.
-      if (auto a = shm_out_->answered(h.sender, h.customer_id, h.timestamp, km.vals.data,
-                                      km.vals.len)) {
+      if (auto a =
+              shm_out_->answered(h.sender, h.customer_id, h.timestamp, km.vals.data, km.vals.len)) {
         msg.data[0] = a->keys;
         msg.data[1] = a->vals;
       }
@@ -249,8 +249,8 @@ void Member::receive_into_registered(ps::Message& msg) {
 
 std::string Member::unclaimed(const std::pair<int, int>& key, int sender) const {
   return "messages for app " + std::to_string(key.first) + ", customer " +
-         std::to_string(key.second) + " came from node " + std::to_string(sender) +
-         " but this " + role_name(role()) + " node has no such customer: the program never " +
+         std::to_string(key.second) + " came from node " + std::to_string(sender) + " but this " +
+         role_name(role()) + " node has no such customer: the program never " +
          "made its KVServer, KVWorker or SimpleApp (bytedance/ps-lite's test_benchmark makes " +
          "DMLC_GROUP_SIZE servers: set DMLC_GROUP_SIZE=1)";
 }

@@ -71,7 +71,7 @@ class ShmSender {
   };
 
   std::mutex mu_;
-  std::map<int, Lane> lanes_;  // servers on this host
+  std::map<int, Lane> lanes_;                             // servers on this host
   std::map<std::tuple<int, int, int>, Pending> pending_;  // (server, customer, timestamp)
 };
 

@@ -38,12 +38,11 @@ class PluginDeviceMemory final : public DeviceMemory {
     p.struct_size = sizeof p;
     s = ops_->properties(ctx_, &p);
     const uint64_t needed = CARAVAN_REDUCER_CAP_DEVICE_MEMORY | CARAVAN_REDUCER_CAP_DEVICE_SERVICES;
-    std::string why = s != CARAVAN_STATUS_OK ? "failed to report its properties: " +
-                                                   describe_plugin_failure(s)
-                      : (p.caps & needed) != needed
-                          ? "does not offer device memory services (capability bits " +
-                                std::to_string(p.caps) + ")"
-                          : "";
+    std::string why =
+        s != CARAVAN_STATUS_OK ? "failed to report its properties: " + describe_plugin_failure(s)
+        : (p.caps & needed) != needed ? "does not offer device memory services (capability bits " +
+                                            std::to_string(p.caps) + ")"
+                                      : "";
     if (!why.empty()) {
       ops_->finalize(ctx_);
       ctx_ = nullptr;
@@ -88,7 +87,9 @@ class PluginDeviceMemory final : public DeviceMemory {
   void event_record(Event e, Stream s) override {
     check(ops_->event_record(ctx_, e, s), "event_record");
   }
-  void stream_wait(Stream s, Event e) override { check(ops_->stream_wait(ctx_, s, e), "stream_wait"); }
+  void stream_wait(Stream s, Event e) override {
+    check(ops_->stream_wait(ctx_, s, e), "stream_wait");
+  }
   bool event_done(Event e) override {
     int done = 0;
     check(ops_->event_done(ctx_, e, &done), "event_done");
@@ -104,7 +105,8 @@ class PluginDeviceMemory final : public DeviceMemory {
   bool has_ipc() const override { return has_ipc_; }
   void* device_alloc(size_t bytes) override {
     void* p = nullptr;
-    check(ops_->device_alloc(ctx_, bytes, &p), "device_alloc of " + std::to_string(bytes) + " bytes");
+    check(ops_->device_alloc(ctx_, bytes, &p),
+          "device_alloc of " + std::to_string(bytes) + " bytes");
     return p;
   }
   void device_free(void* ptr) override { check(ops_->device_free(ctx_, ptr), "device_free"); }
@@ -136,8 +138,8 @@ class PluginDeviceMemory final : public DeviceMemory {
 
  private:
   [[noreturn]] void refuse(const std::string& why) const {
-    throw Error(CARAVAN_ERR_PLUGIN, "device reducer '" + name_ + "' (" + lib_->path + ", " +
-                                        source_ + ") " + why);
+    throw Error(CARAVAN_ERR_PLUGIN,
+                "device reducer '" + name_ + "' (" + lib_->path + ", " + source_ + ") " + why);
   }
 
   void check_table() const {
@@ -145,24 +147,29 @@ class PluginDeviceMemory final : public DeviceMemory {
       refuse("has an ops table of " + std::to_string(ops_->struct_size) +
              " bytes, too short for the device memory services of reducer ABI 1.1 (" +
              std::to_string(kUsedTableSize) + " bytes): it cannot stage device tensors");
-    const void* entries[] = {
-        reinterpret_cast<const void*>(ops_->init),          reinterpret_cast<const void*>(ops_->finalize),
-        reinterpret_cast<const void*>(ops_->properties),    reinterpret_cast<const void*>(ops_->sum_many),
-        reinterpret_cast<const void*>(ops_->memory_device),
-        reinterpret_cast<const void*>(ops_->host_alloc),    reinterpret_cast<const void*>(ops_->host_free),
-        reinterpret_cast<const void*>(ops_->stream_create), reinterpret_cast<const void*>(ops_->stream_destroy),
-        reinterpret_cast<const void*>(ops_->copy),          reinterpret_cast<const void*>(ops_->event_create),
-        reinterpret_cast<const void*>(ops_->event_destroy), reinterpret_cast<const void*>(ops_->event_record),
-        reinterpret_cast<const void*>(ops_->stream_wait),   reinterpret_cast<const void*>(ops_->event_done)};
+    const void* entries[] = {reinterpret_cast<const void*>(ops_->init),
+                             reinterpret_cast<const void*>(ops_->finalize),
+                             reinterpret_cast<const void*>(ops_->properties),
+                             reinterpret_cast<const void*>(ops_->sum_many),
+                             reinterpret_cast<const void*>(ops_->memory_device),
+                             reinterpret_cast<const void*>(ops_->host_alloc),
+                             reinterpret_cast<const void*>(ops_->host_free),
+                             reinterpret_cast<const void*>(ops_->stream_create),
+                             reinterpret_cast<const void*>(ops_->stream_destroy),
+                             reinterpret_cast<const void*>(ops_->copy),
+                             reinterpret_cast<const void*>(ops_->event_create),
+                             reinterpret_cast<const void*>(ops_->event_destroy),
+                             reinterpret_cast<const void*>(ops_->event_record),
+                             reinterpret_cast<const void*>(ops_->stream_wait),
+                             reinterpret_cast<const void*>(ops_->event_done)};
     for (const void* e : entries)
       if (!e) refuse("has NULL device memory service entries: it cannot stage device tensors");
   }
 
   void check(caravan_status s, const std::string& what) const {
     if (s != CARAVAN_STATUS_OK)
-      throw Error(CARAVAN_ERR_INTERNAL,
-                  "device reducer '" + description_ + "': " + what + " failed: " +
-                      describe_plugin_failure(s));
+      throw Error(CARAVAN_ERR_INTERNAL, "device reducer '" + description_ + "': " + what +
+                                            " failed: " + describe_plugin_failure(s));
   }
 
   std::unique_ptr<PluginLibrary> lib_;

@@ -3,13 +3,12 @@
 #include <string>
 #include <utility>
 
+#include "caravan/plugin/reducer_v1.h"
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
 #include "engine/reducer/reducer.h"
-
-#include "caravan/plugin/reducer_v1.h"
 
 namespace caravan {
 
@@ -20,7 +19,6 @@ namespace {
 // loads (plugin.h's append-only rule), whatever was appended since.
 constexpr size_t kUsedTableSize =
     offsetof(caravan_reducer_ops_v1, sum_many) + sizeof(caravan_reducer_ops_v1::sum_many);
-
 
 class PluginReducer final : public Reducer {
  public:
@@ -89,8 +87,8 @@ class PluginReducer final : public Reducer {
   void check(caravan_status s, size_t count, caravan_dtype dtype) const {
     if (s != CARAVAN_STATUS_OK)
       throw Error(CARAVAN_ERR_INTERNAL, "reducer '" + description_ + "' failed to sum " +
-                                            std::to_string(count) + " " + dtype_name(dtype) +
-                                            ": " + describe_plugin_failure(s));
+                                            std::to_string(count) + " " + dtype_name(dtype) + ": " +
+                                            describe_plugin_failure(s));
   }
 
   std::unique_ptr<PluginLibrary> lib_;

@@ -62,8 +62,10 @@ int run_role_from_env(const char* program) {
   try {
     JobConfig config = JobConfig::from_env();
     switch (config.role) {
-      case Role::kScheduler: return run_scheduler(config);
-      case Role::kServer: return run_server(config);
+      case Role::kScheduler:
+        return run_scheduler(config);
+      case Role::kServer:
+        return run_server(config);
       case Role::kWorker:
         std::fprintf(stderr,
                      "%s: DMLC_ROLE=worker: this program runs the scheduler and server roles; "

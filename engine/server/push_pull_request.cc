@@ -81,8 +81,8 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
     }
     if ((h.cmd == rank) != (req.vals.len > 0)) {
       *why = h.cmd == rank ? "the root of a broadcast sent no values"
-                           : "worker " + std::to_string(rank) + " sent values in a broadcast from worker " +
-                                 std::to_string(h.cmd);
+                           : "worker " + std::to_string(rank) +
+                                 " sent values in a broadcast from worker " + std::to_string(h.cmd);
       return false;
     }
     out->root = h.cmd;

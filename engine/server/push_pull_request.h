@@ -13,7 +13,7 @@
 namespace caravan {
 
 struct PushPullRequest {
-  int rank = -1;     // the worker's rank
+  int rank = -1;  // the worker's rank
   uint64_t key = 0;
   size_t element_bytes = 0;
   size_t count = 0;  // elements

@@ -28,7 +28,8 @@ class PluginVan final : public Van {
     caravan_status s;
     if (lib_->descriptor->abi_major == CARAVAN_VAN_ABI_MAJOR_V1) {
       auto* v1 = static_cast<const caravan_van_ops_v1*>(lib_->descriptor->ops);
-      if (v1->struct_size < CARAVAN_VAN_OPS_V1_0_SIZE) refuse_table(v1->struct_size, CARAVAN_VAN_OPS_V1_0_SIZE, "1.0");
+      if (v1->struct_size < CARAVAN_VAN_OPS_V1_0_SIZE)
+        refuse_table(v1->struct_size, CARAVAN_VAN_OPS_V1_0_SIZE, "1.0");
       ops_ = van_v1_lifted_ops();
       s = open_lifted_van_v1(v1, host_.table(), &ctx_);
     } else {
@@ -123,7 +124,8 @@ class PluginVan final : public Van {
       } else if (e.type == CARAVAN_VAN_EVENT_RECEIVED) {
         inbox.received(receive(e.message));
       } else {
-        throw Error(CARAVAN_ERR_TRANSPORT, "van '" + name_ + "': poll returned an event of unknown type " +
+        throw Error(CARAVAN_ERR_TRANSPORT, "van '" + name_ +
+                                               "': poll returned an event of unknown type " +
                                                std::to_string(e.type));
       }
     }
@@ -157,7 +159,7 @@ class PluginVan final : public Van {
   struct Lender {
     std::shared_mutex mu;  // shared: releasing; exclusive: finalizing
     const caravan_van_ops_v2* ops = nullptr;
-    void* ctx = nullptr;   // null once finalized
+    void* ctx = nullptr;  // null once finalized
   };
 
   struct PluginReceived final : Received {
@@ -196,8 +198,9 @@ class PluginVan final : public Van {
   }
 
   [[noreturn]] void refuse_table(size_t have, size_t least, const char* abi) const {
-    throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path + ") has an ops table of " +
-                                        std::to_string(have) + " bytes, fewer than ABI " + abi + "'s " +
+    throw Error(CARAVAN_ERR_PLUGIN, "van plugin '" + name_ + "' (" + lib_->path +
+                                        ") has an ops table of " + std::to_string(have) +
+                                        " bytes, fewer than ABI " + abi + "'s " +
                                         std::to_string(least));
   }
 
@@ -223,8 +226,9 @@ class PluginVan final : public Van {
 }  // namespace
 
 std::unique_ptr<Van> open_van(const JobConfig& config) {
-  auto lib = load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2,
-                         config.van, config.van_source, config.plugin_path);
+  auto lib =
+      load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2,
+                  config.van, config.van_source, config.plugin_path);
   return std::make_unique<PluginVan>(std::move(lib));
 }
 

@@ -54,8 +54,8 @@ class Van {
   virtual void disconnect(uint64_t peer) = 0;
   // Throws on a synchronous failure (then `sending` hears nothing). `slot`:
   // nonzero for messages that recur (van_v2.h, send), else 0.
-  virtual void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments, size_t num_segments,
-                    std::shared_ptr<Sending> sending) = 0;
+  virtual void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
+                    size_t num_segments, std::shared_ptr<Sending> sending) = 0;
   // Waits up to timeout_ms for events, then tells each finished send and
   // hands each arrived message to `inbox`, on the calling thread. False
   // when nothing came (time out or interrupt()). One thread at a time;

@@ -61,7 +61,8 @@ struct Lift {
       std::memset(&e, 0, sizeof e);
       e.type = CARAVAN_VAN_EVENT_RECEIVED;
       e.message.num_segments = m.num_segments;
-      static_assert(CARAVAN_VAN_MAX_SEGMENTS_V2 == CARAVAN_VAN_MAX_SEGMENTS_V1, "same segment limit");
+      static_assert(CARAVAN_VAN_MAX_SEGMENTS_V2 == CARAVAN_VAN_MAX_SEGMENTS_V1,
+                    "same segment limit");
       for (size_t i = 0; i < CARAVAN_VAN_MAX_SEGMENTS_V1; ++i)
         e.message.segments[i] = {m.segments[i].data, m.segments[i].len};
       e.message.peer = m.peer ? m.peer : "unknown";
@@ -133,7 +134,8 @@ caravan_status lifted_properties(void* ctx, caravan_van_properties_v2* out) {
   return CARAVAN_STATUS_OK;
 }
 
-caravan_status lifted_listen(void* ctx, const char* host, int port, char* addr_out, size_t addr_cap) {
+caravan_status lifted_listen(void* ctx, const char* host, int port, char* addr_out,
+                             size_t addr_cap) {
   if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
   Lift* l = lift_of(ctx);
   caravan_status s = l->ops->listen(l->van, host, port, addr_out, addr_cap);
@@ -156,8 +158,9 @@ caravan_status lifted_disconnect(void* ctx, uint64_t peer) {
   return lift_of(ctx)->ops->disconnect(lift_of(ctx)->van, peer);
 }
 
-caravan_status lifted_send(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
-                           size_t num_segments, uint64_t send_id) {
+caravan_status lifted_send(void* ctx, uint64_t peer, uint64_t slot,
+                           const caravan_segment_v2* segments, size_t num_segments,
+                           uint64_t send_id) {
   if (!ctx) return CARAVAN_STATUS_INVALID_ARGUMENT;
   Lift* l = lift_of(ctx);
   if (num_segments > CARAVAN_VAN_MAX_SEGMENTS_V1) {
@@ -187,7 +190,8 @@ caravan_status lifted_poll(void* ctx, int timeout_ms, caravan_van_event_v2* even
   *num_events = 0;
   std::unique_lock<std::mutex> lock(l->mu);
   auto ready = [&] {
-    return !l->events.empty() || l->interrupted || l->closing || l->recv_failed != CARAVAN_STATUS_OK;
+    return !l->events.empty() || l->interrupted || l->closing ||
+           l->recv_failed != CARAVAN_STATUS_OK;
   };
   if (timeout_ms < 0)
     l->cv.wait(lock, ready);
@@ -230,10 +234,19 @@ caravan_status lifted_interrupt(void* ctx) {
 }
 
 constexpr caravan_van_ops_v2 kLiftedOps = {
-    sizeof(caravan_van_ops_v2), lifted_init,  lifted_finalize, lifted_properties,
-    lifted_listen,              lifted_connect, lifted_disconnect, lifted_send,
-    lifted_poll,                lifted_release, lifted_interrupt,
-    nullptr,                    nullptr};  // an ABI 1 van keeps what it receives (no lend)
+    sizeof(caravan_van_ops_v2),
+    lifted_init,
+    lifted_finalize,
+    lifted_properties,
+    lifted_listen,
+    lifted_connect,
+    lifted_disconnect,
+    lifted_send,
+    lifted_poll,
+    lifted_release,
+    lifted_interrupt,
+    nullptr,
+    nullptr};  // an ABI 1 van keeps what it receives (no lend)
 
 }  // namespace
 

@@ -71,8 +71,8 @@ bool plausible_prefix(const void* data, size_t len, std::string* why) {
   for (size_t i = 0; i < 4 && i < len; ++i) {
     if (p[i] != magic[i]) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "bad magic: byte %zu is 0x%02x (expected 0x%02x of 0x%08x)",
-                    i, p[i], magic[i], kMagic);
+      std::snprintf(buf, sizeof buf, "bad magic: byte %zu is 0x%02x (expected 0x%02x of 0x%08x)", i,
+                    p[i], magic[i], kMagic);
       *why = buf;
       return false;
     }
@@ -85,8 +85,7 @@ bool plausible_prefix(const void* data, size_t len, std::string* why) {
   return decode(head, kHeaderBytes, UINT64_MAX, &ignored, why);
 }
 
-bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* h,
-            std::string* why) {
+bool decode(const void* data, size_t len, uint64_t max_segment_bytes, Header* h, std::string* why) {
   char buf[160];
   if (len != kHeaderBytes) {
     std::snprintf(buf, sizeof buf, "header is %zu bytes, expected %zu", len, kHeaderBytes);

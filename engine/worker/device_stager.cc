@@ -21,9 +21,9 @@ struct DeviceStager::Staging {
   std::string name;
   char* host = nullptr;
   size_t bytes = 0;
-  DeviceMemory::Event input = nullptr;       // the caller's stream reached the tensor
-  std::vector<DeviceMemory::Event> ready;    // per partition: copied out
-  DeviceMemory::Event back = nullptr;        // the last copy back is done
+  DeviceMemory::Event input = nullptr;     // the caller's stream reached the tensor
+  std::vector<DeviceMemory::Event> ready;  // per partition: copied out
+  DeviceMemory::Event back = nullptr;      // the last copy back is done
   bool in_use = false;
   bool cached = false;  // counted in cached_bytes_, kept for reuse
   bool idle = false;    // in idle_
@@ -58,7 +58,7 @@ struct DeviceStager::DeviceOp final : Worker::Op {
   std::atomic<size_t> stored{0};
   std::atomic<bool> back_recorded{false};
 
-  std::mutex mu;  // code, error, finished, result, inner of a whole-tensor op
+  std::mutex mu;               // code, error, finished, result, inner of a whole-tensor op
   std::condition_variable cv;  // inner set or code set
   int code = 0;
   std::string error;
@@ -124,8 +124,8 @@ DeviceStager::Staging& DeviceStager::take_staging(const std::string& name, size_
   if (it != staging_.end()) {
     Staging& s = *it->second;
     if (s.in_use)
-      throw Error(CARAVAN_ERR_BUSY, "tensor '" + name +
-                                        "' already has an operation in flight; wait for it first");
+      throw Error(CARAVAN_ERR_BUSY,
+                  "tensor '" + name + "' already has an operation in flight; wait for it first");
     if (s.idle) idle_.erase(s.idle_at);
     s.idle = false;
     if (s.bytes == bytes) {
@@ -183,12 +183,12 @@ void DeviceStager::give_back(Staging& s, bool reusable) {
     failed_.push_back(std::move(owned));  // the van or a late answer may still touch it
 }
 
-std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* data,
-                                                 size_t count, int dtype, int priority, int root,
-                                                 void* stream) {
+std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* data, size_t count,
+                                                 int dtype, int priority, int root, void* stream) {
   auto op = std::make_shared<DeviceOp>();
   op->name = name;
-  op->what = std::string(root == kSum ? "push_pull" : "broadcast") + " of device tensor '" + name + "'";
+  op->what =
+      std::string(root == kSum ? "push_pull" : "broadcast") + " of device tensor '" + name + "'";
   op->device = static_cast<char*>(data);
   int device = device_->device_of(data);
   if (device < 0)
@@ -201,8 +201,8 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
     op->inner = worker_.submit(name, data, count, dtype, priority, root);
     return op;
   }
-  if (auto own = worker_.submit_on_device(name, data, count, dtype, priority, root, stream,
-                                         device_)) {
+  if (auto own =
+          worker_.submit_on_device(name, data, count, dtype, priority, root, stream, device_)) {
     op->inner = std::move(own);
     return op;
   }
@@ -325,11 +325,11 @@ void DeviceStager::run() {
       over = op->next == op->parts.size();
       if (!over && !progressed &&
           Clock::now() - op->started > std::chrono::seconds(op_timeout_s_)) {
-        op->fail(CARAVAN_ERR_TIMEOUT,
-                 "partition " + std::to_string(op->next) + " of " +
-                     std::to_string(op->parts.size()) +
-                     " was not copied to host memory within " + std::to_string(op_timeout_s_) +
-                     " s (CARAVAN_OP_TIMEOUT); is the caller's stream stuck?");
+        op->fail(CARAVAN_ERR_TIMEOUT, "partition " + std::to_string(op->next) + " of " +
+                                          std::to_string(op->parts.size()) +
+                                          " was not copied to host memory within " +
+                                          std::to_string(op_timeout_s_) +
+                                          " s (CARAVAN_OP_TIMEOUT); is the caller's stream stuck?");
         over = true;
       }
     } catch (const Error& e) {
@@ -361,7 +361,8 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
         int64_t now = Timeline::now_us();
         if (op.result == 1 && op.gets)
           for (size_t i = 0; i < op.copy_back_queued_us.size(); ++i)
-            if (int64_t queued = op.copy_back_queued_us[i]) op.trace("copy to device", i, queued, now);
+            if (int64_t queued = op.copy_back_queued_us[i])
+              op.trace("copy to device", i, queued, now);
         op.trace_done();
       }
     }
@@ -419,8 +420,7 @@ int DeviceStager::check_done(DeviceOp& op, std::string* error, bool block) {
       if (!passed && !block) return 0;
       if (!passed) {
         op.fail(CARAVAN_ERR_TIMEOUT, "the copy back to device memory did not end within " +
-                                         std::to_string(op_timeout_s_) +
-                                         " s (CARAVAN_OP_TIMEOUT)");
+                                         std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT)");
         return finish(CARAVAN_ERR_TIMEOUT, false);
       }
     } catch (const Error& e) {

@@ -75,7 +75,7 @@ class DeviceStager {
   std::mutex mu_;  // staging_, cached_bytes_, queue_, stop_
   std::condition_variable cv_;
   std::unordered_map<std::string, std::unique_ptr<Staging>> staging_;
-  std::list<Staging*> idle_;  // reusable buffers, least recently used first
+  std::list<Staging*> idle_;                      // reusable buffers, least recently used first
   std::vector<std::unique_ptr<Staging>> failed_;  // of failed ops: freed last
   size_t cached_bytes_ = 0;
   std::deque<std::shared_ptr<DeviceOp>> queue_;  // ops with partitions still to send

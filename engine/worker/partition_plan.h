@@ -12,8 +12,8 @@ namespace caravan {
 
 struct Partition {
   uint64_t key = 0;
-  int server = 0;       // server rank
-  size_t offset = 0;    // bytes from the tensor's start
+  int server = 0;     // server rank
+  size_t offset = 0;  // bytes from the tensor's start
   size_t bytes = 0;
 };
 

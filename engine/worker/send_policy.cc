@@ -1,8 +1,8 @@
+#include "engine/worker/send_policy.h"
+
 #include <deque>
 #include <queue>
 #include <vector>
-
-#include "engine/worker/send_policy.h"
 
 namespace caravan {
 namespace {

@@ -20,9 +20,9 @@ void check_reuse(const std::string& name, const TensorUse& was, bool in_flight,
                                           "; give the two operations different names");
   if (was.count != now.count || was.dtype != now.dtype)
     throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' was first used with " +
-                                          std::to_string(was.count) + " " +
-                                          dtype_name(was.dtype) + " elements, now with " +
-                                          std::to_string(now.count) + " " + dtype_name(now.dtype));
+                                          std::to_string(was.count) + " " + dtype_name(was.dtype) +
+                                          " elements, now with " + std::to_string(now.count) + " " +
+                                          dtype_name(now.dtype));
   if (in_flight)
     throw Error(CARAVAN_ERR_BUSY,
                 "tensor '" + name + "' already has a " + kind + " in flight; wait for it first");

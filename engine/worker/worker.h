@@ -72,8 +72,7 @@ class Worker {
   // `data`. nullopt when this worker cannot send partitions one by one:
   // the caller then stages the whole tensor before submit().
   virtual std::optional<Pipelined> submit_pipelined(const std::string& name, void* data,
-                                                    size_t count, int dtype, int priority,
-                                                    int root,
+                                                    size_t count, int dtype, int priority, int root,
                                                     std::function<void(size_t index)> stored) {
     return std::nullopt;
   }

@@ -79,8 +79,9 @@ class Rng {
 // byteps_compressor_k as BytePS reads it: below 1 a fraction of the
 // partition's elements (at least one), else a count (at most all of them).
 inline size_t k_of(const TensorParams& params, size_t count, const char* compressor) {
-  double k = params.required_number("byteps_compressor_k",
-                                    std::string(compressor) + " needs it (a count, or a fraction below 1)");
+  double k = params.required_number(
+      "byteps_compressor_k",
+      std::string(compressor) + " needs it (a count, or a fraction below 1)");
   if (!(k > 0))
     TensorParams::bad("byteps_compressor_k", *params.text("byteps_compressor_k"),
                       "above 0 (a count, or a fraction below 1)");

@@ -27,7 +27,8 @@ class Dithering {
   Dithering(const TensorParams& params, caravan_dtype dtype, size_t count)
       : dtype_(dtype), count_(count) {
     by_float(dtype, kName, [](auto) { return 0; });
-    double s = params.required_number("byteps_compressor_k", "dithering needs the number of levels");
+    double s =
+        params.required_number("byteps_compressor_k", "dithering needs the number of levels");
     if (s < 1 || s > 30 || s != std::floor(s))
       TensorParams::bad("byteps_compressor_k", *params.text("byteps_compressor_k"),
                         "a whole number of levels from 1 to 30");
@@ -38,9 +39,8 @@ class Dithering {
   }
   size_t max_bytes() const { return 8 + BitReader::words_for(count_, width_) * 8; }
   size_t compress(const void* src, void* dst, uint64_t seed, bool pull) {
-    return by_float(dtype_, kName, [&](auto t) {
-      return compress_as<decltype(t)>(src, dst, mix(seed, pull));
-    });
+    return by_float(dtype_, kName,
+                    [&](auto t) { return compress_as<decltype(t)>(src, dst, mix(seed, pull)); });
   }
   void decompress(const void* src, size_t len, void* dst, bool accumulate, uint64_t, bool) {
     expect_length(kName, len, max_bytes(), std::to_string(count_) + " elements");
@@ -61,7 +61,9 @@ class Dithering {
     if (v != 0 && v != 1) TensorParams::bad(key, *params.text(key), expected);
     return v == 1;
   }
-  static uint64_t mix(uint64_t seed, bool pull) { return pull ? seed ^ 0xA0761D6478BD642Full : seed; }
+  static uint64_t mix(uint64_t seed, bool pull) {
+    return pull ? seed ^ 0xA0761D6478BD642Full : seed;
+  }
 
   double level_value(uint32_t code) const {
     if (!natural_) return static_cast<double>(code) / levels_;

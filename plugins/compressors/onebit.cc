@@ -34,8 +34,9 @@ __attribute__((target("avx2"))) double pack_avx2(const char* src, size_t words, 
                     static_cast<uint32_t>(_mm256_movemask_ps(c)) << 16 |
                     static_cast<uint32_t>(_mm256_movemask_ps(d)) << 24;
     std::memcpy(dst + w * 4, &word, 4);
-    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_and_ps(a, magnitude), _mm256_and_ps(b, magnitude)),
-                             _mm256_add_ps(_mm256_and_ps(c, magnitude), _mm256_and_ps(d, magnitude)));
+    __m256 s =
+        _mm256_add_ps(_mm256_add_ps(_mm256_and_ps(a, magnitude), _mm256_and_ps(b, magnitude)),
+                      _mm256_add_ps(_mm256_and_ps(c, magnitude), _mm256_and_ps(d, magnitude)));
     lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(s)));
     hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(s, 1)));
   }

@@ -43,7 +43,9 @@ class RandomK {
     by_float(dtype_, kName, [&](auto t) {
       using T = decltype(t);
       if (!accumulate) std::memset(dst, 0, count_ * sizeof(T));
-      T scale = pull && unbiased_ ? static_cast<T>(static_cast<double>(count_) / static_cast<double>(k_)) : T(1);
+      T scale = pull && unbiased_
+                    ? static_cast<T>(static_cast<double>(count_) / static_cast<double>(k_))
+                    : T(1);
       for (size_t j = 0; j < k_; ++j)
         store<T>(dst, idx[j], load<T>(dst, idx[j]) + scale * load<T>(src, j));
       return 0;
@@ -72,7 +74,7 @@ class RandomK {
   caravan_dtype dtype_;
   size_t count_;
   size_t k_;
-  bool unbiased_;  // scaled by n/k on the pull: without error feedback
+  bool unbiased_;             // scaled by n/k on the pull: without error feedback
   std::vector<bool> chosen_;  // scratch for Floyd's sampling; all false between calls
   std::vector<uint32_t> idx_;
   uint64_t seed_ = 0;

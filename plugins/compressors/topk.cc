@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-
 #include <limits>
 
 #include "compressor_kit.h"
@@ -100,7 +99,8 @@ class TopK {
         out.clear();
       }
     }
-    for (size_t i = 0; i < count_; ++i) out.push_back({magnitude<T>(src, i), static_cast<uint32_t>(i)});
+    for (size_t i = 0; i < count_; ++i)
+      out.push_back({magnitude<T>(src, i), static_cast<uint32_t>(i)});
   }
 
   template <class T>
@@ -132,13 +132,17 @@ class TopK {
 
   template <class T>
   std::vector<Candidate<T>>& candidates_as() {
-    if constexpr (sizeof(T) == 4) return candidates_f_;
-    else return candidates_d_;
+    if constexpr (sizeof(T) == 4)
+      return candidates_f_;
+    else
+      return candidates_d_;
   }
   template <class T>
   std::vector<Candidate<T>>& scratch_as() {
-    if constexpr (sizeof(T) == 4) return scratch_f_;
-    else return scratch_d_;
+    if constexpr (sizeof(T) == 4)
+      return scratch_f_;
+    else
+      return scratch_d_;
   }
 
 #ifdef CARAVAN_TOPK_AVX2
@@ -146,15 +150,15 @@ class TopK {
   // only a block with a candidate leaves the vector loop. NaN passes (the
   // comparison is "not less", true for unordered). Returns the elements
   // done: the whole blocks.
-  __attribute__((target("avx2"))) static size_t gather_avx2(const float* src, size_t n,
-                                                            float floor,
+  __attribute__((target("avx2"))) static size_t gather_avx2(const float* src, size_t n, float floor,
                                                             std::vector<Candidate<float>>& out) {
     const __m256 magnitude_bits = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256 at_least = _mm256_set1_ps(floor);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
       __m256 m = _mm256_and_ps(_mm256_loadu_ps(src + i), magnitude_bits);
-      unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(m, at_least, _CMP_NLT_UQ)));
+      unsigned mask =
+          static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(m, at_least, _CMP_NLT_UQ)));
       while (mask) {
         unsigned b = static_cast<unsigned>(__builtin_ctz(mask));
         mask &= mask - 1;

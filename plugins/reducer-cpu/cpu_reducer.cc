@@ -32,8 +32,9 @@ constexpr long long kMaxThreads = 256;
 // The reducer's parameters, listed by the descriptor and read by the constructor.
 constexpr plugin::Param kKernel{"KERNEL", "auto", "kernel family: auto, avx512, avx2 or portable"};
 constexpr plugin::Param kThreads{"THREADS", "1", "threads that share one large sum"};
-constexpr plugin::Param kMinBytesPerThread{"MIN_BYTES_PER_THREAD", "1048576",
-                                           "bytes of output each thread must get before a sum is split"};
+constexpr plugin::Param kMinBytesPerThread{
+    "MIN_BYTES_PER_THREAD", "1048576",
+    "bytes of output each thread must get before a sum is split"};
 
 class CpuReducer {
  public:
@@ -42,9 +43,10 @@ class CpuReducer {
   const Host& host() const { return host_; }
   caravan_reducer_properties_v1 properties() const;
   void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
-  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype, void* stream);
-  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, caravan_dtype dtype,
-                void* stream);
+  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
+            void* stream);
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                caravan_dtype dtype, void* stream);
   void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
 
  private:
@@ -61,7 +63,8 @@ class CpuReducer {
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("fma");
 #else
   return false;
 #endif
@@ -152,9 +155,11 @@ CpuReducer::CpuReducer(const caravan_host_v1* host) : host_(host) {
   kernels_ = choose_kernels(kKernel.text(host_));
   long long threads = kThreads.integer(host_);
   if (threads < 1 || threads > kMaxThreads)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cpu reducer: THREADS=" + std::to_string(threads) + " is outside 1.." + std::to_string(kMaxThreads));
-  min_bytes_per_thread_ = std::max<size_t>(1, static_cast<size_t>(kMinBytesPerThread.integer(host_)));
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cpu reducer: THREADS=" + std::to_string(threads) +
+                                                     " is outside 1.." +
+                                                     std::to_string(kMaxThreads));
+  min_bytes_per_thread_ =
+      std::max<size_t>(1, static_cast<size_t>(kMinBytesPerThread.integer(host_)));
   if (threads > 1) pool_ = std::make_unique<ThreadPool>(static_cast<size_t>(threads - 1));
   host_.log(CARAVAN_LOG_INFO, std::string("cpu reducer: kernel ") + kernels_->name + ", " +
                                   std::to_string(threads) + " thread(s)");
@@ -172,22 +177,26 @@ void CpuReducer::sum(void* dst, const void* src, size_t count, caravan_dtype dty
   check_stream(stream);
   size_t z = caravan_dtype_size(dtype);
   Add2Fn add2 = kernels_->add2[dtype];
-  split(count, z, [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
+  split(count, z,
+        [&](size_t b, size_t e) { add2(at(dst, b, z), at(dst, b, z), at(src, b, z), e - b); });
 }
 
-void CpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype, void* stream) {
+void CpuReducer::sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
+                      void* stream) {
   check_stream(stream);
   size_t z = caravan_dtype_size(dtype);
   Add2Fn add2 = kernels_->add2[dtype];
-  split(count, z, [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
+  split(count, z,
+        [&](size_t s, size_t e) { add2(at(dst, s, z), at(a, s, z), at(b, s, z), e - s); });
 }
 
-void CpuReducer::sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count, caravan_dtype dtype,
-                          void* stream) {
+void CpuReducer::sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
+                          caravan_dtype dtype, void* stream) {
   check_stream(stream);
   size_t z = caravan_dtype_size(dtype);
   const KernelSet& k = *kernels_;
-  split(count, z, [&](size_t b, size_t e) { sum_many_range(k, dtype, z, dst, srcs, num_srcs, b, e); });
+  split(count, z,
+        [&](size_t b, size_t e) { sum_many_range(k, dtype, z, dst, srcs, num_srcs, b, e); });
 }
 
 void CpuReducer::scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream) {

@@ -23,7 +23,7 @@ using AccStoreFn = void (*)(void* dst, const float* acc, size_t n);
 struct KernelSet {
   const char* name;
   Add2Fn add2[CARAVAN_DTYPE_COUNT];
-  ScaleFn scale[CARAVAN_DTYPE_COUNT];  // NULL for the integer types
+  ScaleFn scale[CARAVAN_DTYPE_COUNT];       // NULL for the integer types
   AccInitFn acc_init[CARAVAN_DTYPE_COUNT];  // non-NULL for float16 and bfloat16 only
   AccAddFn acc_add[CARAVAN_DTYPE_COUNT];
   AccStoreFn acc_store[CARAVAN_DTYPE_COUNT];

@@ -34,7 +34,8 @@ struct BF16V : F32V {
   CARAVAN_SIMD_TARGET static void store(Byte* p, Vec v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i high = _mm512_srli_epi32(u, 16);
-    __m512i bias = _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
+    __m512i bias =
+        _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
     __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
     __m512i quiet = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
     __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);

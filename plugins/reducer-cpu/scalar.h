@@ -86,7 +86,8 @@ void acc_init(float* acc, const void* a, const void* b, size_t n) {
   constexpr size_t z = sizeof(St);
   auto* pa = static_cast<const unsigned char*>(a);
   auto* pb = static_cast<const unsigned char*>(b);
-  for (size_t i = 0; i < n; ++i) acc[i] = S::widen(load<St>(pa + i * z)) + S::widen(load<St>(pb + i * z));
+  for (size_t i = 0; i < n; ++i)
+    acc[i] = S::widen(load<St>(pa + i * z)) + S::widen(load<St>(pb + i * z));
 }
 
 template <class S>

@@ -25,8 +25,7 @@ int GpuReducer::memory_device(const void* ptr) {
   }
   // Managed memory is device memory that the CPU may also touch; staging
   // it like device memory is correct.
-  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged)
-    return attr.device;
+  if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) return attr.device;
   return -1;
 }
 

@@ -24,27 +24,33 @@ EfaVan::EfaVan(const caravan_host_v1* host) : host_(host) {
   spin_ = params::kSpin.integer(host_) != 0;
   int64_t close_ms = params::kCloseTimeoutMs.integer(host_);
   if (close_ms < 0 || close_ms > 3600 * 1000)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter CLOSE_TIMEOUT_MS must be 0 to 3600000");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter CLOSE_TIMEOUT_MS must be 0 to 3600000");
   close_timeout_ms_ = static_cast<int>(close_ms);
   if (cfg_.eager_bytes < 4096 || cfg_.eager_bytes > (size_t{64} << 20))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
-  if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
+  if (cfg_.rx_depth < 1)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
   offer_ = probe(asked_, want_rma);
   cfg_.rma = offer_.rma;
   cfg_.zero_copy = cfg_.rma && params::kZeroCopy.integer(host_) != 0;
-  cfg_.cache_bytes = rendezvous::cache_bytes_param(
-      rendezvous::kCacheBytes.given_integer(host_).value_or(static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
-      cfg_.max_registered_bytes);
+  cfg_.cache_bytes =
+      rendezvous::cache_bytes_param(rendezvous::kCacheBytes.given_integer(host_).value_or(
+                                        static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
+                                    cfg_.max_registered_bytes);
   if (!cfg_.rma) cfg_.cache_bytes = 0;
   if (want_rma && !offer_.rma)
-    host_.log(CARAVAN_LOG_WARNING, "provider " + offer_.provider +
-                                       " has no remote reads (FI_RMA): large messages go as chunked eager sends");
+    host_.log(CARAVAN_LOG_WARNING,
+              "provider " + offer_.provider +
+                  " has no remote reads (FI_RMA): large messages go as chunked eager sends");
 }
 
 EfaVan::~EfaVan() { shutdown(); }
 
 void EfaVan::properties(caravan_van_properties_v2* out) const {
-  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_V2_RDMA : 0) | (cfg_.zero_copy ? CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND : 0);
+  out->caps = (cfg_.rma ? CARAVAN_VAN_CAP_V2_RDMA : 0) |
+              (cfg_.zero_copy ? CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND : 0);
   out->max_message_bytes = SIZE_MAX;
   out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
   out->transport = "efa";
@@ -58,16 +64,20 @@ void EfaVan::open(const char* node, const char* service) {
   cfg.read_chunk = std::min<size_t>(cfg.read_chunk, fabric->max_msg_size());
   address_ = encode_address(fabric->provider(), fabric->name());
   if (address_.size() + 1 > CARAVAN_VAN_MAX_ADDRESS_V2)
-    throw Error(CARAVAN_STATUS_INTERNAL, "endpoint name of " + std::to_string(fabric->name().size()) +
+    throw Error(CARAVAN_STATUS_INTERNAL, "endpoint name of " +
+                                             std::to_string(fabric->name().size()) +
                                              " bytes does not fit an address");
-  auto log = [host = host_](caravan_log_level level, const std::string& text) { host.log(level, text); };
+  auto log = [host = host_](caravan_log_level level, const std::string& text) {
+    host.log(level, text);
+  };
   protocol_ = std::make_unique<rendezvous::Protocol>(*fabric, cfg, log, fabric->name());
   fabric_ = std::move(fabric);
   progress_ = std::thread([this] { run(); });
   live_ = protocol_.get();
   cv_.notify_all();
-  host_.log(CARAVAN_LOG_INFO, "endpoint " + address_ + " (eager up to " + std::to_string(cfg.eager_bytes) +
-                                  " bytes, " + (cfg.rma ? "remote reads" : "chunked sends") + " above)");
+  host_.log(CARAVAN_LOG_INFO, "endpoint " + address_ + " (eager up to " +
+                                  std::to_string(cfg.eager_bytes) + " bytes, " +
+                                  (cfg.rma ? "remote reads" : "chunked sends") + " above)");
 }
 
 void EfaVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
@@ -75,13 +85,15 @@ void EfaVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   if (!host || !*host || !addr_out)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: host or address buffer missing");
   if (port < 0 || port > 65535)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot listen on host '" + std::string(host) + "' port " + std::to_string(port) +
-                    ": port out of range");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on host '" + std::string(host) +
+                                                     "' port " + std::to_string(port) +
+                                                     ": port out of range");
   std::lock_guard<std::mutex> lock(mu_);
-  if (fabric_) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: already listening at " + address_);
+  if (fabric_)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: already listening at " + address_);
   std::string node = host;
-  if (node.size() > 2 && node.front() == '[' && node.back() == ']') node = node.substr(1, node.size() - 2);
+  if (node.size() > 2 && node.front() == '[' && node.back() == ']')
+    node = node.substr(1, node.size() - 2);
   std::string service = std::to_string(port);
   // Non-IP fabrics (efa) address the device, not a host and port.
   bool ip = speaks_ip(offer_.provider);
@@ -103,14 +115,16 @@ rendezvous::Protocol* EfaVan::protocol_or_open() {
 void EfaVan::connect(uint64_t peer, const char* address) {
   Call call(*this);
   std::string who = "connect peer " + std::to_string(peer);
-  if (!address || !*address) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + ": address missing");
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + ": address missing");
   std::string provider, name, why;
   if (!decode_address(address, &provider, &name, &why))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address " + why);
   rendezvous::Protocol* protocol = protocol_or_open();
   if (provider != fabric_->provider())
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address + ": address is for provider " +
-                                                     provider + ", this van uses " + fabric_->provider());
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + " at " + address +
+                                                     ": address is for provider " + provider +
+                                                     ", this van uses " + fabric_->provider());
   try {
     protocol->connect(peer, fabric_->resolve(name));
   } catch (const Error& e) {
@@ -121,7 +135,9 @@ void EfaVan::connect(uint64_t peer, const char* address) {
 void EfaVan::disconnect(uint64_t peer) {
   Call call(*this);
   rendezvous::Protocol* protocol = live_.load();
-  if (!protocol) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "disconnect peer " + std::to_string(peer) + ": not connected");
+  if (!protocol)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "disconnect peer " + std::to_string(peer) + ": not connected");
   try {
     protocol->disconnect(peer);
   } catch (const Error& e) {
@@ -141,7 +157,8 @@ void EfaVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, 
   }
 }
 
-caravan_status EfaVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n) {
+caravan_status EfaVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                            size_t* n) {
   Call call(*this);
   rendezvous::Protocol* protocol = live_.load();
   if (!protocol) {
@@ -149,8 +166,10 @@ caravan_status EfaVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
     // message arrive. Wait for it like for an event.
     std::unique_lock<std::mutex> lock(mu_);
     auto up = [&] { return closing_ || interrupted_ || live_.load(); };
-    if (timeout_ms < 0) cv_.wait(lock, up);
-    else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), up)) return CARAVAN_STATUS_TIMEOUT;
+    if (timeout_ms < 0)
+      cv_.wait(lock, up);
+    else if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), up))
+      return CARAVAN_STATUS_TIMEOUT;
     if (closing_) return CARAVAN_STATUS_CLOSED;
     if (interrupted_) {
       interrupted_ = false;
@@ -213,9 +232,11 @@ bool EfaVan::drain() noexcept {
   protocol_->cancel_receives();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(close_timeout_ms_);
   try {
-    while (protocol_->posted() > 0 && std::chrono::steady_clock::now() < deadline) fabric_->progress(*protocol_, 10);
+    while (protocol_->posted() > 0 && std::chrono::steady_clock::now() < deadline)
+      fabric_->progress(*protocol_, 10);
   } catch (const std::exception& e) {
-    host_.log(CARAVAN_LOG_ERROR, std::string("finalize: draining the endpoint failed: ") + e.what());
+    host_.log(CARAVAN_LOG_ERROR,
+              std::string("finalize: draining the endpoint failed: ") + e.what());
     return false;
   }
   return protocol_->posted() == 0;
@@ -239,20 +260,20 @@ void EfaVan::shutdown() noexcept {
   }
   if (!protocol_) return;
   rendezvous::PoolStats s = protocol_->stats();
-  host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
-                                  std::to_string(s.registered_bytes) + " bytes in " +
-                                  std::to_string(s.buffers) + " buffers at finalize, " +
-                                  std::to_string(s.registrations) + " registrations of pool buffers, " +
-                                  std::to_string(s.caller_registrations) + " of callers' memory, limit " +
-                                  std::to_string(s.limit_bytes) + " bytes");
+  host_.log(CARAVAN_LOG_INFO,
+            "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
+                std::to_string(s.registered_bytes) + " bytes in " + std::to_string(s.buffers) +
+                " buffers at finalize, " + std::to_string(s.registrations) +
+                " registrations of pool buffers, " + std::to_string(s.caller_registrations) +
+                " of callers' memory, limit " + std::to_string(s.limit_bytes) + " bytes");
   host_.log(CARAVAN_LOG_INFO, rendezvous::describe(protocol_->counts()));
   if (!drain()) {
     // Closing now could crash inside libfabric or let it write into freed
     // buffers; leaking the endpoint and its buffers is the lesser harm.
-    host_.log(CARAVAN_LOG_WARNING,
-              "finalize: after " + std::to_string(close_timeout_ms_) + " ms (CLOSE_TIMEOUT_MS) endpoint " +
-                  address_ + " still has " + protocol_->describe_posted() +
-                  " posted; leaving it and its registered buffers open");
+    host_.log(CARAVAN_LOG_WARNING, "finalize: after " + std::to_string(close_timeout_ms_) +
+                                       " ms (CLOSE_TIMEOUT_MS) endpoint " + address_ +
+                                       " still has " + protocol_->describe_posted() +
+                                       " posted; leaving it and its registered buffers open");
     // Deregistering callers' memory is safe even so: reads of it then fail.
     protocol_->settle_transfers(CARAVAN_STATUS_CLOSED);
     (void)protocol_.release();

@@ -40,7 +40,8 @@ fi_info* hints(const std::string& provider, bool rma, bool require_caps) {
   if (!h) throw std::bad_alloc();
   h->ep_attr->type = FI_EP_RDM;
   if (require_caps) {
-    h->caps = FI_TAGGED | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
+    h->caps =
+        FI_TAGGED | (rma ? FI_RMA | FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
     h->mode = FI_CONTEXT | FI_CONTEXT2;
     h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     h->domain_attr->threading = FI_THREAD_SAFE;
@@ -95,7 +96,8 @@ Offer probe(const std::string& provider, bool want_rma) {
   throw Error(CARAVAN_STATUS_UNAVAILABLE,
               "libfabric provider '" + provider +
                   "' is not available for reliable-datagram endpoints (providers present: " +
-                  providers_present() + "); choose one with FI_PROVIDER or CARAVAN_VAN_EFA_PROVIDER");
+                  providers_present() +
+                  "); choose one with FI_PROVIDER or CARAVAN_VAN_EFA_PROVIDER");
 }
 
 Fabric::Fabric(const std::string& provider, bool rma, const char* node, const char* service)
@@ -119,7 +121,8 @@ Fabric::Fabric(const std::string& provider, bool rma, const char* node, const ch
     check(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
     check(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
     fi_av_attr av_attr{};
-    av_attr.type = info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type : FI_AV_TABLE;
+    av_attr.type =
+        info_->domain_attr->av_type != FI_AV_UNSPEC ? info_->domain_attr->av_type : FI_AV_TABLE;
     check(fi_av_open(domain_, &av_attr, &av_, nullptr), "fi_av_open");
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
@@ -132,7 +135,8 @@ Fabric::Fabric(const std::string& provider, bool rma, const char* node, const ch
     rc = fi_endpoint(domain_, info_, &ep_, nullptr);
     if (rc != 0)
       throw Error(node ? CARAVAN_STATUS_INVALID_ARGUMENT : CARAVAN_STATUS_IO,
-                  std::string("fi_endpoint") + (node ? std::string(" at ") + node + " port " + service : "") +
+                  std::string("fi_endpoint") +
+                      (node ? std::string(" at ") + node + " port " + service : "") +
                       " failed: " + fi_error(rc));
     check(fi_ep_bind(ep_, &av_->fid, 0), "binding the address vector");
     check(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "binding the completion queue");
@@ -140,8 +144,8 @@ Fabric::Fabric(const std::string& provider, bool rma, const char* node, const ch
     if (rc != 0)
       throw Error(node ? CARAVAN_STATUS_INVALID_ARGUMENT : CARAVAN_STATUS_IO,
                   std::string("enabling the endpoint") +
-                      (node ? std::string(" at ") + node + " port " + service : "") + " failed: " +
-                      fi_error(rc));
+                      (node ? std::string(" at ") + node + " port " + service : "") +
+                      " failed: " + fi_error(rc));
     char buf[256];
     size_t len = sizeof buf;
     check(fi_getname(&ep_->fid, buf, &len), "fi_getname");
@@ -187,7 +191,8 @@ int Fabric::progress(rendezvous::Protocol& protocol, int timeout_ms) {
     n = fi_cq_read(cq_, entries, 16);
   }
   if (n > 0) {
-    for (ssize_t i = 0; i < n; ++i) protocol.complete(entries[i].op_context, true, entries[i].len, "");
+    for (ssize_t i = 0; i < n; ++i)
+      protocol.complete(entries[i].op_context, true, entries[i].len, "");
     return static_cast<int>(n);
   }
   if (n == -FI_EAVAIL) {
@@ -219,8 +224,8 @@ Transport::Post Fabric::post_recv(void* buf, size_t len, void* desc, void* ctx, 
   return Post::kFailed;
 }
 
-Transport::Post Fabric::post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr,
-                                  uint64_t key, void* ctx, std::string* err) {
+Transport::Post Fabric::post_read(uint64_t from, void* local, size_t len, void* desc,
+                                  uint64_t raddr, uint64_t key, void* ctx, std::string* err) {
   ssize_t rc = fi_read(ep_, local, len, desc, from, raddr, key, ctx);
   if (rc == 0) return Post::kPosted;
   if (rc == -FI_EAGAIN) return Post::kAgain;
@@ -230,8 +235,8 @@ Transport::Post Fabric::post_read(uint64_t from, void* local, size_t len, void* 
 
 // FI_DELIVERY_COMPLETE: the completion comes once the bytes are placed in
 // the peer's memory, so the notice that follows cannot overtake them.
-Transport::Post Fabric::post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
-                                   uint64_t key, void* ctx, std::string* err) {
+Transport::Post Fabric::post_write(uint64_t to, const void* local, size_t len, void* desc,
+                                   uint64_t raddr, uint64_t key, void* ctx, std::string* err) {
   iovec iov{const_cast<void*>(local), len};
   fi_rma_iov rma{raddr, len, key};
   fi_msg_rma msg{};
@@ -256,8 +261,8 @@ uint64_t Fabric::resolve(const std::string& name) {
   fi_addr_t addr = FI_ADDR_UNSPEC;
   int rc = fi_av_insert(av_, name.data(), 1, &addr, 0, nullptr);
   if (rc != 1)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "fi_av_insert of " + describe(name) + " failed: " + (rc < 0 ? fi_error(rc) : "rejected"));
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "fi_av_insert of " + describe(name) + " failed: " +
+                                                     (rc < 0 ? fi_error(rc) : "rejected"));
   addrs_.emplace(name, addr);
   return addr;
 }
@@ -267,7 +272,8 @@ std::string Fabric::describe(const std::string& name) { return encode_address(pr
 rendezvous::Registration Fabric::register_memory(void* p, size_t len) {
   // Every buffer may be read by a peer (a request to send) or written by
   // one (a receive buffer lent for the remote-buffer cache).
-  uint64_t access = FI_SEND | FI_RECV | (rma_ ? FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
+  uint64_t access =
+      FI_SEND | FI_RECV | (rma_ ? FI_READ | FI_REMOTE_READ | FI_WRITE | FI_REMOTE_WRITE : 0);
   fid_mr* mr = nullptr;
   int rc = fi_mr_reg(domain_, p, len, access, 0, next_key_++, 0, &mr, nullptr);
   if (rc != 0)

@@ -54,8 +54,8 @@ class Fabric : public rendezvous::Transport {
   Post post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) override;
   Post post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
                  void* ctx, std::string* err) override;
-  Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
-                  void* ctx, std::string* err) override;
+  Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
+                  uint64_t key, void* ctx, std::string* err) override;
   uint64_t resolve(const std::string& name) override;
   std::string describe(const std::string& name) override;
   rendezvous::Registration register_memory(void* p, size_t len) override;

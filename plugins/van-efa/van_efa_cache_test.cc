@@ -24,8 +24,9 @@ Counts CountsOf(Van& v) {
   std::string line = v.host().find_line("large messages:");
   Counts c;
   std::smatch m;
-  if (!std::regex_search(line, m, std::regex("(\\d+) by request to send, (\\d+) written.*; (\\d+) buffers "
-                                             "lent to peers \\((\\d+) bytes\\)"))) {
+  if (!std::regex_search(line, m,
+                         std::regex("(\\d+) by request to send, (\\d+) written.*; (\\d+) buffers "
+                                    "lent to peers \\((\\d+) bytes\\)"))) {
     ADD_FAILURE() << "no counts in '" << line << "'";
     return c;
   }
@@ -42,7 +43,8 @@ struct SentMessage {
   uint64_t head;
   std::vector<uint8_t> body;
   uint64_t tail;
-  SentMessage(size_t bytes, unsigned round) : head(round), body(pattern(bytes, round)), tail(~uint64_t{round}) {}
+  SentMessage(size_t bytes, unsigned round)
+      : head(round), body(pattern(bytes, round)), tail(~uint64_t{round}) {}
   std::vector<SendSegment> segs() const { return {seg(head), seg(body), seg(tail)}; }
   void expect(const Message& m) const {
     ASSERT_EQ(m.num_segments, 3u);
@@ -52,14 +54,16 @@ struct SentMessage {
   }
 };
 
-caravan_status SendSlot(Van& v, uint64_t peer, uint64_t slot, const SentMessage& msg, Ticket* ticket = nullptr) {
+caravan_status SendSlot(Van& v, uint64_t peer, uint64_t slot, const SentMessage& msg,
+                        Ticket* ticket = nullptr) {
   return v.send_slot(peer, slot, msg.segs(), ticket);
 }
 
 // a sends `sizes[i]` bytes for kSlot to b, b checks, releases and acks.
 void Rounds(Pair& p, const std::vector<size_t>& sizes) {
   std::vector<SentMessage> msgs;
-  for (size_t i = 0; i < sizes.size(); ++i) msgs.emplace_back(sizes[i], static_cast<unsigned>(i + 1));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    msgs.emplace_back(sizes[i], static_cast<unsigned>(i + 1));
   std::vector<Ticket> sent(sizes.size());
   uint64_t ack = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -70,7 +74,8 @@ void Rounds(Pair& p, const std::vector<size_t>& sizes) {
     ASSERT_TRUE(p.a.recv_one([&](const Message& m) { EXPECT_EQ(read_u64(m.segments[0]), i); }));
   }
   ASSERT_TRUE(p.a.wait_all_sent());
-  for (size_t i = 0; i < sizes.size(); ++i) EXPECT_EQ(p.a.sent_status(sent[i]), CARAVAN_STATUS_OK) << i;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    EXPECT_EQ(p.a.sent_status(sent[i]), CARAVAN_STATUS_OK) << i;
 }
 
 // Van ABI 2's send carries the slot the cache is keyed by.

@@ -46,11 +46,11 @@ void SizesRoundTrip(Params params) {
   const std::vector<size_t> sizes = {0, 1, 4095, 65536, size_t{1} << 20, size_t{64} << 20};
   std::vector<Ticket> sent(sizes.size());
   std::vector<std::vector<uint8_t>> bufs;
-  for (size_t i = 0; i < sizes.size(); ++i) bufs.push_back(pattern(sizes[i], static_cast<unsigned>(i)));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    bufs.push_back(pattern(sizes[i], static_cast<unsigned>(i)));
   Pair p(params);  // after the buffers, which the last send may read until the vans close
   for (size_t i = 0; i < sizes.size(); ++i) {
-    ASSERT_EQ(p.a.send(1, {seg(bufs[i])}, &sent[i]), CARAVAN_STATUS_OK)
-        << p.a.error();
+    ASSERT_EQ(p.a.send(1, {seg(bufs[i])}, &sent[i]), CARAVAN_STATUS_OK) << p.a.error();
   }
   for (size_t i = 0; i < sizes.size(); ++i)
     ASSERT_TRUE(p.b.recv_one([&](const Message& m) {
@@ -75,7 +75,8 @@ TEST(VanEfa, MultiSegmentSmallAndLarge) {
   Pair p;
   for (size_t big : {size_t{100}, size_t{3} << 20}) {
     std::vector<std::vector<uint8_t>> segs;
-    for (size_t i = 0; i < 8; ++i) segs.push_back(pattern(i == 3 ? 0 : big / (i + 1), static_cast<unsigned>(i)));
+    for (size_t i = 0; i < 8; ++i)
+      segs.push_back(pattern(i == 3 ? 0 : big / (i + 1), static_cast<unsigned>(i)));
     std::vector<SendSegment> view;
     for (auto& s : segs) view.push_back(seg(s));
     Ticket sent = 0;
@@ -150,7 +151,8 @@ TEST(VanEfa, RegistrationBoundedOverDistinctBuffers) {
   Pair p({{"MAX_REGISTERED_BYTES", std::to_string(kLimit)}, {"RX_DEPTH", "8"}});
   constexpr size_t kRounds = 200;
   for (size_t r = 0; r < kRounds; ++r) {
-    auto a = std::make_unique<std::vector<uint8_t>>(pattern((size_t{1} << 20) + r * 4096, static_cast<unsigned>(r)));
+    auto a = std::make_unique<std::vector<uint8_t>>(
+        pattern((size_t{1} << 20) + r * 4096, static_cast<unsigned>(r)));
     Ticket sent = 0;
     ASSERT_EQ(p.a.send(1, {seg(*a)}, &sent), CARAVAN_STATUS_OK);
     ASSERT_TRUE(p.b.recv_one([&](const Message& m) { expect_same(m.segments[0], *a); }));
@@ -163,7 +165,8 @@ TEST(VanEfa, RegistrationBoundedOverDistinctBuffers) {
     v->finalize();
     std::string line = v->host().find_line("registered memory:");
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(line, m, std::regex("peak (\\d+) bytes.* (\\d+) registrations"))) << line;
+    ASSERT_TRUE(std::regex_search(line, m, std::regex("peak (\\d+) bytes.* (\\d+) registrations")))
+        << line;
     EXPECT_LE(std::stoull(m[1]), kLimit) << line;
     EXPECT_LT(std::stoull(m[2]), kRounds / 4) << line;
   }
@@ -187,7 +190,8 @@ std::vector<std::vector<uint8_t>> SendMiBs(Van& from, size_t n, unsigned seed,
 }
 
 // 4 MiB for sending and 4 MiB for receiving: a few 1 MiB messages fill either.
-const Params kSmallLimit{{"MAX_REGISTERED_BYTES", std::to_string(size_t{8} << 20)}, {"RX_DEPTH", "8"}};
+const Params kSmallLimit{{"MAX_REGISTERED_BYTES", std::to_string(size_t{8} << 20)},
+                         {"RX_DEPTH", "8"}};
 
 // The engine may hold received messages for as long as it likes (a server
 // keeps a worker's push as its running sum until the other workers' pushes
@@ -200,8 +204,9 @@ TEST(VanEfa, ReceiverHoldingEveryMessageStillGetsMore) {
   std::vector<Message> held(kN);
   for (size_t i = 0; i < kN; ++i) {
     caravan_status s = p.b.wait_recv(&held[i], std::chrono::seconds(30));
-    ASSERT_EQ(s, CARAVAN_STATUS_OK) << "message " << i << " of " << kN << " not received within 30 s while "
-                                    << i << " are held: " << p.b.error();
+    ASSERT_EQ(s, CARAVAN_STATUS_OK)
+        << "message " << i << " of " << kN << " not received within 30 s while " << i
+        << " are held: " << p.b.error();
     expect_same(held[i].segments[0], sent[i]);
   }
   for (auto& m : held) EXPECT_EQ(p.b.release(m), CARAVAN_STATUS_OK);
@@ -227,7 +232,9 @@ TEST(VanEfa, ZeroCopySendsBeyondTheLimitWaitTheirTurn) {
   p.a.finalize();
   std::string line = p.a.host().find_line("registered memory:");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(line, m, std::regex("peak (\\d+) bytes.*, (\\d+) of callers' memory"))) << line;
+  ASSERT_TRUE(
+      std::regex_search(line, m, std::regex("peak (\\d+) bytes.*, (\\d+) of callers' memory")))
+      << line;
   EXPECT_LE(std::stoull(m[1]), size_t{8} << 20) << line;
   EXPECT_EQ(std::stoull(m[2]), kN) << "every send registered its own memory: " << line;
 }

@@ -81,8 +81,8 @@ class Inbound {
   // The message being read: its header, then its body.
   bool in_body_ = false;
   std::unique_ptr<Received> current_;
-  size_t segment_ = 0;      // the segment being filled
-  size_t segment_done_ = 0; // bytes of it already in
+  size_t segment_ = 0;       // the segment being filled
+  size_t segment_done_ = 0;  // bytes of it already in
   size_t dropped_ = 0;
 };
 

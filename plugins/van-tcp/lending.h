@@ -27,14 +27,14 @@ struct Lend {
   const size_t segment;
   Lend(unsigned char* b, size_t n, size_t seg) : buf(b), len(n), segment(seg) {}
 
-  std::mutex mu;                    // held while the segment's bytes are written or moved
+  std::mutex mu;  // held while the segment's bytes are written or moved
   // Set while unlend waits for mu: the poller, which would take mu again at
   // once for its next read, waits on cv instead and lets unlend in.
   std::atomic<bool> revoking{false};
   std::condition_variable cv;
-  bool taken = false;               // a message is being read into it (set under the table's lock)
-  bool handed_out = false;          // poll() has returned that message: it stays where it is
-  unsigned char* moved = nullptr;   // where unlend moved the segment; owned
+  bool taken = false;              // a message is being read into it (set under the table's lock)
+  bool handed_out = false;         // poll() has returned that message: it stays where it is
+  unsigned char* moved = nullptr;  // where unlend moved the segment; owned
   // unlend found no memory to move it to: the rest of the segment is
   // read and thrown away, and the message dropped.
   bool dead = false;

@@ -10,7 +10,8 @@ namespace caravan::van_tcp::params {
 
 inline constexpr plugin::Param kMaxMessageBytes{
     "MAX_MESSAGE_BYTES", "0",
-    "largest message accepted, in bytes (0 = unlimited); a peer announcing a larger one is cut off"};
+    "largest message accepted, in bytes (0 = unlimited); a peer announcing a larger one is cut "
+    "off"};
 using plugin::tcp::kSndBuf;
 
 inline constexpr caravan_param_info kList[] = {kMaxMessageBytes.info, kSndBuf.info};

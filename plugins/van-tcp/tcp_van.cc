@@ -188,9 +188,9 @@ void TcpVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int bound_port = ntohs(addr.ss_family == AF_INET6
-                             ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                             : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  int bound_port =
+      ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                       : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   // Advertise the name the engine gave (it may be a host name) with the
   // port actually bound.
   std::string advertised = plugin::tcp::endpoint(name, std::to_string(bound_port));
@@ -296,7 +296,8 @@ void TcpVan::retry_later(Link& link, const std::shared_ptr<Link>& self, int err)
     std::lock_guard<std::mutex> lock(retry_mu_);
     retry_.emplace_back(Clock::now() + std::chrono::milliseconds(kRetryMs), self);
   }
-  if (std::this_thread::get_id() != writer_.get_id()) wake_writer();  // its wait may be too long now
+  if (std::this_thread::get_id() != writer_.get_id())
+    wake_writer();  // its wait may be too long now
 }
 
 int TcpVan::retry_due() {
@@ -374,8 +375,8 @@ void TcpVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segmen
   }
   if (max_message_bytes_ && total > max_message_bytes_)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                who() + ": " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES=" +
-                    std::to_string(max_message_bytes_));
+                who() + ": " + std::to_string(total) +
+                    " bytes exceed MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes_));
   out.iov[0] = {out.head, sizeof head + num_segments * sizeof(uint64_t)};
   out.count = 1 + num_segments;
 
@@ -388,9 +389,9 @@ void TcpVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segmen
   if (!link) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who() + ": not connected");
   std::lock_guard<std::mutex> lock(link->mu);
   if (!link->failed.empty())
-    throw Error(link->fd < 0 && link->failed == "disconnected" ? CARAVAN_STATUS_CLOSED
-                                                               : CARAVAN_STATUS_IO,
-                who() + " at " + link->address + ": " + link->failed);
+    throw Error(
+        link->fd < 0 && link->failed == "disconnected" ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_IO,
+        who() + " at " + link->address + ": " + link->failed);
   link->queue.push_back(out);
   // iov[0] must point at the queued copy's header, not this frame's.
   Outgoing& queued = link->queue.back();
@@ -501,8 +502,8 @@ void TcpVan::read_inbound(uint64_t key) {
   for (auto& r : done) received_.push_back(std::move(r));
   if (it->second->dropped() > dropped) log_dropped(it->second->peer());
   if (s == Inbound::State::kMalformed)
-    host_.log(CARAVAN_LOG_WARNING, "dropped the connection from " + it->second->peer() +
-                                       ": it sent " + why);
+    host_.log(CARAVAN_LOG_WARNING,
+              "dropped the connection from " + it->second->peer() + ": it sent " + why);
   if (s != Inbound::State::kOpen) close_inbound(it);
 }
 
@@ -570,7 +571,8 @@ caravan_status TcpVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
                             size_t* num_events) {
   Call call(*this);
   const bool forever = timeout_ms < 0;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
   auto remaining_ms = [&]() -> int {
     if (forever) return -1;
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();

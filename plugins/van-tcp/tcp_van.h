@@ -57,11 +57,11 @@ struct Link {
   std::string address;
   bool connecting = true;  // not connected yet: a connect() in flight or a retry due
   bool ever_connected = false;
-  bool closed = false;     // disconnected: never connected again
+  bool closed = false;  // disconnected: never connected again
   sockaddr_storage target{};
   socklen_t target_len = 0;
-  bool watched = false;    // epoll reports writability (the queue is not empty)
-  std::string failed;      // why the connection broke; empty while it works
+  bool watched = false;  // epoll reports writability (the queue is not empty)
+  std::string failed;    // why the connection broke; empty while it works
   std::deque<Outgoing> queue;
 };
 
@@ -120,7 +120,7 @@ class TcpVan {
   plugin::Host host_;
   size_t max_message_bytes_ = 0;  // 0: unlimited
   long long sndbuf_ = -1;  // SNDBUF: -1 (auto) by peer, 0 the kernel's autotuning, else bytes
-  int epoll_ = -1;    // the poller's: the listener, inbound connections, wake_fd_
+  int epoll_ = -1;         // the poller's: the listener, inbound connections, wake_fd_
   int wake_fd_ = -1;
   int write_epoll_ = -1;  // the writer's: links, write_wake_fd_
   int write_wake_fd_ = -1;
@@ -141,7 +141,7 @@ class TcpVan {
   std::mutex poll_mu_;  // one poller at a time; inbound_ and received_ are its own
 
   std::shared_mutex links_mu_;
-  std::unordered_map<uint64_t, std::shared_ptr<Link>> links_;     // by peer
+  std::unordered_map<uint64_t, std::shared_ptr<Link>> links_;      // by peer
   std::unordered_map<uint64_t, std::shared_ptr<Link>> link_keys_;  // by epoll key
   std::atomic<uint64_t> next_key_{kFirstKey};
 

@@ -53,7 +53,8 @@ bool is_loopback(const sockaddr* sa) {
 
 bool lookup_host(const std::string& host, int port, sockaddr_storage* out, std::string* why) {
   std::string node = host;
-  if (node.size() > 2 && node.front() == '[' && node.back() == ']') node = node.substr(1, node.size() - 2);
+  if (node.size() > 2 && node.front() == '[' && node.back() == ']')
+    node = node.substr(1, node.size() - 2);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

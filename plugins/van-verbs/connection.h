@@ -57,13 +57,13 @@ struct Conn {
   rdma_cm_id* cm = nullptr;
   bool outbound = false;
   bool has_qp = false;
-  bool closing = false;  // disconnect() asked: close once the send queue drains
+  bool closing = false;       // disconnect() asked: close once the send queue drains
   bool disconnected = false;  // rdma_disconnect called or the peer's arrived
-  uint64_t peer = 0;     // the engine's id, outbound only
-  uint64_t remote = 0;   // the peer's instance id; 0 until known
-  std::string address;   // for messages: the peer's listen address if known
+  uint64_t peer = 0;          // the engine's id, outbound only
+  uint64_t remote = 0;        // the peer's instance id; 0 until known
+  std::string address;        // for messages: the peer's listen address if known
   State state = State::kResolving;
-  size_t posted = 0;     // send-queue work requests in flight
+  size_t posted = 0;  // send-queue work requests in flight
   std::deque<Pending> backlog;
 };
 

@@ -42,8 +42,9 @@ void require_device() {
   int err = errno;
   if (list) ibv_free_device_list(list);
   if (list && n > 0) return;
-  std::string why = "verbs van: no RDMA device found (ibv_get_device_list returned 0 devices; "
-                    "is an RDMA NIC or rxe configured?)";
+  std::string why =
+      "verbs van: no RDMA device found (ibv_get_device_list returned 0 devices; "
+      "is an RDMA NIC or rxe configured?)";
   if (!list && err) why += " [" + errno_text(err) + "]";
   throw Error(CARAVAN_STATUS_UNAVAILABLE, why);
 }
@@ -82,11 +83,12 @@ Device::Device(ibv_context* ctx, size_t rx_depth, size_t send_depth, size_t cq_d
   name_ = ibv_get_device_name(ctx->device);
   auto fail = [&](const char* what, int e) {
     release();
-    throw Error(CARAVAN_STATUS_IO, std::string(what) + " on RDMA device " + name_ + " failed: " +
-                                       errno_text(e));
+    throw Error(CARAVAN_STATUS_IO,
+                std::string(what) + " on RDMA device " + name_ + " failed: " + errno_text(e));
   };
   ibv_device_attr attr{};
-  if (int rc = ibv_query_device(ctx_, &attr)) throw Error(CARAVAN_STATUS_IO, "ibv_query_device on " + name_ + ": " + errno_text(rc));
+  if (int rc = ibv_query_device(ctx_, &attr))
+    throw Error(CARAVAN_STATUS_IO, "ibv_query_device on " + name_ + ": " + errno_text(rc));
   if (static_cast<size_t>(attr.max_srq_wr) < rx_depth)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "plugin parameter RX_DEPTH=" + std::to_string(rx_depth) + " exceeds the " +
@@ -98,8 +100,9 @@ Device::Device(ibv_context* ctx, size_t rx_depth, size_t send_depth, size_t cq_d
     cqe = std::min<size_t>(rx_depth + 2 * send_depth_, static_cast<size_t>(attr.max_cqe));
   if (cqe <= rx_depth)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "plugin parameter RX_DEPTH=" + std::to_string(rx_depth) + " leaves no room in the " +
-                    std::to_string(cqe) + "-entry completion queue of " + name_);
+                "plugin parameter RX_DEPTH=" + std::to_string(rx_depth) +
+                    " leaves no room in the " + std::to_string(cqe) +
+                    "-entry completion queue of " + name_);
   send_budget_ = cqe - rx_depth;
   max_rd_atomic_ = static_cast<uint8_t>(std::min(attr.max_qp_init_rd_atom, 16));
   max_dest_rd_atomic_ = static_cast<uint8_t>(std::min(attr.max_qp_rd_atom, 16));
@@ -109,8 +112,10 @@ Device::Device(ibv_context* ctx, size_t rx_depth, size_t send_depth, size_t cq_d
   if (!(channel_ = ibv_create_comp_channel(ctx_))) fail("ibv_create_comp_channel", errno);
   // Non-blocking, so rearm() never waits: the progress thread polls the fd.
   int flags = fcntl(channel_->fd, F_GETFL);
-  if (flags < 0 || fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK) < 0) fail("fcntl on the completion channel", errno);
-  if (!(cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, channel_, 0))) fail("ibv_create_cq", errno);
+  if (flags < 0 || fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+    fail("fcntl on the completion channel", errno);
+  if (!(cq_ = ibv_create_cq(ctx_, static_cast<int>(cqe), nullptr, channel_, 0)))
+    fail("ibv_create_cq", errno);
   if (int rc = ibv_req_notify_cq(cq_, 0)) fail("ibv_req_notify_cq", rc);
   ibv_srq_init_attr sa{};
   sa.attr.max_wr = static_cast<uint32_t>(rx_depth);

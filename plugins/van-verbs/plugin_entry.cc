@@ -7,5 +7,6 @@
 
 CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_verbs::VerbsVan>(
     "verbs", "0.1.0",
-    "ibverbs RDMA van: RC queue pairs over rdma_cm, eager sends + rendezvous RDMA reads + cached RDMA writes",
+    "ibverbs RDMA van: RC queue pairs over rdma_cm, eager sends + rendezvous RDMA reads + cached "
+    "RDMA writes",
     caravan::van_verbs::params::kList))

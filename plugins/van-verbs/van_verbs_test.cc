@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "connection.h"
 #include "conformance/van/kit/payload.h"
 #include "conformance/van/kit/van_instance.h"
+#include "connection.h"
 #include "device.h"
 
 namespace {
@@ -39,9 +39,11 @@ bool HaveDevice() {
 // Magic, kind, ABI major and a stable descriptor are the kit's Loading
 // checks, which VanConformance.verbs runs with or without a device.
 TEST(VerbsDescriptor, IsAVanNamedVerbs) {
-  EXPECT_STREQ(Verbs().descriptor->name, "verbs") << "DMLC_ENABLE_RDMA=1 and =ibverbs load the van named verbs";
+  EXPECT_STREQ(Verbs().descriptor->name, "verbs")
+      << "DMLC_ENABLE_RDMA=1 and =ibverbs load the van named verbs";
   ASSERT_NE(Verbs().ops_v2, nullptr) << "an ABI 2 van";
-  EXPECT_EQ(Verbs().ops_v2->struct_size, sizeof(caravan_van_ops_v2)) << "the whole of today's table";
+  EXPECT_EQ(Verbs().ops_v2->struct_size, sizeof(caravan_van_ops_v2))
+      << "the whole of today's table";
 }
 
 TEST(VerbsDescriptor, DeclaresItsParameters) {
@@ -60,7 +62,8 @@ TEST(VerbsInit, NoDeviceIsUnavailableAndSaysSo) {
   VanInstance v(Verbs());
   EXPECT_EQ(v.init_status(), CARAVAN_STATUS_UNAVAILABLE);
   EXPECT_NE(v.error().find("no RDMA device found"), std::string::npos) << v.error();
-  EXPECT_NE(v.error().find("ibv_get_device_list returned 0 devices"), std::string::npos) << v.error();
+  EXPECT_NE(v.error().find("ibv_get_device_list returned 0 devices"), std::string::npos)
+      << v.error();
   // Again: a refused init leaves nothing behind that breaks the next one.
   VanInstance again(Verbs());
   EXPECT_EQ(again.init_status(), CARAVAN_STATUS_UNAVAILABLE);
@@ -101,7 +104,8 @@ TEST(VerbsMemlock, Verdicts) {
 }
 
 TEST(VerbsAddress, RoundTripsV4AndV6) {
-  for (const char* text : {"verbs://10.0.0.5:9001", "verbs://[fe80::1]:65535", "verbs://127.0.0.1:1"}) {
+  for (const char* text :
+       {"verbs://10.0.0.5:9001", "verbs://[fe80::1]:65535", "verbs://127.0.0.1:1"}) {
     sockaddr_storage sa{};
     std::string why;
     ASSERT_TRUE(vv::parse_address(text, &sa, &why)) << text << ": " << why;
@@ -110,8 +114,9 @@ TEST(VerbsAddress, RoundTripsV4AndV6) {
 }
 
 TEST(VerbsAddress, RefusesMalformed) {
-  for (const char* text : {"tcp://10.0.0.5:9001", "verbs://10.0.0.5", "verbs://10.0.0.5:0", "verbs://host:80",
-                           "verbs://[fe80::1:80", "verbs://:80", "verbs://1.2.3.4:99999"}) {
+  for (const char* text :
+       {"tcp://10.0.0.5:9001", "verbs://10.0.0.5", "verbs://10.0.0.5:0", "verbs://host:80",
+        "verbs://[fe80::1:80", "verbs://:80", "verbs://1.2.3.4:99999"}) {
     sockaddr_storage sa{};
     std::string why;
     EXPECT_FALSE(vv::parse_address(text, &sa, &why)) << text;
@@ -168,7 +173,8 @@ class VerbsPair : public ::testing::Test {
   static constexpr uint64_t kA = 1, kB = 2;
   void SetUp() override {
     a_ = std::make_unique<Van>();
-    if (a_->init_status() == CARAVAN_STATUS_UNAVAILABLE) GTEST_SKIP() << kNoDevice << ": " << a_->error();
+    if (a_->init_status() == CARAVAN_STATUS_UNAVAILABLE)
+      GTEST_SKIP() << kNoDevice << ": " << a_->error();
     b_ = std::make_unique<Van>();
     ASSERT_TRUE(a_->started());
     ASSERT_TRUE(b_->started());
@@ -274,9 +280,11 @@ TEST_F(VerbsPair, DisconnectAndFinalizeWithMessagesInFlight) {
   for (size_t i = 0; i < kN; ++i) EXPECT_EQ(a_->completions(first[i]), 1);
   ASSERT_EQ(a_->connect(kB, b_->addr()), CARAVAN_STATUS_OK) << a_->error();
   std::vector<Ticket> second(200);
-  for (size_t i = 0; i < 200; ++i) ASSERT_EQ(a_->send(kB, {seg(mib)}, &second[i]), CARAVAN_STATUS_OK);
+  for (size_t i = 0; i < 200; ++i)
+    ASSERT_EQ(a_->send(kB, {seg(mib)}, &second[i]), CARAVAN_STATUS_OK);
   a_->finalize();
-  EXPECT_EQ(a_->completed_sends(), kN + 200) << "every accepted send is settled before finalize returns";
+  EXPECT_EQ(a_->completed_sends(), kN + 200)
+      << "every accepted send is settled before finalize returns";
   for (size_t i = 0; i < 200; ++i) EXPECT_EQ(a_->completions(second[i]), 1);
   b_->finalize();
 }

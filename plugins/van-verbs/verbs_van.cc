@@ -1,7 +1,5 @@
 #include "verbs_van.h"
 
-#include "params.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+
+#include "params.h"
 
 namespace caravan::van_verbs {
 
@@ -56,15 +56,20 @@ VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
   cfg_.max_registered_bytes = static_cast<size_t>(params::kMaxRegisteredBytes.integer(host_));
   cfg_.rx_depth = static_cast<size_t>(params::kRxDepth.integer(host_));
   send_depth_ = static_cast<size_t>(params::kSendDepth.integer(host_));
-  resolve_timeout_ms_ = static_cast<int>(std::min<long long>(params::kResolveTimeoutMs.integer(host_), INT_MAX));
+  resolve_timeout_ms_ =
+      static_cast<int>(std::min<long long>(params::kResolveTimeoutMs.integer(host_), INT_MAX));
   if (cfg_.eager_bytes < 4096 || cfg_.eager_bytes > (size_t{64} << 20))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
-  if (cfg_.rx_depth < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
-  if (send_depth_ < 1) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SEND_DEPTH must be at least 1");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter EAGER_BYTES must be 4096 to 64 MiB");
+  if (cfg_.rx_depth < 1)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter RX_DEPTH must be at least 1");
+  if (send_depth_ < 1)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "plugin parameter SEND_DEPTH must be at least 1");
   cq_depth_ = cfg_.rx_depth + 8 * send_depth_;
-  cfg_.cache_bytes = rendezvous::cache_bytes_param(
-      rendezvous::kCacheBytes.given_integer(host_).value_or(static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
-      cfg_.max_registered_bytes);
+  cfg_.cache_bytes =
+      rendezvous::cache_bytes_param(rendezvous::kCacheBytes.given_integer(host_).value_or(
+                                        static_cast<int64_t>(cfg_.max_registered_bytes / 4)),
+                                    cfg_.max_registered_bytes);
 
   require_device();
   // Below this the receive ring alone cannot be registered.
@@ -73,19 +78,23 @@ VerbsVan::VerbsVan(const caravan_host_v1* host) : host_(host) {
 
   std::random_device rd;
   while (instance_ == 0)
-    instance_ = ((uint64_t{rd()} << 32) ^ rd() ^
-                 static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
-                ~kInstanceBit;
+    instance_ =
+        ((uint64_t{rd()} << 32) ^ rd() ^
+         static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) &
+        ~kInstanceBit;
   try {
     events_ = rdma_create_event_channel();
     if (!events_)
-      throw Error(CARAVAN_STATUS_UNAVAILABLE,
-                  "verbs van: rdma_create_event_channel failed: " + errno_text(errno) +
-                      " (is the rdma_ucm kernel module loaded and /dev/infiniband/rdma_cm accessible?)");
+      throw Error(
+          CARAVAN_STATUS_UNAVAILABLE,
+          "verbs van: rdma_create_event_channel failed: " + errno_text(errno) +
+              " (is the rdma_ucm kernel module loaded and /dev/infiniband/rdma_cm accessible?)");
     set_nonblocking(events_->fd, "the rdma_cm event channel");
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0) throw Error(CARAVAN_STATUS_IO, "eventfd: " + errno_text(errno));
-    auto log = [h = host_](caravan_log_level level, const std::string& text) { h.log(level, text); };
+    auto log = [h = host_](caravan_log_level level, const std::string& text) {
+      h.log(level, text);
+    };
     protocol_ = std::make_unique<rendezvous::Protocol>(*this, cfg_, log, hex(instance_));
     progress_ = std::thread([this] { run(); });
   } catch (...) {
@@ -121,16 +130,18 @@ Device* VerbsVan::use_device(ibv_context* ctx, std::string* why) {
     }
     live_dev_ = dev_.get();
     cv_.notify_all();
-    host_.log(CARAVAN_LOG_INFO, "using RDMA device " + dev_->name() + " (" + std::to_string(dev_->send_depth()) +
-                                    " sends per connection, " + std::to_string(dev_->send_budget()) +
-                                    " in all; eager up to " + std::to_string(cfg_.eager_bytes) +
+    host_.log(CARAVAN_LOG_INFO, "using RDMA device " + dev_->name() + " (" +
+                                    std::to_string(dev_->send_depth()) + " sends per connection, " +
+                                    std::to_string(dev_->send_budget()) + " in all; eager up to " +
+                                    std::to_string(cfg_.eager_bytes) +
                                     " bytes, remote reads above)");
     wake();  // the progress thread adds the completion channel to its poll set
     return dev_.get();
   }
   if (dev_->context() != ctx) {
-    *why = std::string("it is on RDMA device ") + ibv_get_device_name(ctx->device) + ", but this van uses " +
-           dev_->name() + " (one device per instance; choose the interface with DMLC_INTERFACE)";
+    *why = std::string("it is on RDMA device ") + ibv_get_device_name(ctx->device) +
+           ", but this van uses " + dev_->name() +
+           " (one device per instance; choose the interface with DMLC_INTERFACE)";
     return nullptr;
   }
   return dev_.get();
@@ -140,14 +151,18 @@ void VerbsVan::listen(const char* host, int port, char* addr_out, size_t addr_ca
   Call call(*this);
   if (!host || !*host || !addr_out)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: host or address buffer missing");
-  std::string where = "cannot listen on host '" + std::string(host) + "' port " + std::to_string(port);
-  if (port < 0 || port > 65535) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": port out of range");
+  std::string where =
+      "cannot listen on host '" + std::string(host) + "' port " + std::to_string(port);
+  if (port < 0 || port > 65535)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": port out of range");
   sockaddr_storage addr{};
   std::string why;
-  if (!lookup_host(host, port, &addr, &why)) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": " + why);
+  if (!lookup_host(host, port, &addr, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": " + why);
 
   std::lock_guard<std::mutex> lock(mu_);
-  if (listen_id_) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: already listening at " + address_);
+  if (listen_id_)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: already listening at " + address_);
   rdma_cm_id* id = nullptr;
   if (rdma_create_id(events_, &id, nullptr, RDMA_PS_TCP) != 0)
     throw Error(CARAVAN_STATUS_IO, where + ": rdma_create_id: " + errno_text(errno));
@@ -180,10 +195,13 @@ void VerbsVan::listen(const char* host, int port, char* addr_out, size_t addr_ca
   if (id->verbs && !use_device(id->verbs, &why)) give_up(CARAVAN_STATUS_INVALID_ARGUMENT, why);
   if (rdma_listen(id, 128) != 0) give_up(CARAVAN_STATUS_IO, "rdma_listen: " + errno_text(errno));
   uint16_t bound_port = ntohs(rdma_get_src_port(id));
-  if (addr.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(bound_port);
-  else reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(bound_port);
+  if (addr.ss_family == AF_INET6)
+    reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port = htons(bound_port);
+  else
+    reinterpret_cast<sockaddr_in*>(&addr)->sin_port = htons(bound_port);
   std::string text = format_address(reinterpret_cast<sockaddr*>(&addr));
-  if (text.size() + 1 > addr_cap) give_up(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + text);
+  if (text.size() + 1 > addr_cap)
+    give_up(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + text);
   listen_id_ = id;
   listen_addr_ = addr;
   listen_bound_ = specific;
@@ -193,20 +211,25 @@ void VerbsVan::listen(const char* host, int port, char* addr_out, size_t addr_ca
   g.listen_port = bound_port;
   encode_greeting(g, greeting_);
   std::memcpy(addr_out, text.c_str(), text.size() + 1);
-  host_.log(CARAVAN_LOG_INFO, "listening at " + address_ + (id->verbs ? " on " + dev_->name() : ""));
+  host_.log(CARAVAN_LOG_INFO,
+            "listening at " + address_ + (id->verbs ? " on " + dev_->name() : ""));
 }
 
 void VerbsVan::connect(uint64_t peer, const char* address) {
   Call call(*this);
-  std::string where = "connect peer " + std::to_string(peer) + (address ? std::string(" at ") + address : "");
-  if (!address || !*address) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": address missing");
+  std::string where =
+      "connect peer " + std::to_string(peer) + (address ? std::string(" at ") + address : "");
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": address missing");
   sockaddr_storage dst{};
   std::string why;
-  if (!parse_address(address, &dst, &why)) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": address " + why);
+  if (!parse_address(address, &dst, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": address " + why);
   uint64_t id_num;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (peers_.count(peer)) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": already connected");
+    if (peers_.count(peer))
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, where + ": already connected");
     if (greeting_[0] == 0) {
       Greeting g;  // not listening: the peer can name us only by instance
       g.instance = instance_;
@@ -214,12 +237,15 @@ void VerbsVan::connect(uint64_t peer, const char* address) {
     }
     id_num = next_conn_++;
     rdma_cm_id* id = nullptr;
-    if (rdma_create_id(events_, &id, reinterpret_cast<void*>(static_cast<uintptr_t>(id_num)), RDMA_PS_TCP) != 0)
+    if (rdma_create_id(events_, &id, reinterpret_cast<void*>(static_cast<uintptr_t>(id_num)),
+                       RDMA_PS_TCP) != 0)
       throw Error(CARAVAN_STATUS_IO, where + ": rdma_create_id: " + errno_text(errno));
     // From the listen address, so the connection takes the same device.
     sockaddr_storage src = listen_addr_;
-    if (src.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&src)->sin6_port = 0;
-    else reinterpret_cast<sockaddr_in*>(&src)->sin_port = 0;
+    if (src.ss_family == AF_INET6)
+      reinterpret_cast<sockaddr_in6*>(&src)->sin6_port = 0;
+    else
+      reinterpret_cast<sockaddr_in*>(&src)->sin_port = 0;
     if (rdma_resolve_addr(id, listen_bound_ ? reinterpret_cast<sockaddr*>(&src) : nullptr,
                           reinterpret_cast<sockaddr*>(&dst), resolve_timeout_ms_) != 0) {
       int e = errno;
@@ -250,7 +276,8 @@ void VerbsVan::connect(uint64_t peer, const char* address) {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait_for(lock, std::chrono::milliseconds(resolve_timeout_ms_ + 1000), [&] {
     auto it = conns_.find(id_num);
-    return closing_ || live_dev_.load() || it == conns_.end() || it->second->state == Conn::State::kDown;
+    return closing_ || live_dev_.load() || it == conns_.end() ||
+           it->second->state == Conn::State::kDown;
   });
 }
 
@@ -317,7 +344,8 @@ std::string VerbsVan::who(const Conn& c) const {
 Conn* VerbsVan::route(uint64_t to) {
   if (!(to & kInstanceBit)) {
     auto it = conns_.find(to);
-    return it == conns_.end() || it->second->state == Conn::State::kDown ? nullptr : it->second.get();
+    return it == conns_.end() || it->second->state == Conn::State::kDown ? nullptr
+                                                                         : it->second.get();
   }
   const uint64_t instance = to & ~kInstanceBit;
   Conn* best = nullptr;
@@ -335,8 +363,9 @@ Transport::Post VerbsVan::enqueue(uint64_t to, const Pending& p, std::string* er
   Device* dev = dev_.get();
   Conn* c = route(to);
   if (!dev || !c) {
-    *err = to & kInstanceBit ? "no connection to verbs instance " + hex(to & ~kInstanceBit) + " is open"
-                             : "the connection is closed";
+    *err = to & kInstanceBit
+               ? "no connection to verbs instance " + hex(to & ~kInstanceBit) + " is open"
+               : "the connection is closed";
     return Post::kFailed;
   }
   set_tag(p.ctx, c->id);
@@ -364,13 +393,13 @@ Transport::Post VerbsVan::post_send(uint64_t to, const void* buf, size_t len, vo
   return enqueue(to, p, err);
 }
 
-Transport::Post VerbsVan::post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr,
-                                    uint64_t key, void* ctx, std::string* err) {
+Transport::Post VerbsVan::post_read(uint64_t from, void* local, size_t len, void* desc,
+                                    uint64_t raddr, uint64_t key, void* ctx, std::string* err) {
   return post_rma(false, from, local, len, desc, raddr, key, ctx, err);
 }
 
-Transport::Post VerbsVan::post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
-                                     uint64_t key, void* ctx, std::string* err) {
+Transport::Post VerbsVan::post_write(uint64_t to, const void* local, size_t len, void* desc,
+                                     uint64_t raddr, uint64_t key, void* ctx, std::string* err) {
   return post_rma(true, to, const_cast<void*>(local), len, desc, raddr, key, ctx, err);
 }
 
@@ -388,7 +417,8 @@ Transport::Post VerbsVan::post_rma(bool write, uint64_t peer, void* local, size_
   return enqueue(peer, p, err);
 }
 
-Transport::Post VerbsVan::post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) {
+Transport::Post VerbsVan::post_recv(void* buf, size_t len, void* desc, void* ctx,
+                                    std::string* err) {
   Device* dev = live_dev_.load();
   if (!dev) {
     *err = "no RDMA device in use yet";
@@ -432,12 +462,13 @@ rendezvous::Registration VerbsVan::register_memory(void* p, size_t len) {
   if (!dev) throw Error(CARAVAN_STATUS_IO, "no RDMA device in use yet (listen or connect first)");
   // Read by a peer after a request to send, or written by one into a
   // receive buffer lent for the remote-buffer cache.
-  ibv_mr* mr = ibv_reg_mr(dev->pd(), p, len,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+  ibv_mr* mr = ibv_reg_mr(
+      dev->pd(), p, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
   if (!mr) {
     int e = errno;
     throw Error(CARAVAN_STATUS_NO_MEMORY,
-                "ibv_reg_mr of " + std::to_string(len) + " bytes on " + dev->name() + " failed: " + errno_text(e) +
+                "ibv_reg_mr of " + std::to_string(len) + " bytes on " + dev->name() +
+                    " failed: " + errno_text(e) +
                     (e == ENOMEM || e == EPERM || e == EAGAIN
                          ? " (check RLIMIT_MEMLOCK: ulimit -l, /etc/security/limits.conf)"
                          : ""));
@@ -511,7 +542,8 @@ void VerbsVan::accept(rdma_cm_id* id, const std::string& from, const Greeting& g
   }
   rdma_conn_param p = conn_param(*dev, greeting_, &req);
   if (rdma_accept(id, &p) != 0) {
-    host_.log(CARAVAN_LOG_ERROR, "accepting the RDMA connection from " + from + ": " + errno_text(errno));
+    host_.log(CARAVAN_LOG_ERROR,
+              "accepting the RDMA connection from " + from + ": " + errno_text(errno));
     rdma_destroy_qp(id);
     rdma_destroy_id(id);
     return;
@@ -541,16 +573,20 @@ void VerbsVan::handle_cm_events(Fails& fails) {
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
       sockaddr* peer_sa = rdma_get_peer_addr(id);
       sockaddr_storage named{};
-      std::memcpy(&named, peer_sa, peer_sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
+      std::memcpy(&named, peer_sa,
+                  peer_sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in));
       // Name the caller by where it listens, as the engine knows it.
       if (greeted && g.listen_port) {
-        if (named.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6*>(&named)->sin6_port = htons(g.listen_port);
-        else reinterpret_cast<sockaddr_in*>(&named)->sin_port = htons(g.listen_port);
+        if (named.ss_family == AF_INET6)
+          reinterpret_cast<sockaddr_in6*>(&named)->sin6_port = htons(g.listen_port);
+        else
+          reinterpret_cast<sockaddr_in*>(&named)->sin_port = htons(g.listen_port);
       }
       std::string from = format_address(reinterpret_cast<sockaddr*>(&named));
       if (closing_ || !greeted) {
         if (!greeted)
-          host_.log(CARAVAN_LOG_WARNING, "refused an RDMA connection from " + from + ": not a Caravan verbs van");
+          host_.log(CARAVAN_LOG_WARNING,
+                    "refused an RDMA connection from " + from + ": not a Caravan verbs van");
         rdma_reject(id, nullptr, 0);
         rdma_destroy_id(id);
         continue;
@@ -579,8 +615,10 @@ void VerbsVan::handle_cm_events(Fails& fails) {
         if (rc == 0) {
           c->has_qp = true;
           rdma_conn_param p = conn_param(*dev_, greeting_);
-          if (rdma_connect(id, &p) != 0) rc = errno;
-          else c->state = Conn::State::kConnecting;
+          if (rdma_connect(id, &p) != 0)
+            rc = errno;
+          else
+            c->state = Conn::State::kConnecting;
         }
         if (rc) {
           why = "setting up its queue pair: " + errno_text(rc);
@@ -646,9 +684,10 @@ void VerbsVan::poll_cq(Device& dev) {
       std::string err;
       if (wc[i].status != IBV_WC_SUCCESS)
         err = std::string(ibv_wc_status_str(wc[i].status)) + " (vendor error " +
-              std::to_string(wc[i].vendor_err) + ")" + (names[i].empty() ? "" : " on the connection to " + names[i]);
+              std::to_string(wc[i].vendor_err) + ")" +
+              (names[i].empty() ? "" : " on the connection to " + names[i]);
       protocol_->complete(reinterpret_cast<void*>(static_cast<uintptr_t>(wc[i].wr_id)),
-                        wc[i].status == IBV_WC_SUCCESS, wc[i].byte_len, err);
+                          wc[i].status == IBV_WC_SUCCESS, wc[i].byte_len, err);
     }
   }
 }
@@ -661,8 +700,8 @@ void VerbsVan::sweep(Fails& fails) {
   std::vector<Conn*> dead;
   for (auto& [id, cp] : conns_) {
     Conn& c = *cp;
-    while (dev && c.state == Conn::State::kUp && !c.backlog.empty() && c.posted < dev->send_depth() &&
-           budget_used_ < dev->send_budget()) {
+    while (dev && c.state == Conn::State::kUp && !c.backlog.empty() &&
+           c.posted < dev->send_depth() && budget_used_ < dev->send_budget()) {
       Pending p = c.backlog.front();
       c.backlog.pop_front();
       if (int rc = post(c, p)) {
@@ -674,7 +713,8 @@ void VerbsVan::sweep(Fails& fails) {
     }
     if (c.closing && c.state != Conn::State::kUp && c.state != Conn::State::kDown)
       fail_conn(c, "disconnected before the connection was up", fails);
-    if (c.closing && c.state == Conn::State::kUp && c.backlog.empty() && c.posted == 0 && !c.disconnected) {
+    if (c.closing && c.state == Conn::State::kUp && c.backlog.empty() && c.posted == 0 &&
+        !c.disconnected) {
       rdma_disconnect(c.cm);  // its DISCONNECTED event finishes the job
       c.disconnected = true;
     }
@@ -690,7 +730,9 @@ void VerbsVan::run() noexcept {
     while (!stop_.load(std::memory_order_acquire)) {
       Device* dev = live_dev_.load();
       bool did = dev ? protocol_->pump() : false;
-      pollfd fds[3] = {{events_->fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}, {dev ? dev->channel_fd() : -1, POLLIN, 0}};
+      pollfd fds[3] = {{events_->fd, POLLIN, 0},
+                       {wake_fd_, POLLIN, 0},
+                       {dev ? dev->channel_fd() : -1, POLLIN, 0}};
       // The timeout only bounds how long a stop request can go unseen.
       int n = ::poll(fds, dev ? 3 : 2, did ? 0 : 100);
       if (stop_.load(std::memory_order_acquire)) break;
@@ -746,8 +788,8 @@ void VerbsVan::shutdown() noexcept {
   }
   if (protocol_) {
     rendezvous::PoolStats s = protocol_->stats();
-    host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) + " bytes, " +
-                                    std::to_string(s.registered_bytes) + " bytes in " +
+    host_.log(CARAVAN_LOG_INFO, "registered memory: peak " + std::to_string(s.peak_bytes) +
+                                    " bytes, " + std::to_string(s.registered_bytes) + " bytes in " +
                                     std::to_string(s.buffers) + " buffers at finalize, " +
                                     std::to_string(s.registrations) + " registrations, limit " +
                                     std::to_string(s.limit_bytes) + " bytes");

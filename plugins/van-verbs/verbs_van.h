@@ -47,8 +47,8 @@ class VerbsVan : public rendezvous::Transport {
   Post post_recv(void* buf, size_t len, void* desc, void* ctx, std::string* err) override;
   Post post_read(uint64_t from, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
                  void* ctx, std::string* err) override;
-  Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
-                  void* ctx, std::string* err) override;
+  Post post_write(uint64_t to, const void* local, size_t len, void* desc, uint64_t raddr,
+                  uint64_t key, void* ctx, std::string* err) override;
   uint64_t resolve(const std::string& name) override;
   std::string describe(const std::string& name) override;
   rendezvous::Registration register_memory(void* p, size_t len) override;
@@ -57,8 +57,8 @@ class VerbsVan : public rendezvous::Transport {
 
  private:
   friend Call;
-  Post post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc, uint64_t raddr, uint64_t key,
-                void* ctx, std::string* err);
+  Post post_rma(bool write, uint64_t peer, void* local, size_t len, void* desc, uint64_t raddr,
+                uint64_t key, void* ctx, std::string* err);
   // A work request that will never complete on its own: handed back to the
   // protocol as failed, outside mu_ (the protocol calls back into us).
   struct Failed {
@@ -78,7 +78,8 @@ class VerbsVan : public rendezvous::Transport {
   Conn* conn_of(rdma_cm_id* id);
   void fail_conn(Conn& c, const std::string& why, Fails& fails);
   void destroy(Conn& c);
-  void accept(rdma_cm_id* id, const std::string& from, const Greeting& g, const rdma_conn_param& req);
+  void accept(rdma_cm_id* id, const std::string& from, const Greeting& g,
+              const rdma_conn_param& req);
   std::string who(const Conn& c) const;
   void shutdown() noexcept;
 

@@ -21,9 +21,8 @@ inline constexpr plugin::Param kLingerMs{
 
 using plugin::tcp::kSndBuf;  // shared with van-tcp
 
-inline constexpr caravan_param_info kList[] = {kIoThreads.info, kSndHwm.info, kRcvHwm.info,
-                                               kMaxMessageBytes.info, kLingerMs.info,
-                                               kSndBuf.info};
+inline constexpr caravan_param_info kList[] = {kIoThreads.info,       kSndHwm.info,   kRcvHwm.info,
+                                               kMaxMessageBytes.info, kLingerMs.info, kSndBuf.info};
 
 }  // namespace caravan::van_zmq::params
 

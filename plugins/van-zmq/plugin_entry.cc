@@ -6,6 +6,5 @@
 #include "zmq_van.h"
 
 CARAVAN_PLUGIN_ENTRY(caravan::plugin::van_descriptor_v2<caravan::van_zmq::ZmqVan>(
-    "zmq", "0.1.0",
-    "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
+    "zmq", "0.1.0", "ZeroMQ TCP van (ROUTER/DEALER, zero-copy send)",
     caravan::van_zmq::params::kList))

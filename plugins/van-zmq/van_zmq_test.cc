@@ -177,7 +177,8 @@ TEST_F(VanZmqPair, QueuedForPeerNeverUpSettleWithClosed) {
   ASSERT_EQ(a.connect(9, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
   ASSERT_EQ(a.connect(10, "tcp://127.0.0.1:1"), CARAVAN_STATUS_OK);
   std::vector<Ticket> sent(20);
-  for (size_t i = 0; i < 20; ++i) ASSERT_EQ(a.send(i < 10 ? 9 : 10, {seg(mib)}, &sent[i]), CARAVAN_STATUS_OK);
+  for (size_t i = 0; i < 20; ++i)
+    ASSERT_EQ(a.send(i < 10 ? 9 : 10, {seg(mib)}, &sent[i]), CARAVAN_STATUS_OK);
   ASSERT_EQ(a.disconnect(9), CARAVAN_STATUS_OK);
   for (size_t i = 0; i < 10; ++i) {
     ASSERT_TRUE(a.wait_sent(sent[i])) << i;
@@ -265,11 +266,11 @@ TEST(VanZmq, PeerDyingMidMessageAtCloseDoesNotAbort) {
     int status = 0;
     ASSERT_EQ(waitpid(sender, &status, 0), sender);
     if (WIFSIGNALED(status))
-      FAIL() << "round " << round << ": the sending process died of signal "
-             << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")";
+      FAIL() << "round " << round << ": the sending process died of signal " << WTERMSIG(status)
+             << " (" << strsignal(WTERMSIG(status)) << ")";
     ASSERT_TRUE(WIFEXITED(status));
-    ASSERT_EQ(WEXITSTATUS(status), 0) << "round " << round << " failed at step "
-                                      << WEXITSTATUS(status) << " of RunSenderRound";
+    ASSERT_EQ(WEXITSTATUS(status), 0)
+        << "round " << round << " failed at step " << WEXITSTATUS(status) << " of RunSenderRound";
   }
 }
 

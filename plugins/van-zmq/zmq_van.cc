@@ -40,8 +40,8 @@ int int_param(const plugin::Host& host, const plugin::Param& param) {
 
 void set_int(void* sock, int option, int value) {
   if (zmq_setsockopt(sock, option, &value, sizeof value) != 0)
-    throw Error(CARAVAN_STATUS_INTERNAL, "zmq_setsockopt(" + std::to_string(option) +
-                                             ") failed: " + zmq_error());
+    throw Error(CARAVAN_STATUS_INTERNAL,
+                "zmq_setsockopt(" + std::to_string(option) + ") failed: " + zmq_error());
 }
 
 bool is_numeric_host(const std::string& host) {
@@ -68,7 +68,8 @@ std::string bindable_host(const std::string& host) {
     // Not a resolvable name; zmq may still know it as an interface name.
     return host;
   char text[INET6_ADDRSTRLEN] = {0};
-  int rc2 = getnameinfo(res->ai_addr, res->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST);
+  int rc2 =
+      getnameinfo(res->ai_addr, res->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST);
   freeaddrinfo(res);
   return rc2 == 0 ? std::string(text) : host;
 }
@@ -85,15 +86,14 @@ ZmqVan::ZmqVan(const caravan_host_v1* host) : host_(host) {
   sndbuf_ = plugin::tcp::send_buffer_setting(host_, params::kSndBuf);
   if (linger_ms_ < 1)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "plugin parameter LINGER_MS must be at least 1 (got " +
-                    std::to_string(linger_ms_) + "): 0 lets libzmq abort the process");
+                "plugin parameter LINGER_MS must be at least 1 (got " + std::to_string(linger_ms_) +
+                    "): 0 lets libzmq abort the process");
   // -1 is zmq's spelling of "unlimited"; accept it beside 0.
   if (params::kMaxMessageBytes.given(host_) != "-1")
     max_message_bytes_ = static_cast<size_t>(params::kMaxMessageBytes.integer(host_));
 
   ctx_ = zmq_ctx_new();
-  if (!ctx_)
-    throw Error(CARAVAN_STATUS_UNAVAILABLE, "zmq_ctx_new failed: " + zmq_error());
+  if (!ctx_) throw Error(CARAVAN_STATUS_UNAVAILABLE, "zmq_ctx_new failed: " + zmq_error());
   if (zmq_ctx_set(ctx_, ZMQ_IO_THREADS, io_threads) != 0) {
     std::string why = zmq_error();
     zmq_ctx_term(ctx_);
@@ -117,7 +117,8 @@ void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "listen on " + where + ": van is closing");
-    if (listened_) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen on " + where + ": already listening");
+    if (listened_)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen on " + where + ": already listening");
     listened_ = true;  // claimed now so a racing second call fails
   }
   std::string bind_host = bindable_host(name);
@@ -191,11 +192,13 @@ void ZmqVan::connect(uint64_t peer, const char* address) {
   if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "connect " + who + ": van is closing");
   auto it = links_.find(peer);
   if (it != links_.end())
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "connect " + who + " at " + address + ": already connected (to " + it->second->address + ")");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + " at " + address +
+                                                     ": already connected (to " +
+                                                     it->second->address + ")");
 
   void* sock = zmq_socket(ctx_, ZMQ_DEALER);
-  if (!sock) throw Error(status_of_errno(errno), "connect " + who + " at " + address + ": " + zmq_error());
+  if (!sock)
+    throw Error(status_of_errno(errno), "connect " + who + " at " + address + ": " + zmq_error());
   try {
     // Not 0: a link closed with linger 0 while zmq's I/O thread is part
     // way through one of its multipart messages, whose connection then
@@ -277,8 +280,8 @@ void ZmqVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* se
   }
   if (max_message_bytes_ && total > max_message_bytes_)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                who() + ": " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES=" +
-                    std::to_string(max_message_bytes_));
+                who() + ": " + std::to_string(total) +
+                    " bytes exceed MAX_MESSAGE_BYTES=" + std::to_string(max_message_bytes_));
 
   {
     std::shared_lock<std::shared_mutex> lock(links_mu_);
@@ -342,8 +345,8 @@ void ZmqVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* se
     zmq_close(link->sock);
     link->sock = nullptr;
     lock.unlock();
-    host_.log(CARAVAN_LOG_ERROR, who() + " failed mid-message (" + zmq_strerror(err) +
-                                     "); link closed");
+    host_.log(CARAVAN_LOG_ERROR,
+              who() + " failed mid-message (" + zmq_strerror(err) + "); link closed");
     rec->release();
     return;  // accepted: its event reports the failure
   }
@@ -355,7 +358,8 @@ caravan_status ZmqVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
                             size_t* num_events) {
   // Negative means wait without limit, like zmq_poll.
   const bool forever = timeout_ms < 0;
-  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::milliseconds(forever ? 0 : timeout_ms);
   auto remaining_ms = [&]() -> long {
     if (forever) return -1;
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -461,9 +465,9 @@ ZmqVan::Read ZmqVan::read_message(void* router, caravan_van_message_v2* out) {
   }
   if (extra || rec->num_frames == 0) {
     host_.log(CARAVAN_LOG_WARNING,
-              "dropped a message of " + std::to_string(rec->num_frames + extra) + " segments from " +
-                  (rec->peer.empty() ? std::string("unknown") : rec->peer) + " (1 to " +
-                  std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
+              "dropped a message of " + std::to_string(rec->num_frames + extra) +
+                  " segments from " + (rec->peer.empty() ? std::string("unknown") : rec->peer) +
+                  " (1 to " + std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
     return Read::kDropped;
   }
 

@@ -43,7 +43,7 @@ class ZmqVan {
   void* ctx_ = nullptr;
   int sndhwm_ = 0;
   long long sndbuf_ = -1;  // SNDBUF: -1 (auto) by peer, 0 the kernel's autotuning, else bytes
-  std::string own_host_;  // the host listen() advertised (under mu_)
+  std::string own_host_;   // the host listen() advertised (under mu_)
   int rcvhwm_ = 0;
   int linger_ms_ = 500;
   size_t max_message_bytes_ = 0;  // 0: unlimited

@@ -133,8 +133,9 @@ void kv_seeds() {
     h.dtype = dtype;
     h.seg_len[0] = 8;
     h.seg_len[1] = vals.size();
-    Bytes b = {4, 8, 2, 8, 0, static_cast<uint8_t>(vals.size()),
-               static_cast<uint8_t>(vals.size() >> 8), 0, 0};
+    Bytes b = {
+        4, 8, 2, 8, 0, static_cast<uint8_t>(vals.size()), static_cast<uint8_t>(vals.size() >> 8),
+        0, 0};
     append(b, header(h));
     Bytes key = {42, 0, 0, 0, 0, 0, 0, 0};
     append(b, key);

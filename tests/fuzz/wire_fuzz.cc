@@ -40,11 +40,13 @@ void header(const uint8_t* p, size_t n) {
   uint8_t again[wire::kHeaderBytes];
   wire::encode(h, again);
   wire::Header h2;
-  if (!wire::decode(again, sizeof again, UINT64_MAX, &h2, &why)) broken("re-encoded header refused");
+  if (!wire::decode(again, sizeof again, UINT64_MAX, &h2, &why))
+    broken("re-encoded header refused");
   if (!same(h, h2)) broken("header does not survive encode/decode");
   // A limit refuses exactly the headers with a longer segment.
   uint64_t longest = std::max({h.seg_len[0], h.seg_len[1], h.seg_len[2]});
-  if (longest > 0 && wire::decode(p, n, longest - 1, &h2, &why)) broken("segment limit not applied");
+  if (longest > 0 && wire::decode(p, n, longest - 1, &h2, &why))
+    broken("segment limit not applied");
   if (!wire::decode(p, n, longest, &h2, &why)) broken("segment at the limit refused");
 }
 
@@ -55,9 +57,18 @@ void reader(const uint8_t* ops, size_t num_ops, const uint8_t* p, size_t n) {
   for (size_t i = 0; i < num_ops; ++i) {
     try {
       switch (ops[i] % 4) {
-        case 0: w.u8(r.u8()); consumed += 1; break;
-        case 1: w.i32(r.i32()); consumed += 4; break;
-        case 2: w.u64(r.u64()); consumed += 8; break;
+        case 0:
+          w.u8(r.u8());
+          consumed += 1;
+          break;
+        case 1:
+          w.i32(r.i32());
+          consumed += 4;
+          break;
+        case 2:
+          w.u64(r.u64());
+          consumed += 8;
+          break;
         case 3: {
           std::string s = r.str(static_cast<size_t>(ops[i]) * 32);
           w.str(s);

@@ -87,7 +87,7 @@ TEST(CpuBindingTest, WorkersThatJoinNoSchedulerBindToo) {
     spec.argv = {CPU_AFFINITY_WORKER_BIN};
     spec.unset_env = kCpuVariables;
     spec.unset_env.insert(spec.unset_env.end(), {"DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT",
-                                                  "DMLC_NUM_SERVER", "BYTEPS_FORCE_DISTRIBUTED"});
+                                                 "DMLC_NUM_SERVER", "BYTEPS_FORCE_DISTRIBUTED"});
     spec.set_env = {{"DMLC_ROLE", "worker"},
                     {"DMLC_NUM_WORKER", "1"},
                     {"BYTEPS_LOCAL_SIZE", "2"},
@@ -104,14 +104,13 @@ TEST(CpuBindingTest, WorkersThatJoinNoSchedulerBindToo) {
     EXPECT_GE(lists.size(), 2u) << r.output;
     for (const std::string& got : lists)
       EXPECT_EQ(got, std::to_string(cpus[static_cast<size_t>(l)])) << "local rank " << l << ":\n"
-                                                                    << r.output;
+                                                                   << r.output;
   }
   ProcessSpec single;
   single.argv = {CPU_AFFINITY_WORKER_BIN};
   single.unset_env = kCpuVariables;
-  single.set_env = {{"DMLC_ROLE", "worker"},
-                    {"DMLC_NUM_WORKER", "1"},
-                    {"BYTEPS_VISIBLE_CPU_CORES", "garbage"}};
+  single.set_env = {
+      {"DMLC_ROLE", "worker"}, {"DMLC_NUM_WORKER", "1"}, {"BYTEPS_VISIBLE_CPU_CORES", "garbage"}};
   single.timeout_s = 60;
   ProcessResult r = run_process(single);
   ASSERT_FALSE(r.timed_out) << r.output;

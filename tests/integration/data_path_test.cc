@@ -1,8 +1,8 @@
 // The BytePS data path in whole jobs: worker send order under
 // BYTEPS_SCHEDULING_CREDIT, partition pipelining, server summation threads and
 // scheduling, PS_RESEND, and BYTEPS_DEBUG_SAMPLE_TENSOR traces.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@ namespace {
 ProcessResult launch(int workers, int servers, std::vector<std::string> worker_argv,
                      std::vector<std::pair<std::string, std::string>> env) {
   ProcessSpec spec;
-  spec.argv = {CARAVAN_LAUNCH_BIN, "--workers", std::to_string(workers), "--servers",
+  spec.argv = {CARAVAN_LAUNCH_BIN,      "--workers", std::to_string(workers), "--servers",
                std::to_string(servers), "--"};
   spec.argv.insert(spec.argv.end(), worker_argv.begin(), worker_argv.end());
   spec.set_env = std::move(env);
@@ -116,8 +116,9 @@ TEST(Partitioning, PullsOfEarlyPartitionsOverlapPushesOfLaterOnes) {
   if (const char* cap = std::getenv("CARAVAN_TEST_MAX_TENSOR_BYTES"))
     bytes = std::min<size_t>(bytes, std::stoull(cap));
   std::smatch m;
-  std::regex line("'t0_s3' done: ([0-9]+) partitions, first sum back after ([0-9]+) us, "
-                  "last partition sent after ([0-9]+) us");
+  std::regex line(
+      "'t0_s3' done: ([0-9]+) partitions, first sum back after ([0-9]+) us, "
+      "last partition sent after ([0-9]+) us");
   ASSERT_TRUE(std::regex_search(r.output, m, line)) << "no pipelining line for t0_s3";
   EXPECT_EQ(m[1].str(), std::to_string((bytes + (1 << 20) - 1) >> 20));
   EXPECT_LT(std::stoll(m[2].str()), std::stoll(m[3].str())) << m[0];
@@ -158,8 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
 // timeout, not a hang.
 TEST(Resend, FivePercentDroppedAndEverySumStaysExact) {
   ProcessResult r = launch(2, 2, {SUM_CHECK_WORKER_BIN, "3", "300000"},
-                           {{"PS_RESEND", "1"}, {"PS_RESEND_TIMEOUT", "200"},
-                            {"PS_DROP_MSG", "5"}, {"PS_VERBOSE", "1"}});
+                           {{"PS_RESEND", "1"},
+                            {"PS_RESEND_TIMEOUT", "200"},
+                            {"PS_DROP_MSG", "5"},
+                            {"PS_VERBOSE", "1"}});
   ASSERT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(count_of(r.output, "all sums exact"), 2) << r.output;
@@ -182,8 +185,9 @@ TEST(Resend, WithoutResendALostMessageIsANamedTimeout) {
 TEST(DebugSampleTensor, ValuesAreLoggedAtEveryStage) {
   // t0_s1 is 1024 float32 values; sum_check_worker's round 0 gives worker 0
   // first 0 / last 11 and worker 1 first 13 / last 24 (sums 13 and 35).
-  ProcessResult r = launch(2, 1, {SUM_CHECK_WORKER_BIN, "1", "300000"},
-                           {{"BYTEPS_DEBUG_SAMPLE_TENSOR", "t0_s1"}, {"BYTEPS_LOG_LEVEL", "warning"}});
+  ProcessResult r =
+      launch(2, 1, {SUM_CHECK_WORKER_BIN, "1", "300000"},
+             {{"BYTEPS_DEBUG_SAMPLE_TENSOR", "t0_s1"}, {"BYTEPS_LOG_LEVEL", "warning"}});
   ASSERT_FALSE(r.timed_out) << r.output;
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const char* want[] = {
@@ -194,8 +198,9 @@ TEST(DebugSampleTensor, ValuesAreLoggedAtEveryStage) {
       "sum of round 1: 1024 float32 values: first 13, last 35",
   };
   for (const char* w : want) EXPECT_EQ(count_of(r.output, w), 1) << w << "\n" << r.output;
-  EXPECT_EQ(count_of(r.output, "sample 't0_s1' partition 0 pull: 1024 float32 values: first 13, last 35"),
-            2)
+  EXPECT_EQ(
+      count_of(r.output, "sample 't0_s1' partition 0 pull: 1024 float32 values: first 13, last 35"),
+      2)
       << r.output;
   EXPECT_EQ(count_of(r.output, "sample 't1_"), 0) << "only the named tensor is traced";
 }

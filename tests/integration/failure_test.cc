@@ -193,10 +193,10 @@ TEST(NodeFailure, BarrierTimeoutNamesTheNodesNotThere) {
   // The others hear that worker 1 gave up, and on whom; not that it crashed.
   ProcessResult w0 = job.workers[0]->wait(20);
   expect_clean_failure(w0, 20);
-  EXPECT_NE(w0.output.find("the scheduler aborted the job: worker 1 (pid " +
-                           std::to_string(job.workers[1]->pid()) +
-                           " at 127.0.0.1, tcp://127.0.0.1:"),
-            std::string::npos)
+  EXPECT_NE(
+      w0.output.find("the scheduler aborted the job: worker 1 (pid " +
+                     std::to_string(job.workers[1]->pid()) + " at 127.0.0.1, tcp://127.0.0.1:"),
+      std::string::npos)
       << w0.output;
   EXPECT_NE(w0.output.find("left after its barrier timed out waiting for 1 node(s) that have not "
                            "arrived: worker 0"),
@@ -225,9 +225,10 @@ TEST(NodeFailure, StartUpTimeoutNamesTheMissingNodesNotTheOnesThatWaited) {
   // start-up clock has run 1.5 s of its 3 when the scheduler starts.
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   RunningProcess scheduler(spec("scheduler"));
-  const std::string why = "start-up timed out after 3 s (CARAVAN_CONNECT_TIMEOUT): registered 1 "
-                          "of 1 servers (DMLC_NUM_SERVER) and 0 of 1 workers (DMLC_NUM_WORKER); "
-                          "missing 0 server(s) and 1 worker(s)";
+  const std::string why =
+      "start-up timed out after 3 s (CARAVAN_CONNECT_TIMEOUT): registered 1 "
+      "of 1 servers (DMLC_NUM_SERVER) and 0 of 1 workers (DMLC_NUM_WORKER); "
+      "missing 0 server(s) and 1 worker(s)";
   ProcessResult s = server.wait(15);
   expect_clean_failure(s, 15);
   EXPECT_NE(s.output.find("the scheduler aborted the job: " + why), std::string::npos) << s.output;

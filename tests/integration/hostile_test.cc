@@ -126,8 +126,8 @@ TEST(HostileInput, StrangersAreLoggedAndDroppedAndTheJobSumsExactly) {
     Stranger s(job.port);
     ASSERT_TRUE(s.connected()) << a.what;
     s.send(a.bytes);
-    EXPECT_TRUE(s.dropped_within(kDropDeadline)) << a.what << " from " << s.address()
-                                                 << ": the scheduler kept the connection";
+    EXPECT_TRUE(s.dropped_within(kDropDeadline))
+        << a.what << " from " << s.address() << ": the scheduler kept the connection";
     scheduler_log.push_back({s.address(), a.reason});
   }
   {
@@ -145,8 +145,8 @@ TEST(HostileInput, StrangersAreLoggedAndDroppedAndTheJobSumsExactly) {
     ASSERT_TRUE(s.connected()) << "server van not listening on " << job.van_port;
     s.send(raw);
     EXPECT_TRUE(s.dropped_within(kDropDeadline))
-        << "the server's van kept a connection from " << s.address() << " that sent "
-        << raw.size() << " bytes of no protocol";
+        << "the server's van kept a connection from " << s.address() << " that sent " << raw.size()
+        << " bytes of no protocol";
   }
   send_malformed_kv(job.van_port);
 

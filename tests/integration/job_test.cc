@@ -79,8 +79,9 @@ TEST(JobTest, BroadcastMisuseReturnsErrorsAndTheJobCarriesOn) {
   EXPECT_NE(r.output.find("tensor 'bad.root' from rank 2: the job has 2 workers"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("'summed.then.broadcast' was first used for push_pull, now for broadcast"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("'summed.then.broadcast' was first used for push_pull, now for broadcast"),
+      std::string::npos)
       << r.output;
 }
 
@@ -166,8 +167,8 @@ TEST(BadEnvironment, APortThatIsNoSchedulerIsNamed) {
 TEST(BadEnvironment, AnArgumentToCaravanServerIsRefused) {
   ProcessSpec spec = node_spec(CARAVAN_SERVER_BIN, "server", free_port(), 1, 1);
   spec.argv.push_back("--num-servers=2");
-  ProcessResult r = ExpectRefusal(spec, {"caravan-server: unexpected argument '--num-servers=2'",
-                                         "It takes\nno arguments"});
+  ProcessResult r = ExpectRefusal(
+      spec, {"caravan-server: unexpected argument '--num-servers=2'", "It takes\nno arguments"});
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 

@@ -297,8 +297,8 @@ TEST(LocalSum, TwoJobsApartByRootPortAlone) {
                  {"DMLC_PS_ROOT_PORT", std::to_string(port)},
                  {"BYTEPS_LOCAL_SIZE", "2"},
                  {"BYTEPS_LOCAL_RANK", std::to_string(l)}};
-      workers.push_back(std::make_unique<RunningProcess>(
-          worker_spec(SUM_CHECK_WORKER_BIN, {"3", "50000"}, env)));
+      workers.push_back(
+          std::make_unique<RunningProcess>(worker_spec(SUM_CHECK_WORKER_BIN, {"3", "50000"}, env)));
     }
   for (auto& w : workers)
     expect_success_saying(w->wait(60), {"of 2: 3 rounds of 32 tensors, all sums exact"});
@@ -316,13 +316,13 @@ TEST(LocalBroadcast, OneMachineAndOneWorkerNeedNoServer) {
     Env env = {{"DMLC_NUM_WORKER", "1"},
                {"BYTEPS_LOCAL_SIZE", "3"},
                {"BYTEPS_LOCAL_RANK", std::to_string(l)}};
-    workers.push_back(std::make_unique<RunningProcess>(
-        worker_spec(BROADCAST_WORKER_BIN, {"3", "200000"}, env)));
+    workers.push_back(
+        std::make_unique<RunningProcess>(worker_spec(BROADCAST_WORKER_BIN, {"3", "200000"}, env)));
   }
   for (int l = 0; l < 3; ++l)
-    expect_success_saying(
-        workers[static_cast<size_t>(l)]->wait(60),
-        {"worker " + std::to_string(l) + " of 3: 3 rounds of 40 broadcasts, every byte the root's"});
+    expect_success_saying(workers[static_cast<size_t>(l)]->wait(60),
+                          {"worker " + std::to_string(l) +
+                           " of 3: 3 rounds of 40 broadcasts, every byte the root's"});
   EXPECT_TRUE(shm_names(serverless_prefix()).empty()) << joined(shm_names(serverless_prefix()));
   expect_success_saying(
       run_process(worker_spec(BROADCAST_WORKER_BIN, {"2", "1000"}, {{"DMLC_NUM_WORKER", "1"}})),

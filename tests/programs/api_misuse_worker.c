@@ -2,7 +2,6 @@
  * the documented negative code with a message, and that the process (and
  * the job) carries on. Exit 0 when every check held. */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <string.h>
 
@@ -68,7 +67,9 @@ int main(void) {
     expect(caravan_push_pull_async("b", buf, 16, CARAVAN_FLOAT32, 0, &h), 0, "async");
   }
   int polled;
-  do { polled = caravan_poll(h); } while (polled == 0);
+  do {
+    polled = caravan_poll(h);
+  } while (polled == 0);
   expect(polled, 1, "poll until done");
   expect(caravan_wait(h), 0, "wait after poll");
   if (buf[15] != (float)caravan_size()) {

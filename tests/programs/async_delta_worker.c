@@ -10,13 +10,11 @@
  * the sum of every push, giving up after 60 s with what it saw.
  * Exit 0 when all of that held; 1 with a message naming the element. */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#define CHECK_RC(call) do { int rc_ = (call); if (rc_ != 0) { \
-  fprintf(stderr, "%s failed: %d: %s\n", #call, rc_, caravan_strerror(rc_)); return 1; } } while (0)
+#include "check_rc.h"
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 10;
@@ -34,8 +32,10 @@ int main(int argc, char** argv) {
     float own = (float)((round + 1) * (rank + 1));
     for (size_t i = 0; i < n; ++i) {
       if (buf[i] < own || buf[i] > total || buf[i] < seen[i]) {
-        fprintf(stderr, "worker %d push %d: element %zu is %g; own pushes %g, all pushes %g, "
-                "previous answer %g\n", rank, round, i, buf[i], own, total, seen[i]);
+        fprintf(stderr,
+                "worker %d push %d: element %zu is %g; own pushes %g, all pushes %g, "
+                "previous answer %g\n",
+                rank, round, i, buf[i], own, total, seen[i]);
         return 1;
       }
       seen[i] = buf[i];
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   for (;;) {
     for (size_t i = 0; i < n; ++i) buf[i] = 0;
     CHECK_RC(caravan_push_pull("delta", buf, n, CARAVAN_FLOAT32, 0));
-    for (short_at = 0; short_at < n && buf[short_at] == total; ++short_at) {}
+    for (short_at = 0; short_at < n && buf[short_at] == total; ++short_at) {
+    }
     if (short_at == n) break;
     if (buf[short_at] > total || time(NULL) > deadline) {
       fprintf(stderr, "worker %d: the store holds %g at element %zu, expected %g\n", rank,

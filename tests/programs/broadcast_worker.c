@@ -9,7 +9,6 @@
  * Exit 0 when every value was right; 1 with a message naming the first
  * wrong byte otherwise. */
 #include <caravan/caravan.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

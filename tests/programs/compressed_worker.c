@@ -19,23 +19,15 @@
  * every sum is exact in float32 whatever the order of additions.
  * Exit 0 and "compressed results as modelled" when every element matched. */
 #include <caravan/caravan.h>
-
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define N 100000 /* 400 KB of float32: one partition on one host */
+#include "check_rc.h"
 
-#define CHECK_RC(call)                                                        \
-  do {                                                                        \
-    int rc_ = (call);                                                         \
-    if (rc_ != 0) {                                                           \
-      fprintf(stderr, "%s failed: %d: %s\n", #call, rc_, caravan_strerror(rc_)); \
-      return 1;                                                               \
-    }                                                                         \
-  } while (0)
+#define N 100000 /* 400 KB of float32: one partition on one host */
 
 static float input(int rank, size_t i, int step) {
   long v = (long)((i * 7919u + (size_t)rank * 104729u + (size_t)step * 31u) % 20011u) - 10005;
@@ -54,8 +46,8 @@ static int declare(const char* name, const char* const* kv, size_t pairs) {
 
 /* ---- onebit ---------------------------------------------------------- */
 static int run_onebit(int rank, int size) {
-  static const char* kv[] = {"byteps_compressor_type", "onebit",
-                             "byteps_compressor_onebit_scaling", "true"};
+  static const char* kv[] = {"byteps_compressor_type", "onebit", "byteps_compressor_onebit_scaling",
+                             "true"};
   CHECK_RC(declare("onebit", kv, 2));
   float* x = malloc(N * sizeof(float));
   double* sum = malloc(N * sizeof(double));
@@ -118,7 +110,7 @@ int cmp(const void* a, const void* b) {
 }
 
 static int run_topk(int rank, int size) {
-  static const char* kv[] = {"byteps_compressor_type", "topk", "byteps_compressor_k", "0.01",
+  static const char* kv[] = {"byteps_compressor_type",     "topk",   "byteps_compressor_k", "0.01",
                              "byteps_error_feedback_type", "vanilla"};
   CHECK_RC(declare("topk", kv, 3));
   K = N / 100;
@@ -159,8 +151,8 @@ static int run_topk(int rank, int size) {
 
 /* ---- randomk --------------------------------------------------------- */
 static int run_randomk(int rank, int size) {
-  static const char* kv[] = {"byteps_compressor_type", "randomk", "byteps_compressor_k", "500",
-                             "byteps_seed", "7"};
+  static const char* kv[] = {
+      "byteps_compressor_type", "randomk", "byteps_compressor_k", "500", "byteps_seed", "7"};
   CHECK_RC(declare("randomk", kv, 3));
   float* x = malloc(N * sizeof(float));
   for (int step = 0; step < 2; ++step) {
@@ -180,8 +172,9 @@ static int run_randomk(int rank, int size) {
       }
     }
     if (set > 500 || set < 450) {
-      fprintf(stderr, "randomk step %d: %zu elements set, want at most k = 500 (and most of them)\n",
-              step, set);
+      fprintf(stderr,
+              "randomk step %d: %zu elements set, want at most k = 500 (and most of them)\n", step,
+              set);
       return 1;
     }
   }
@@ -232,8 +225,8 @@ static int run_errors(void) {
   bad |= expect(caravan_push_pull("e3", x, N, CARAVAN_FLOAT32, 0), CARAVAN_ERR_INVALID_ARGUMENT,
                 "byteps_compressor_k is missing", "top-k without k");
   static const char* ef_alone[] = {"byteps_error_feedback_type", "vanilla"};
-  bad |= expect(declare("e4", ef_alone, 1), CARAVAN_ERR_INVALID_ARGUMENT,
-                "without a compressor", "error feedback without a compressor");
+  bad |= expect(declare("e4", ef_alone, 1), CARAVAN_ERR_INVALID_ARGUMENT, "without a compressor",
+                "error feedback without a compressor");
   static const char* ints[] = {"byteps_compressor_type", "onebit"};
   if (declare("e5", ints, 1) != 0) return 1;
   static int32_t y[N];
@@ -260,8 +253,8 @@ static int run_plugin(const char* type, int size) {
         magnitude += fabsf(input(r, i, step));
       }
       if (fabsf(x[i] - sum) > magnitude / 128) {
-        fprintf(stderr, "%s step %d element %zu: got %.9g, the sum is %.9g\n", type, step, i,
-                x[i], sum);
+        fprintf(stderr, "%s step %d element %zu: got %.9g, the sum is %.9g\n", type, step, i, x[i],
+                sum);
         return 1;
       }
       inexact += x[i] != sum;

@@ -7,7 +7,6 @@
  * explains. Host calls keep working afterwards.
  * Exit 0 when every answer was right; 1 naming the first wrong one. */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <string.h>
 
@@ -45,9 +44,9 @@ int main(void) {
     printf("FAIL a refused call left a handle\n");
     ++failures;
   }
-  failures += expect_named(
-      caravan_broadcast_device("host.bcast", v, 16, CARAVAN_FLOAT32, 0, 0, NULL), "host.bcast",
-      "broadcast_device of host memory");
+  failures +=
+      expect_named(caravan_broadcast_device("host.bcast", v, 16, CARAVAN_FLOAT32, 0, 0, NULL),
+                   "host.bcast", "broadcast_device of host memory");
   rc = caravan_push_pull_device("null.data", NULL, 16, CARAVAN_FLOAT32, 0, NULL);
   if (rc != CARAVAN_ERR_INVALID_ARGUMENT || !strstr(caravan_strerror(rc), "null.data")) {
     printf("FAIL NULL data: rc %d: %s\n", rc, caravan_strerror(rc));

@@ -35,30 +35,52 @@ struct Tensor {
 
 // Element i of worker `rank` in `round`: -8..8.
 int value(int rank, int round, size_t i) {
-  return static_cast<int>((i * 7 + static_cast<size_t>(rank) * 3 + static_cast<size_t>(round)) % 17) - 8;
+  return static_cast<int>((i * 7 + static_cast<size_t>(rank) * 3 + static_cast<size_t>(round)) %
+                          17) -
+         8;
 }
 
 void store(void* p, size_t i, caravan_dtype t, double v) {
   switch (t) {
-    case CARAVAN_FLOAT32: static_cast<float*>(p)[i] = static_cast<float>(v); break;
-    case CARAVAN_FLOAT64: static_cast<double*>(p)[i] = v; break;
-    case CARAVAN_FLOAT16: static_cast<uint16_t*>(p)[i] = caravan_f32_to_f16(static_cast<float>(v)); break;
-    case CARAVAN_BFLOAT16: static_cast<uint16_t*>(p)[i] = caravan_f32_to_bf16(static_cast<float>(v)); break;
-    case CARAVAN_INT32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
-    case CARAVAN_INT64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
-    default: std::abort();
+    case CARAVAN_FLOAT32:
+      static_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case CARAVAN_FLOAT64:
+      static_cast<double*>(p)[i] = v;
+      break;
+    case CARAVAN_FLOAT16:
+      static_cast<uint16_t*>(p)[i] = caravan_f32_to_f16(static_cast<float>(v));
+      break;
+    case CARAVAN_BFLOAT16:
+      static_cast<uint16_t*>(p)[i] = caravan_f32_to_bf16(static_cast<float>(v));
+      break;
+    case CARAVAN_INT32:
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case CARAVAN_INT64:
+      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      break;
+    default:
+      std::abort();
   }
 }
 
 double load(const void* p, size_t i, caravan_dtype t) {
   switch (t) {
-    case CARAVAN_FLOAT32: return static_cast<const float*>(p)[i];
-    case CARAVAN_FLOAT64: return static_cast<const double*>(p)[i];
-    case CARAVAN_FLOAT16: return caravan_f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case CARAVAN_BFLOAT16: return caravan_bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case CARAVAN_INT32: return static_cast<const int32_t*>(p)[i];
-    case CARAVAN_INT64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    default: std::abort();
+    case CARAVAN_FLOAT32:
+      return static_cast<const float*>(p)[i];
+    case CARAVAN_FLOAT64:
+      return static_cast<const double*>(p)[i];
+    case CARAVAN_FLOAT16:
+      return caravan_f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case CARAVAN_BFLOAT16:
+      return caravan_bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case CARAVAN_INT32:
+      return static_cast<const int32_t*>(p)[i];
+    case CARAVAN_INT64:
+      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    default:
+      std::abort();
   }
 }
 
@@ -102,8 +124,8 @@ int main(int argc, char** argv) {
   std::vector<Tensor> tensors;
   const size_t counts[] = {1, 1000, (1u << 20) + 3, 9u << 20};
   for (size_t c : counts) tensors.push_back({"f32." + std::to_string(c), c, CARAVAN_FLOAT32});
-  for (caravan_dtype t : {CARAVAN_FLOAT16, CARAVAN_BFLOAT16, CARAVAN_INT32, CARAVAN_FLOAT64,
-                          CARAVAN_INT64})
+  for (caravan_dtype t :
+       {CARAVAN_FLOAT16, CARAVAN_BFLOAT16, CARAVAN_INT32, CARAVAN_FLOAT64, CARAVAN_INT64})
     tensors.push_back({std::string(caravan_dtype_name(t)) + ".3M", 3u << 20, t});
   for (Tensor& t : tensors) {
     size_t bytes = t.count * caravan_dtype_size(t.dtype);
@@ -154,9 +176,10 @@ int main(int argc, char** argv) {
     cudaMemcpy(got.data(), b.device, b.count * 4, cudaMemcpyDeviceToHost);
     for (size_t i = 0; i < b.count; ++i)
       if (load(got.data(), i, b.dtype) != value(root, round, i)) {
-        std::printf("device_worker: FAIL rank %d round %d: broadcast from %d: [%zu] = %g, "
-                    "expected %d\n", rank, round, root, i, load(got.data(), i, b.dtype),
-                    value(root, round, i));
+        std::printf(
+            "device_worker: FAIL rank %d round %d: broadcast from %d: [%zu] = %g, "
+            "expected %d\n",
+            rank, round, root, i, load(got.data(), i, b.dtype), value(root, round, i));
         return 1;
       }
   }
@@ -165,9 +188,10 @@ int main(int argc, char** argv) {
   rc = caravan_push_pull_device("host.given", host, 4, CARAVAN_FLOAT32, 0, stream);
   if (rc != CARAVAN_ERR_INVALID_ARGUMENT || !std::strstr(caravan_strerror(rc), "host.given"))
     return fail_rc(rc, "host memory to caravan_push_pull_device (expected INVALID_ARGUMENT)");
-  std::printf("device_worker: rank %d of %d: %zu device tensors x %d rounds summed exactly, "
-              "broadcasts exact, host memory refused (%s)\n", rank, size, tensors.size(), rounds,
-              caravan_strerror(rc));
+  std::printf(
+      "device_worker: rank %d of %d: %zu device tensors x %d rounds summed exactly, "
+      "broadcasts exact, host memory refused (%s)\n",
+      rank, size, tensors.size(), rounds, caravan_strerror(rc));
   for (Tensor& t : tensors) {
     cudaFree(t.device);
     cudaFreeHost(t.pinned);

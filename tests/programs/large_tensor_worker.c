@@ -1,7 +1,6 @@
 /* push_pulls one uint8 tensor of 4 GiB + 1 elements (argv[1] overrides the
  * count) and checks every element: 64-bit lengths end to end. */
 #include <caravan/caravan.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,13 +8,22 @@
 int main(int argc, char** argv) {
   size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : (((size_t)4 << 30) + 1);
   int rc = caravan_init();
-  if (rc) { fprintf(stderr, "init: %s\n", caravan_strerror(rc)); return 1; }
+  if (rc) {
+    fprintf(stderr, "init: %s\n", caravan_strerror(rc));
+    return 1;
+  }
   int rank = caravan_rank(), size = caravan_size();
   uint8_t* buf = malloc(n);
-  if (!buf) { fprintf(stderr, "cannot allocate %zu bytes\n", n); return 1; }
+  if (!buf) {
+    fprintf(stderr, "cannot allocate %zu bytes\n", n);
+    return 1;
+  }
   for (size_t i = 0; i < n; ++i) buf[i] = (uint8_t)((i * 7 + (size_t)rank) % 5);
   rc = caravan_push_pull("large", buf, n, CARAVAN_UINT8, 0);
-  if (rc) { fprintf(stderr, "push_pull: %s\n", caravan_strerror(rc)); return 1; }
+  if (rc) {
+    fprintf(stderr, "push_pull: %s\n", caravan_strerror(rc));
+    return 1;
+  }
   for (size_t i = 0; i < n; ++i) {
     unsigned want = 0;
     for (int r = 0; r < size; ++r) want += (unsigned)((i * 7 + (size_t)r) % 5);
@@ -26,7 +34,10 @@ int main(int argc, char** argv) {
   }
   free(buf);
   rc = caravan_shutdown();
-  if (rc) { fprintf(stderr, "shutdown: %s\n", caravan_strerror(rc)); return 1; }
+  if (rc) {
+    fprintf(stderr, "shutdown: %s\n", caravan_strerror(rc));
+    return 1;
+  }
   printf("worker %d: %zu-element uint8 tensor summed exactly\n", rank, n);
   return 0;
 }

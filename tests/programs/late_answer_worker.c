@@ -16,7 +16,6 @@
  * Usage: late_answer_worker FLAG. Exit 0 on success, 1 naming what failed. */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -71,8 +70,10 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     for (int i = 0; i < COUNT; ++i)
       if (x[i] != SENTINEL) {
-        printf("FAIL worker 0: element %d is %g after the operation had timed out: the late "
-               "answer was written into the tensor\n", i, x[i]);
+        printf(
+            "FAIL worker 0: element %d is %g after the operation had timed out: the late "
+            "answer was written into the tensor\n",
+            i, x[i]);
         return 1;
       }
   }

@@ -10,7 +10,6 @@
  * EXPECT_IN_PLACE=1 says the van lends (van ABI 2.1), and never otherwise. */
 #define _POSIX_C_SOURCE 200809L /* popen */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +28,8 @@ static void die(const char* what) {
 /* The body of http://127.0.0.1:port/path into buf; returns the HTTP status. */
 static int fetch(int port, const char* path, char* buf, size_t size) {
   char cmd[256];
-  snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -w '\\n%%{http_code}' http://127.0.0.1:%d%s", port, path);
+  snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -w '\\n%%{http_code}' http://127.0.0.1:%d%s",
+           port, path);
   FILE* p = popen(cmd, "r");
   if (!p) die("cannot run curl");
   size_t n = fread(buf, 1, size - 1, p);
@@ -57,13 +57,15 @@ static double value(const char* body, const char* series, int port) {
     line = strchr(line, '\n');
     if (line) ++line;
   }
-  fprintf(stderr, "metrics_worker %d: port %d has no series %s in:\n%s\n", rank_, port, series, body);
+  fprintf(stderr, "metrics_worker %d: port %d has no series %s in:\n%s\n", rank_, port, series,
+          body);
   exit(1);
 }
 
 static void expect(double got, double want, const char* what, int port) {
   if (got != want) {
-    fprintf(stderr, "metrics_worker %d: port %d: %s is %g, expected %g\n", rank_, port, what, got, want);
+    fprintf(stderr, "metrics_worker %d: port %d: %s is %g, expected %g\n", rank_, port, what, got,
+            want);
     exit(1);
   }
 }
@@ -87,7 +89,8 @@ int main(void) {
     if (caravan_push_pull("metrics.t", v, COUNT, CARAVAN_FLOAT32, 0) != 0) die("push_pull failed");
     if (v[0] != (float)workers) die("wrong sum");
     for (int i = 0; i < BIG; ++i) big[i] = (float)(i % 7);
-    if (caravan_push_pull("metrics.big", big, BIG, CARAVAN_FLOAT32, 0) != 0) die("push_pull failed");
+    if (caravan_push_pull("metrics.big", big, BIG, CARAVAN_FLOAT32, 0) != 0)
+      die("push_pull failed");
     for (int i = 0; i < BIG; ++i)
       if (big[i] != (float)(workers * (i % 7))) die("wrong sum of the 1 MiB tensor");
   }
@@ -115,7 +118,8 @@ int main(void) {
   double pushes = 0, rounds = 0;
   for (int s = 0; s < servers; ++s) {
     int port = base + 1 + s;
-    if (fetch(port, "/metrics", body, sizeof body) != 200) die("a server's /metrics did not answer 200");
+    if (fetch(port, "/metrics", body, sizeof body) != 200)
+      die("a server's /metrics did not answer 200");
     snprintf(series, sizeof series, "caravan_server_pushes_total{node=\"server %d", s);
     pushes += value(body, series, port);
     snprintf(series, sizeof series, "caravan_server_rounds_total{node=\"server %d", s);
@@ -127,11 +131,13 @@ int main(void) {
   expect(pushes, (double)workers * ROUNDS * 3, "the servers' pushes", base + 1);
   expect(rounds, ROUNDS * 3, "the servers' rounds", base + 1);
 
-  if (fetch(base, "/metrics", body, sizeof body) != 200) die("the scheduler's /metrics did not answer 200");
+  if (fetch(base, "/metrics", body, sizeof body) != 200)
+    die("the scheduler's /metrics did not answer 200");
   value(body, "caravan_peers_lost_total{node=\"scheduler", base);
   if (fetch(me, "/other", body, sizeof body) != 404) die("another path did not answer 404");
 
   if (caravan_shutdown() != 0) die("caravan_shutdown failed");
-  printf("metrics_worker %d: own, %d servers' and the scheduler's /metrics right\n", rank_, servers);
+  printf("metrics_worker %d: own, %d servers' and the scheduler's /metrics right\n", rank_,
+         servers);
   return 0;
 }

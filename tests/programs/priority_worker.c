@@ -9,15 +9,13 @@
  * priority 10), prints "submitted" (the test resumes the server) and checks
  * both sums. The send order is in the PS_VERBOSE=2 log. */
 #include <caravan/caravan.h>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#define CHECK_RC(call) do { int rc_ = (call); if (rc_ != 0) { \
-  fprintf(stderr, "%s failed: %d: %s\n", #call, rc_, caravan_strerror(rc_)); return 1; } } while (0)
+#include "check_rc.h"
 
 /* fd is the FIFO, opened before "warm" is printed so the test's writer
  * always finds a reader. */
@@ -44,12 +42,18 @@ static int check(const float* v, size_t n, float want, const char* name) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) { fprintf(stderr, "usage: priority_worker FIFO\n"); return 2; }
+  if (argc != 2) {
+    fprintf(stderr, "usage: priority_worker FIFO\n");
+    return 2;
+  }
   CHECK_RC(caravan_init());
   float warm = 1;
   CHECK_RC(caravan_push_pull("warm", &warm, 1, CARAVAN_FLOAT32, 0));
   int fd = open(argv[1], O_RDONLY | O_NONBLOCK);
-  if (fd < 0) { perror(argv[1]); return 1; }
+  if (fd < 0) {
+    perror(argv[1]);
+    return 1;
+  }
   printf("warm\n");
   fflush(stdout);
   if (wait_for_line(fd, argv[1]) != 0) return 1;

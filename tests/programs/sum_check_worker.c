@@ -10,10 +10,11 @@
  * wrong element otherwise. */
 #include <caravan/caravan.h>
 #include <caravan/float16.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "check_rc.h"
 
 /* Small integers, exactly representable in every dtype (float16 holds
  * integers up to 2048 exactly, bfloat16 up to 256), so every sum must
@@ -25,34 +26,57 @@ static int value(int rank, size_t i, int round, caravan_dtype t) {
 
 static void store(void* p, size_t i, caravan_dtype t, double v) {
   switch (t) {
-    case CARAVAN_FLOAT32: ((float*)p)[i] = (float)v; break;
-    case CARAVAN_FLOAT64: ((double*)p)[i] = v; break;
-    case CARAVAN_FLOAT16: ((uint16_t*)p)[i] = caravan_f32_to_f16((float)v); break;
-    case CARAVAN_BFLOAT16: ((uint16_t*)p)[i] = caravan_f32_to_bf16((float)v); break;
-    case CARAVAN_UINT8: ((uint8_t*)p)[i] = (uint8_t)v; break;
-    case CARAVAN_INT8: ((int8_t*)p)[i] = (int8_t)v; break;
-    case CARAVAN_INT32: ((int32_t*)p)[i] = (int32_t)v; break;
-    case CARAVAN_INT64: ((int64_t*)p)[i] = (int64_t)v; break;
-    default: break;
+    case CARAVAN_FLOAT32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case CARAVAN_FLOAT64:
+      ((double*)p)[i] = v;
+      break;
+    case CARAVAN_FLOAT16:
+      ((uint16_t*)p)[i] = caravan_f32_to_f16((float)v);
+      break;
+    case CARAVAN_BFLOAT16:
+      ((uint16_t*)p)[i] = caravan_f32_to_bf16((float)v);
+      break;
+    case CARAVAN_UINT8:
+      ((uint8_t*)p)[i] = (uint8_t)v;
+      break;
+    case CARAVAN_INT8:
+      ((int8_t*)p)[i] = (int8_t)v;
+      break;
+    case CARAVAN_INT32:
+      ((int32_t*)p)[i] = (int32_t)v;
+      break;
+    case CARAVAN_INT64:
+      ((int64_t*)p)[i] = (int64_t)v;
+      break;
+    default:
+      break;
   }
 }
 static double load(const void* p, size_t i, caravan_dtype t) {
   switch (t) {
-    case CARAVAN_FLOAT32: return ((const float*)p)[i];
-    case CARAVAN_FLOAT64: return ((const double*)p)[i];
-    case CARAVAN_FLOAT16: return caravan_f16_to_f32(((const uint16_t*)p)[i]);
-    case CARAVAN_BFLOAT16: return caravan_bf16_to_f32(((const uint16_t*)p)[i]);
-    case CARAVAN_UINT8: return ((const uint8_t*)p)[i];
-    case CARAVAN_INT8: return ((const int8_t*)p)[i];
-    case CARAVAN_INT32: return ((const int32_t*)p)[i];
-    case CARAVAN_INT64: return (double)((const int64_t*)p)[i];
-    default: break;
+    case CARAVAN_FLOAT32:
+      return ((const float*)p)[i];
+    case CARAVAN_FLOAT64:
+      return ((const double*)p)[i];
+    case CARAVAN_FLOAT16:
+      return caravan_f16_to_f32(((const uint16_t*)p)[i]);
+    case CARAVAN_BFLOAT16:
+      return caravan_bf16_to_f32(((const uint16_t*)p)[i]);
+    case CARAVAN_UINT8:
+      return ((const uint8_t*)p)[i];
+    case CARAVAN_INT8:
+      return ((const int8_t*)p)[i];
+    case CARAVAN_INT32:
+      return ((const int32_t*)p)[i];
+    case CARAVAN_INT64:
+      return (double)((const int64_t*)p)[i];
+    default:
+      break;
   }
   return 0;
 }
-
-#define CHECK_RC(call) do { int rc_ = (call); if (rc_ != 0) { \
-  fprintf(stderr, "%s failed: %d: %s\n", #call, rc_, caravan_strerror(rc_)); return 1; } } while (0)
 
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 2;
@@ -60,8 +84,9 @@ int main(int argc, char** argv) {
   size_t max_elems = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : (64u << 20);
   CHECK_RC(caravan_init());
   int rank = caravan_rank(), size = caravan_size();
-  const caravan_dtype types[] = {CARAVAN_FLOAT32, CARAVAN_FLOAT64, CARAVAN_FLOAT16, CARAVAN_UINT8,
-                                 CARAVAN_INT32, CARAVAN_INT8, CARAVAN_INT64, CARAVAN_BFLOAT16};
+  const caravan_dtype types[] = {CARAVAN_FLOAT32, CARAVAN_FLOAT64, CARAVAN_FLOAT16,
+                                 CARAVAN_UINT8,   CARAVAN_INT32,   CARAVAN_INT8,
+                                 CARAVAN_INT64,   CARAVAN_BFLOAT16};
   const size_t byte_sizes[] = {1, 4096, (4u << 20) + 3, 64u << 20};
   const char* cap_env = getenv("CARAVAN_TEST_MAX_TENSOR_BYTES");
   size_t max_bytes = cap_env ? (size_t)strtoull(cap_env, NULL, 10) : SIZE_MAX;

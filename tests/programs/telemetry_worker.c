@@ -9,7 +9,6 @@
  * Exit 0 when every figure (or refusal) was right; 1 naming the first wrong one. */
 #define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -58,7 +57,8 @@ int main(int argc, char** argv) {
   }
   expect(rc == 0, "stats of telemetry.b");
   expect(s.operations == 2 && s.bytes == 2000000ull, "telemetry.b: 2 operations, 2000000 bytes");
-  expect(s.p50_us > 0 && s.p50_us <= s.p90_us && s.p90_us <= s.p99_us, "latency percentiles in order");
+  expect(s.p50_us > 0 && s.p50_us <= s.p90_us && s.p90_us <= s.p99_us,
+         "latency percentiles in order");
   expect(s.mbytes_per_s > 0 && s.window_s > 0, "a throughput over a window");
   printf("telemetry.b: %llu operations, %llu bytes, %.1f MB/s over %.2f s, p50 %.0f us\n",
          s.operations, s.bytes, s.mbytes_per_s, s.window_s, s.p50_us);

@@ -42,7 +42,8 @@ Key KeyOf(int server_group, int k) {
 SArray<char> NewValues(int dst_device_id) {
   SArray<char> v;
   char* p = new char[kFloats * sizeof(float)];
-  v.reset(p, kFloats * sizeof(float), [](char* q) { delete[] q; }, CPU, 0, CPU, dst_device_id);
+  v.reset(
+      p, kFloats * sizeof(float), [](char* q) { delete[] q; }, CPU, 0, CPU, dst_device_id);
   return v;
 }
 
@@ -132,7 +133,8 @@ void Push(int instance) {
   // An array in GPU memory is refused at once, with the reason.
   SArray<Key> keys(1, KeyOf(0, 0));
   SArray<char> gpu;
-  gpu.reset(new char[16], 16, [](char* q) { delete[] q; }, GPU, 0, GPU, 0);
+  gpu.reset(
+      new char[16], 16, [](char* q) { delete[] q; }, GPU, 0, GPU, 0);
   try {
     kv.ZPush(keys, gpu);
     LOG(FATAL) << "a GPU array was accepted";
@@ -153,7 +155,8 @@ void Pull(int instance) {
       const float* f = reinterpret_cast<const float*>(out.data());
       for (int i = 0; i < kFloats; ++i) {
         float want = 0;
-        for (int g = 0; g < NumWorkers(); ++g) want += static_cast<float>((g + 1) * (k + 1) + i % 7);
+        for (int g = 0; g < NumWorkers(); ++g)
+          want += static_cast<float>((g + 1) * (k + 1) + i % 7);
         CHECK_EQ(f[i], want * kRepeat) << "server group " << s << " key " << k << " element " << i;
       }
     }

@@ -27,7 +27,8 @@ struct VectorStore {
       auto& v = store[data.keys[static_cast<int>(i)]];
       if (v.empty()) v.assign(static_cast<size_t>(len), 0.0);
       CHECK_EQ(v.size(), static_cast<size_t>(len));
-      for (int j = 0; j < len; ++j) v[static_cast<size_t>(j)] += data.vals[static_cast<int>(off) + j];
+      for (int j = 0; j < len; ++j)
+        v[static_cast<size_t>(j)] += data.vals[static_cast<int>(off) + j];
       off += static_cast<size_t>(len);
     }
     if (meta.pull) {

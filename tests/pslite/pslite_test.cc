@@ -22,9 +22,10 @@ struct Program {
 };
 
 const Program kPrograms[] = {
-    {"DefaultHandle", PSLITE_KV_DEFAULT_HANDLE_BIN, "push, pull and push_pull sums exact", false, 1},
-    {"CustomHandle", PSLITE_KV_CUSTOM_HANDLE_BIN, "lens, zero-copy calls, command and callbacks correct",
-     false, 1},
+    {"DefaultHandle", PSLITE_KV_DEFAULT_HANDLE_BIN, "push, pull and push_pull sums exact", false,
+     1},
+    {"CustomHandle", PSLITE_KV_CUSTOM_HANDLE_BIN,
+     "lens, zero-copy calls, command and callbacks correct", false, 1},
     {"SimpleAppGroups", PSLITE_SIMPLE_APP_GROUPS_BIN,
      "SimpleApp requests to every group answered exactly once", true, 1},
     {"TwoCustomers", PSLITE_TWO_CUSTOMERS_BIN, "sums came back to the right customer", false, 2},
@@ -37,8 +38,8 @@ class PsLiteJob : public ::testing::TestWithParam<Param> {};
 void run_program(const Program& p, int workers, int servers,
                  std::vector<std::pair<std::string, std::string>> env) {
   ProcessSpec spec;
-  spec.argv = {CARAVAN_LAUNCH_BIN, "--spmd",   "--workers", std::to_string(workers),
-               "--servers",        std::to_string(servers), "--", p.path};
+  spec.argv = {CARAVAN_LAUNCH_BIN,      "--spmd", "--workers", std::to_string(workers), "--servers",
+               std::to_string(servers), "--",     p.path};
   spec.set_env = std::move(env);
   spec.timeout_s = 120;
   ProcessResult r = run_process(spec);
@@ -49,8 +50,8 @@ void run_program(const Program& p, int workers, int servers,
 }
 
 TEST_P(PsLiteJob, RunsUnchangedInEveryRole) {
-  run_program(kPrograms[std::get<0>(GetParam())], std::get<1>(GetParam()),
-              std::get<2>(GetParam()), {});
+  run_program(kPrograms[std::get<0>(GetParam())], std::get<1>(GetParam()), std::get<2>(GetParam()),
+              {});
 }
 
 // PS_RESEND as in ps-lite: with 5% of received messages dropped (requests,
@@ -162,7 +163,8 @@ TEST(PsLiteCustomers, AServerWithoutItsApplicationEndsTheJob) {
 TEST(PsLiteInstanceGroups, WorkersAndServersWithTwoInstancesEach) {
   std::vector<HandNode> nodes;
   for (const char* role : {"server", "worker"})
-    for (int rank = 0; rank < 2; ++rank) nodes.push_back({role, {{"DMLC_RANK", std::to_string(rank)}}});
+    for (int rank = 0; rank < 2; ++rank)
+      nodes.push_back({role, {{"DMLC_RANK", std::to_string(rank)}}});
   std::string out = run_by_hand(PSLITE_INSTANCE_GROUPS_BIN, {}, 2, 2, nodes,
                                 {{"DMLC_GROUP_SIZE", "2"}, {"ENABLE_RECV_BUFFER", "1"}});
   EXPECT_EQ(count_of(out, "sums exact"), 4) << out;
@@ -172,7 +174,8 @@ TEST(PsLiteInstanceGroups, WorkersAndServersWithTwoInstancesEach) {
 // on one host with BYTEPS_ENABLE_IPC: values travel through shared memory.
 TEST(PsLiteInstanceGroups, JointProcessesThroughSharedMemory) {
   std::vector<HandNode> nodes;
-  for (int rank = 0; rank < 2; ++rank) nodes.push_back({"joint", {{"DMLC_RANK", std::to_string(rank)}}});
+  for (int rank = 0; rank < 2; ++rank)
+    nodes.push_back({"joint", {{"DMLC_RANK", std::to_string(rank)}}});
   std::string out = run_by_hand(PSLITE_INSTANCE_GROUPS_BIN, {}, 2, 2, nodes,
                                 {{"BYTEPS_ENABLE_IPC", "1"}, {"BYTEPS_LOG_LEVEL", "INFO"}});
   EXPECT_EQ(count_of(out, "sums exact"), 2) << out;
@@ -180,14 +183,14 @@ TEST(PsLiteInstanceGroups, JointProcessesThroughSharedMemory) {
   EXPECT_EQ(count_of(out, "go through shared memory"), 4) << out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, PsLiteJob,
-    ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2, 4), ::testing::Values(1, 3)),
-    [](const ::testing::TestParamInfo<Param>& param_info) {
-      return std::string(kPrograms[std::get<0>(param_info.param)].name) + "_" +
-             std::to_string(std::get<1>(param_info.param)) + "w" +
-             std::to_string(std::get<2>(param_info.param)) + "s";
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, PsLiteJob,
+                         ::testing::Combine(::testing::Range(0, 4), ::testing::Values(1, 2, 4),
+                                            ::testing::Values(1, 3)),
+                         [](const ::testing::TestParamInfo<Param>& param_info) {
+                           return std::string(kPrograms[std::get<0>(param_info.param)].name) + "_" +
+                                  std::to_string(std::get<1>(param_info.param)) + "w" +
+                                  std::to_string(std::get<2>(param_info.param)) + "s";
+                         });
 
 }  // namespace
 }  // namespace caravan::test

@@ -22,7 +22,8 @@ int main() {
   app.set_response_handle([&](const SimpleData& res, SimpleApp*) {
     std::lock_guard<std::mutex> lock(mu);
     answered_by.insert(res.sender);
-    CHECK_EQ(res.body, "echo:" + std::to_string(res.head) + ":hello from " + std::to_string(MyRank()));
+    CHECK_EQ(res.body,
+             "echo:" + std::to_string(res.head) + ":hello from " + std::to_string(MyRank()));
   });
   // A request that arrives before set_request_handle gets the default
   // (empty) answer, as in ps-lite: nobody asks until everyone has its
@@ -56,7 +57,10 @@ int main() {
   // Everyone keeps answering until everyone is done asking.
   Postoffice::Get()->Barrier(0, kScheduler + kServerGroup + kWorkerGroup);
   std::printf("%s %d: SimpleApp requests to every group answered exactly once\n",
-              IsScheduler() ? "scheduler" : IsServer() ? "server" : "worker", MyRank());
+              IsScheduler() ? "scheduler"
+              : IsServer()  ? "server"
+                            : "worker",
+              MyRank());
   Finalize(0, true);
   return 0;
 }

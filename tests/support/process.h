@@ -9,11 +9,11 @@
 namespace caravan::test {
 
 struct ProcessResult {
-  int exit_code = -1;   // -1 when killed by a signal
+  int exit_code = -1;  // -1 when killed by a signal
   int signal = 0;
   bool timed_out = false;
   double seconds = 0;
-  std::string output;   // stdout and stderr interleaved
+  std::string output;  // stdout and stderr interleaved
 };
 
 struct ProcessSpec {

@@ -3,7 +3,6 @@
 #include "engine/base/config.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -18,12 +17,24 @@
 namespace caravan {
 namespace {
 
-const char* const kAllVariables[] = {
-    "DMLC_ROLE",         "DMLC_PS_ROOT_URI",    "DMLC_PS_ROOT_PORT",       "DMLC_NUM_WORKER",
-    "DMLC_NUM_SERVER",   "DMLC_WORKER_ID",      "CARAVAN_SERVER_ID",       "DMLC_INTERFACE",
-    "DMLC_NODE_HOST",    "DMLC_PORT",           "DMLC_ENABLE_RDMA",        "CARAVAN_VAN",
-    "CARAVAN_REDUCER",   "CARAVAN_PLUGIN_PATH", "BYTEPS_PARTITION_BYTES",  "CARAVAN_CONNECT_TIMEOUT",
-    "CARAVAN_OP_TIMEOUT", "BYTEPS_ENABLE_IPC"};
+const char* const kAllVariables[] = {"DMLC_ROLE",
+                                     "DMLC_PS_ROOT_URI",
+                                     "DMLC_PS_ROOT_PORT",
+                                     "DMLC_NUM_WORKER",
+                                     "DMLC_NUM_SERVER",
+                                     "DMLC_WORKER_ID",
+                                     "CARAVAN_SERVER_ID",
+                                     "DMLC_INTERFACE",
+                                     "DMLC_NODE_HOST",
+                                     "DMLC_PORT",
+                                     "DMLC_ENABLE_RDMA",
+                                     "CARAVAN_VAN",
+                                     "CARAVAN_REDUCER",
+                                     "CARAVAN_PLUGIN_PATH",
+                                     "BYTEPS_PARTITION_BYTES",
+                                     "CARAVAN_CONNECT_TIMEOUT",
+                                     "CARAVAN_OP_TIMEOUT",
+                                     "BYTEPS_ENABLE_IPC"};
 
 // Starts every test from a clean, valid worker environment.
 class ConfigTest : public ::testing::Test {
@@ -252,7 +263,7 @@ TEST_F(ConfigTest, CaravanVanOverrides) {
 
 TEST_F(ConfigTest, BadVanChoiceIsNamed) {
   const std::pair<const char*, const char*> cases[] = {
-      {"CARAVAN_VAN", "vans/libx.so"}, {"CARAVAN_VAN", "a b"},     {"CARAVAN_VAN", "./x"},
+      {"CARAVAN_VAN", "vans/libx.so"}, {"CARAVAN_VAN", "a b"},      {"CARAVAN_VAN", "./x"},
       {"CARAVAN_VAN", "x;rm"},         {"DMLC_ENABLE_RDMA", "a b"}, {"DMLC_ENABLE_RDMA", "../x.so"},
   };
   for (auto& [var, value] : cases) expect_value_refused(var, value);

@@ -1,12 +1,13 @@
 // The control channel's parsers: FrameReader cutting a byte stream into
 // messages, and parse_control_message checking each before any handler
 // sees it.
+#include "engine/control/control_message.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "engine/control/control_message.h"
 #include "engine/control/frame_reader.h"
 #include "engine/control/node_info.h"
 #include "tests/support/control_frame.h"
@@ -150,17 +151,19 @@ TEST(ControlMessage, RefusesMessagesForTheOtherSide) {
                 .find("BARRIER_DONE message does not belong on the scheduler's end"),
             std::string::npos);
   // A node's ABORT ends the job; it cannot refuse the scheduler.
-  EXPECT_NE(refusal(ControlReceiver::kScheduler,
-                    control_frame(wire::Type::kAbort, {}, kAbortRefused))
-                .find("an ABORT of kind 1 from a node"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}, kAbortRefused))
+          .find("an ABORT of kind 1 from a node"),
+      std::string::npos);
   EXPECT_NE(refusal(ControlReceiver::kNode, control_frame(wire::Type::kBarrier, {}, 6))
                 .find("BARRIER message does not belong on the node's end"),
             std::string::npos);
-  EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kKV, {})).find("KV message"),
-            std::string::npos);
-  EXPECT_NE(refusal(ControlReceiver::kNode, control_frame(wire::Type::kProbe, {})).find("PROBE message"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kKV, {})).find("KV message"),
+      std::string::npos);
+  EXPECT_NE(
+      refusal(ControlReceiver::kNode, control_frame(wire::Type::kProbe, {})).find("PROBE message"),
+      std::string::npos);
 }
 
 TEST(ControlMessage, RefusesMalformedBodies) {
@@ -173,11 +176,13 @@ TEST(ControlMessage, RefusesMalformedBodies) {
   EXPECT_NE(why.find("without a van address"), std::string::npos) << why;
   NodeInfo bad_rank = worker("tcp://127.0.0.1:5");
   bad_rank.preferred_rank = -5;
-  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kRegister, encode_register(bad_rank)));
+  why = refusal(ControlReceiver::kScheduler,
+                control_frame(wire::Type::kRegister, encode_register(bad_rank)));
   EXPECT_NE(why.find("negative"), std::string::npos) << why;
   NodeInfo second = worker("tcp://127.0.0.1:5");
   second.role = Role::kScheduler;
-  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kRegister, encode_register(second)));
+  why = refusal(ControlReceiver::kScheduler,
+                control_frame(wire::Type::kRegister, encode_register(second)));
   EXPECT_NE(why.find("second scheduler"), std::string::npos) << why;
   why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kHeartbeat, {1, 2, 3}));
   EXPECT_NE(why.find("body of 3 bytes"), std::string::npos) << why;
@@ -227,7 +232,8 @@ TEST(ControlMessage, AnAbortEndsTheJobOrRefusesOneNode) {
 
 TEST(ControlMessage, RefusesBarrierGroupsThatDoNotExist) {
   for (int group : {0, 8, -1, 1 << 30}) {
-    std::string why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrier, {}, group));
+    std::string why =
+        refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrier, {}, group));
     EXPECT_NE(why.find("node group " + std::to_string(group)), std::string::npos) << why;
   }
   // The shutdown barrier ignores its group, which may then be 0.

@@ -1,12 +1,12 @@
 // The scheduler's check that every node of a job shares the settings that
 // must agree (engine/control/job_settings.h).
+#include "engine/control/job_settings.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "engine/control/job_settings.h"
 
 namespace caravan {
 namespace {
@@ -36,7 +36,8 @@ void set(NodeInfo& n, const std::string& name, const std::string& value) {
 }
 
 TEST(JobSettings, AgreeingNodesJoin) {
-  NodeInfo s = member(Role::kServer, 1), w0 = member(Role::kWorker, 2), w1 = member(Role::kWorker, 3);
+  NodeInfo s = member(Role::kServer, 1), w0 = member(Role::kWorker, 2),
+           w1 = member(Role::kWorker, 3);
   EXPECT_EQ(settings_conflict(scheduler_config(), s, {}), "");
   EXPECT_EQ(settings_conflict(scheduler_config(), w0, {&s}), "");
   EXPECT_EQ(settings_conflict(scheduler_config(), w1, {&s, &w0}), "");
@@ -48,12 +49,14 @@ TEST(JobSettings, CountsMustMatchTheSchedulers) {
   std::string why = settings_conflict(scheduler_config(), member(Role::kWorker, 7, other), {});
   EXPECT_NE(why.find("worker (pid 7"), std::string::npos) << why;
   EXPECT_NE(why.find("DMLC_NUM_WORKER=3 but the scheduler has DMLC_NUM_WORKER=2"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   other = scheduler_config();
   other.num_servers = 4;
   why = settings_conflict(scheduler_config(), member(Role::kServer, 8, other), {});
   EXPECT_NE(why.find("DMLC_NUM_SERVER=4 but the scheduler has DMLC_NUM_SERVER=1"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
 }
 
 TEST(JobSettings, ServersAndWorkersShareAsyncAndVan) {
@@ -63,11 +66,13 @@ TEST(JobSettings, ServersAndWorkersShareAsyncAndVan) {
   std::string why = settings_conflict(scheduler_config(), member(Role::kServer, 5, async), {&w});
   EXPECT_NE(why.find("worker (pid 2 at h) has BYTEPS_ENABLE_ASYNC=0 but server (pid 5 at h) has "
                      "BYTEPS_ENABLE_ASYNC=1"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   why = settings_conflict(scheduler_config(), member(Role::kServer, 6, scheduler_config(), "tcp"),
                           {&w});
   EXPECT_NE(why.find("has the van 'zmq' but server (pid 6 at h) has the van 'tcp'"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   EXPECT_NE(why.find("CARAVAN_VAN"), std::string::npos) << why;
 }
 
@@ -80,11 +85,13 @@ TEST(JobSettings, ServersAndWorkersShareTheVanMessageLimit) {
   EXPECT_NE(why.find("worker (pid 2 at h) has no van message limit but server (pid 5 at h) has a "
                      "van message limit of 1000 bytes: set CARAVAN_VAN_ZMQ_MAX_MESSAGE_BYTES the "
                      "same on every server and worker"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   NodeInfo limited = member(Role::kWorker, 6, scheduler_config(), "tcp", 1000);
-  EXPECT_EQ(settings_conflict(scheduler_config(),
-                              member(Role::kServer, 7, scheduler_config(), "tcp", 1000), {&limited}),
-            "");
+  EXPECT_EQ(
+      settings_conflict(scheduler_config(),
+                        member(Role::kServer, 7, scheduler_config(), "tcp", 1000), {&limited}),
+      "");
   // 0 says "none" as SIZE_MAX does.
   EXPECT_EQ(settings_conflict(scheduler_config(),
                               member(Role::kServer, 8, scheduler_config(), "zmq", 0), {&w}),
@@ -95,17 +102,20 @@ TEST(JobSettings, WorkersAloneSharePartitioning) {
   JobConfig parts = scheduler_config();
   parts.partition_bytes = 1000;
   NodeInfo w = member(Role::kWorker, 2), s = member(Role::kServer, 3);
-  std::string why = settings_conflict(scheduler_config(), member(Role::kWorker, 4, parts), {&s, &w});
+  std::string why =
+      settings_conflict(scheduler_config(), member(Role::kWorker, 4, parts), {&s, &w});
   EXPECT_NE(why.find("worker (pid 2 at h) has BYTEPS_PARTITION_BYTES unset but worker (pid 4 at "
                      "h) has BYTEPS_PARTITION_BYTES=1000: set it the same on every worker"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   // A server does not partition: its own value is nobody's business.
   EXPECT_EQ(settings_conflict(scheduler_config(), member(Role::kServer, 5, parts), {&w}), "");
   NodeInfo local = member(Role::kWorker, 6);
   set(local, "BYTEPS_LOCAL_SIZE", "2");
   why = settings_conflict(scheduler_config(), local, {&w});
   EXPECT_NE(why.find("BYTEPS_LOCAL_SIZE=1 but worker (pid 6 at h) has BYTEPS_LOCAL_SIZE=2"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
 }
 
 TEST(JobSettings, HeartbeatsMustReachBothWays) {
@@ -114,7 +124,8 @@ TEST(JobSettings, HeartbeatsMustReachBothWays) {
   std::string why = settings_conflict(scheduler_config(), member(Role::kWorker, 9, off), {});
   EXPECT_NE(why.find("worker (pid 9 at h) has PS_HEARTBEAT_INTERVAL=0 (off) but the scheduler has "
                      "PS_HEARTBEAT_INTERVAL=2 and PS_HEARTBEAT_TIMEOUT=20"),
-            std::string::npos) << why;
+            std::string::npos)
+      << why;
   // Off everywhere, and different intervals within each other's timeouts, are fine.
   EXPECT_EQ(settings_conflict(off, member(Role::kWorker, 9, off), {}), "");
   JobConfig slower = scheduler_config();

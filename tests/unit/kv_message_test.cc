@@ -1,5 +1,7 @@
 // A data-plane message as a van delivers it: decode_kv_message, then the
 // summation server's checks in parse_push_pull_request.
+#include "engine/kv/kv_message.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "engine/control/node_info.h"
-#include "engine/kv/kv_message.h"
 #include "engine/server/push_pull_request.h"
 
 namespace caravan {

@@ -1,16 +1,16 @@
 // The plugin loader's search and refusals, and the host services table.
+#include "engine/plugin/loader.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "engine/base/error.h"
 #include "engine/plugin/host_services.h"
-#include "engine/plugin/loader.h"
 #include "tests/unit/env_guard.h"
 
 namespace caravan {
@@ -75,8 +75,7 @@ TEST(PluginLoader, ReducerNamesMapToReducerFiles) {
   std::string what =
       load_failure(CARAVAN_PLUGIN_KIND_REDUCER, 1, "acme", "CARAVAN_REDUCER=acme", "/nowhere")
           .what();
-  EXPECT_NE(what.find("/nowhere/libcaravan-reducer-acme.so: not found"), std::string::npos)
-      << what;
+  EXPECT_NE(what.find("/nowhere/libcaravan-reducer-acme.so: not found"), std::string::npos) << what;
 }
 
 TEST(PluginLoader, MissingAbsolutePath) {
@@ -106,8 +105,8 @@ TEST(PluginLoader, RefusesBrokenPlugins) {
     ASSERT_TRUE(std::filesystem::exists(file)) << file;
     // By name through the search path, and by absolute path.
     for (const std::string& choice : {std::string(r.name), file}) {
-      Error e = load_failure(CARAVAN_PLUGIN_KIND_VAN, 1, choice, "CARAVAN_VAN=" + choice,
-                             kTestPlugins);
+      Error e =
+          load_failure(CARAVAN_PLUGIN_KIND_VAN, 1, choice, "CARAVAN_VAN=" + choice, kTestPlugins);
       std::string what = e.what();
       EXPECT_EQ(e.code(), CARAVAN_ERR_PLUGIN);
       EXPECT_NE(what.find(file + ": "), std::string::npos) << what;
@@ -118,8 +117,8 @@ TEST(PluginLoader, RefusesBrokenPlugins) {
 
 TEST(PluginLoader, KindIsCheckedBeforeAbi) {
   // The wrong-kind plugin speaks ABI 1; asking for major 2 still names the kind.
-  std::string what = load_failure(CARAVAN_PLUGIN_KIND_VAN, 2, "wrongkind", "test", kTestPlugins)
-                         .what();
+  std::string what =
+      load_failure(CARAVAN_PLUGIN_KIND_VAN, 2, "wrongkind", "test", kTestPlugins).what();
   EXPECT_NE(what.find("is a reducer plugin"), std::string::npos) << what;
 }
 

@@ -1,4 +1,6 @@
 // Node registration and node-table bodies, and rank assignment.
+#include "engine/control/node_info.h"
+
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -8,14 +10,12 @@
 #include <vector>
 
 #include "engine/base/error.h"
-#include "engine/control/node_info.h"
 #include "engine/wire/bytes.h"
 
 namespace caravan {
 namespace {
 
-NodeInfo node(Role role, std::string host, std::string address, int preferred = -1,
-              int pid = 100) {
+NodeInfo node(Role role, std::string host, std::string address, int preferred = -1, int pid = 100) {
   NodeInfo n;
   n.role = role;
   n.host = std::move(host);
@@ -166,8 +166,8 @@ TEST(AssignRanks, DoesNotDependOnArrivalOrder) {
 
 TEST(AssignRanks, PreferredRanksAreHonoured) {
   std::vector<NodeInfo> nodes = {
-      node(Role::kWorker, "a", "1"), node(Role::kWorker, "z", "1", 0),
-      node(Role::kWorker, "b", "1"), node(Role::kWorker, "c", "1", 2),
+      node(Role::kWorker, "a", "1"),    node(Role::kWorker, "z", "1", 0),
+      node(Role::kWorker, "b", "1"),    node(Role::kWorker, "c", "1", 2),
       node(Role::kServer, "s", "1", 1), node(Role::kServer, "t", "1"),
   };
   assign_ranks(nodes, 2, 4);

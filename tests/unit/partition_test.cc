@@ -101,8 +101,7 @@ TEST(PartitionPlan, OddSizesAndElementWidths) {
         size_t total = elements * elem;
         SCOPED_TRACE(std::to_string(elements) + " x " + std::to_string(elem) + " bytes on " +
                      std::to_string(servers));
-        check_plan(plan_partitions("t", total, elem, 40000, servers), total, elem, 40000,
-                   servers);
+        check_plan(plan_partitions("t", total, elem, 40000, servers), total, elem, 40000, servers);
       }
     }
   }
@@ -195,8 +194,8 @@ TEST(PartitionPlan, KeysAreDistinct) {
 // The most loaded server holds at most 1.05x the mean, for real models on
 // 2, 3, 4 and 8 servers, at the default and at a small partition size.
 TEST(PartitionPlan, ModelLoadIsBalanced) {
-  for (auto& [model, tensors] : {std::make_pair("ResNet-50", resnet50()),
-                                 std::make_pair("BERT-large", bert_large())}) {
+  for (auto& [model, tensors] :
+       {std::make_pair("ResNet-50", resnet50()), std::make_pair("BERT-large", bert_large())}) {
     for (size_t pbytes : {size_t{4096000}, size_t{1} << 20}) {
       for (int servers : {2, 3, 4, 8}) {
         std::vector<double> load(servers, 0);
@@ -210,8 +209,8 @@ TEST(PartitionPlan, ModelLoadIsBalanced) {
         double max = *std::max_element(load.begin(), load.end());
         std::printf("%-10s partition %7zu B, %d servers: max/mean %.4f\n", model, pbytes, servers,
                     max / mean);
-        EXPECT_LE(max, 1.05 * mean) << model << " on " << servers << " servers: max " << max
-                                    << " mean " << mean;
+        EXPECT_LE(max, 1.05 * mean)
+            << model << " on " << servers << " servers: max " << max << " mean " << mean;
         EXPECT_DOUBLE_EQ(std::accumulate(load.begin(), load.end(), 0.0), total);
       }
     }

@@ -79,7 +79,8 @@ TEST(PluginParams, EveryPluginReadsWhatItListsAndListsWhatItReads) {
     bool van = path.find("libcaravan-van-") != std::string::npos;
     auto kind = van ? CARAVAN_PLUGIN_KIND_VAN : CARAVAN_PLUGIN_KIND_REDUCER;
     // The in-tree vans speak van ABI 2, the reducers reducer ABI 1.
-    auto lib = load_plugin(kind, van ? CARAVAN_VAN_ABI_MAJOR_V2 : CARAVAN_REDUCER_ABI_MAJOR_V1, path, "test", "");
+    auto lib = load_plugin(kind, van ? CARAVAN_VAN_ABI_MAJOR_V2 : CARAVAN_REDUCER_ABI_MAJOR_V1,
+                           path, "test", "");
     const caravan_plugin_descriptor* d = lib->descriptor;
     std::set<std::string> listed;
     for (size_t i = 0; i < d->num_params; ++i) listed.insert(d->params[i].name);

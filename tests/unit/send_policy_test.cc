@@ -1,10 +1,10 @@
 // The worker's send-order policies: FIFO, and priority with credit.
+#include "engine/worker/send_policy.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "engine/worker/send_policy.h"
 
 namespace caravan {
 namespace {

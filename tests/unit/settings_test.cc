@@ -63,8 +63,8 @@ TEST(Settings, EveryVariableReadIsDeclared) {
       R"re((?:env::\w+|getenv|environ\.get|environ\[)\(?\s*["']((?:DMLC|BYTEPS|PS|CARAVAN)_[A-Z0-9_]+)["'])re");
   size_t reads = 0;
   for (const char* dir : {"engine", "tools", "python/caravan"}) {
-    for (const auto& f :
-         std::filesystem::recursive_directory_iterator(std::filesystem::path(CARAVAN_SOURCE_DIR) / dir)) {
+    for (const auto& f : std::filesystem::recursive_directory_iterator(
+             std::filesystem::path(CARAVAN_SOURCE_DIR) / dir)) {
       std::string ext = f.path().extension();
       if (ext != ".cc" && ext != ".h" && ext != ".py") continue;
       std::string text = read_file(f.path());
@@ -72,8 +72,8 @@ TEST(Settings, EveryVariableReadIsDeclared) {
         ++reads;
         std::string n = (*it)[1];
         if (plugin_parameter(n)) continue;
-        EXPECT_TRUE(names.count(n)) << f.path() << " reads " << n
-                                    << ", which engine/base/settings.cc does not declare";
+        EXPECT_TRUE(names.count(n))
+            << f.path() << " reads " << n << ", which engine/base/settings.cc does not declare";
       }
     }
   }
@@ -85,8 +85,9 @@ TEST(Settings, UnknownVariablesAreNamedWithTheLikelyOne) {
                              "BYTEPS_NCCL_NUM_RINGS=1", "CARAVAN_VAN_ZMQ_WHATEVER=1",
                              "CARAVAN_NOT_A_THING_AT_ALL=1", "PS_VERBOS=2"});
   ASSERT_EQ(w.size(), 4u);
-  EXPECT_EQ(w[0], "BYTEPS_PARTITON_BYTES is set but Caravan reads no such variable; did you mean "
-                  "BYTEPS_PARTITION_BYTES?");
+  EXPECT_EQ(w[0],
+            "BYTEPS_PARTITON_BYTES is set but Caravan reads no such variable; did you mean "
+            "BYTEPS_PARTITION_BYTES?");
   EXPECT_NE(w[1].find("BYTEPS_NCCL_NUM_RINGS is set but Caravan does not implement it"),
             std::string::npos)
       << w[1];

@@ -68,8 +68,8 @@ TEST(WireHeader, RoundTripsEveryField) {
 }
 
 TEST(WireHeader, RoundTripsEveryType) {
-  for (Type t : {Type::kKV, Type::kAck, Type::kProbe, Type::kRegister, Type::kNodeTable, Type::kBarrier, Type::kBarrierDone,
-                 Type::kAbort}) {
+  for (Type t : {Type::kKV, Type::kAck, Type::kProbe, Type::kRegister, Type::kNodeTable,
+                 Type::kBarrier, Type::kBarrierDone, Type::kAbort}) {
     Header in;
     in.type = t;
     uint8_t buf[kHeaderBytes];

@@ -24,10 +24,10 @@
 #include "engine/base/error.h"
 #include "engine/base/net.h"
 #include "engine/base/settings.h"
-#include "engine/plugin/host_services.h"
 #include "engine/numa/cpu_plan.h"
 #include "engine/numa/cpu_settings.h"
 #include "engine/numa/topology.h"
+#include "engine/plugin/host_services.h"
 #include "engine/plugin/loader.h"
 #include "engine/reducer/reducer.h"
 
@@ -59,9 +59,10 @@ std::string reducer_capabilities(const PluginLibrary& lib) {
   if (s != CARAVAN_STATUS_OK) return "cannot start here: " + describe_plugin_failure(s);
   caravan_reducer_properties_v1 p{};
   p.struct_size = sizeof p;
-  std::string text = ops->properties(ctx, &p) == CARAVAN_STATUS_OK
-                         ? reducer_capability_names(p.caps) + (p.kernel ? std::string("; kernel ") + p.kernel : "")
-                         : "properties failed: " + describe_plugin_failure(s);
+  std::string text =
+      ops->properties(ctx, &p) == CARAVAN_STATUS_OK
+          ? reducer_capability_names(p.caps) + (p.kernel ? std::string("; kernel ") + p.kernel : "")
+          : "properties failed: " + describe_plugin_failure(s);
   ops->finalize(ctx);
   return text;
 }
@@ -158,17 +159,18 @@ int check() {
                 c.van_source.empty() ? "" : (" (" + c.van_source + ")").c_str(), c.reducer.c_str(),
                 c.plugin_path.empty() ? "(default)" : c.plugin_path.c_str());
     std::printf("  advertises %s, port %s\n",
-                !c.node_host.empty() ? c.node_host.c_str()
+                !c.node_host.empty()   ? c.node_host.c_str()
                 : !c.interface.empty() ? ("the address of " + c.interface).c_str()
                                        : "the first non-loopback interface's address",
                 c.port ? std::to_string(c.port).c_str() : "any free");
-    std::printf("  partitions of %s; timeouts: connect %d s, operations %d s\n",
-                c.partition_bytes > 0
-                    ? (std::to_string(c.partition_bytes) + " bytes").c_str()
-                    : "4096000 bytes on one host, 131072 across hosts (BYTEPS_PARTITION_BYTES unset)",
-                c.connect_timeout_s, c.op_timeout_s);
+    std::printf(
+        "  partitions of %s; timeouts: connect %d s, operations %d s\n",
+        c.partition_bytes > 0
+            ? (std::to_string(c.partition_bytes) + " bytes").c_str()
+            : "4096000 bytes on one host, 131072 across hosts (BYTEPS_PARTITION_BYTES unset)",
+        c.connect_timeout_s, c.op_timeout_s);
     std::printf("  job token %s\n", c.job_token ? "set: connections and messages are sealed"
-                                                 : "unset: no authentication");
+                                                : "unset: no authentication");
     // What the node would do next, each of which can stop it: find its
     // address, load its plugins, bind a worker to its CPUs.
     if (c.role != Role::kScheduler || !c.node_host.empty() || !c.interface.empty())
@@ -177,8 +179,9 @@ int check() {
     // peer.
     bool sends = c.role == Role::kServer || (c.role == Role::kWorker && !alone);
     if (sends)
-      load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2, c.van,
-                  c.van_source.empty() ? "CARAVAN_VAN=" + c.van : c.van_source, c.plugin_path);
+      load_plugin(CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2,
+                  c.van, c.van_source.empty() ? "CARAVAN_VAN=" + c.van : c.van_source,
+                  c.plugin_path);
     // A worker alone on its machine sums nothing: it loads no reducer.
     const char* local_size = std::getenv("BYTEPS_LOCAL_SIZE");
     bool sums = c.role == Role::kServer ||
@@ -197,8 +200,9 @@ int check() {
         Topology here = Topology::this_machine(!cpus.visible);
         CpuPlan plan = plan_worker_cpus(here.get(), cpus);
         std::printf("  CPUs of local rank %d: %s\n", cpus.local_rank,
-                    plan.cpus.empty() ? ("unbound: " + plan.how).c_str()
-                                      : (format_cpu_list(plan.cpus) + " (" + plan.how + ")").c_str());
+                    plan.cpus.empty()
+                        ? ("unbound: " + plan.how).c_str()
+                        : (format_cpu_list(plan.cpus) + " (" + plan.how + ")").c_str());
       }
     }
     return 0;

@@ -92,7 +92,8 @@ ClusterPlace from_k8s(const GetEnv& getenv) {
         "every pod) are not all set");
   p.root_host = addr;
   int port = read_int(getenv, "MASTER_PORT");
-  if (port > 65535) throw std::runtime_error("MASTER_PORT=" + std::to_string(port) + " is not a port");
+  if (port > 65535)
+    throw std::runtime_error("MASTER_PORT=" + std::to_string(port) + " is not a port");
   if (port > 0) p.root_port = port;
   return p;
 }
@@ -111,7 +112,8 @@ std::string first_slurm_host(const std::string& nodelist) {
   }
   std::string first = nodelist.substr(0, end);
   size_t open = first.find('[');
-  if (first.empty() || depth != 0) throw std::runtime_error("cannot read node list '" + nodelist + "'");
+  if (first.empty() || depth != 0)
+    throw std::runtime_error("cannot read node list '" + nodelist + "'");
   if (open == std::string::npos) return first;
   size_t close = first.find(']', open);
   if (close == std::string::npos || close == open + 1)
@@ -126,13 +128,19 @@ std::string first_slurm_host(const std::string& nodelist) {
 
 ClusterPlace read_cluster_env(const std::string& manager, const GetEnv& getenv) {
   ClusterPlace p;
-  if (manager == "mpi") p = from_mpi(getenv);
-  else if (manager == "slurm") p = from_slurm(getenv);
-  else if (manager == "k8s") p = from_k8s(getenv);
+  if (manager == "mpi")
+    p = from_mpi(getenv);
+  else if (manager == "slurm")
+    p = from_slurm(getenv);
+  else if (manager == "k8s")
+    p = from_k8s(getenv);
   else if (manager == "auto") {
-    if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK")) p = from_mpi(getenv);
-    else if (getenv("SLURM_PROCID")) p = from_slurm(getenv);
-    else if (getenv("RANK") && getenv("WORLD_SIZE")) p = from_k8s(getenv);
+    if (getenv("OMPI_COMM_WORLD_RANK") || getenv("PMIX_RANK") || getenv("PMI_RANK"))
+      p = from_mpi(getenv);
+    else if (getenv("SLURM_PROCID"))
+      p = from_slurm(getenv);
+    else if (getenv("RANK") && getenv("WORLD_SIZE"))
+      p = from_k8s(getenv);
     else
       throw std::runtime_error(
           "--from-env auto: no cluster manager's variables found (looked for "
@@ -141,7 +149,8 @@ ClusterPlace read_cluster_env(const std::string& manager, const GetEnv& getenv) 
     throw std::runtime_error("--from-env '" + manager + "' is not mpi, slurm, k8s or auto");
   }
   if (p.size < 1 || p.rank >= p.size)
-    throw std::runtime_error(p.source + ": the rank must be below the size, and the size at least 1");
+    throw std::runtime_error(p.source +
+                             ": the rank must be below the size, and the size at least 1");
   return p;
 }
 

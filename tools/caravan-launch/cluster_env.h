@@ -10,12 +10,12 @@
 namespace caravan::launch {
 
 struct ClusterPlace {
-  std::string manager;    // "mpi", "slurm" or "k8s"
+  std::string manager;     // "mpi", "slurm" or "k8s"
   int rank = 0, size = 0;  // this process among all those the manager started
-  int hosts = 0;          // hosts of the job, 0 when the manager does not say
-  std::string root_host;  // where the scheduler runs (rank 0's host); empty: unknown
-  int root_port = 0;      // 0: not given
-  std::string source;     // the variables read, for messages: "OMPI_COMM_WORLD_RANK=2 of ..."
+  int hosts = 0;           // hosts of the job, 0 when the manager does not say
+  std::string root_host;   // where the scheduler runs (rank 0's host); empty: unknown
+  int root_port = 0;       // 0: not given
+  std::string source;      // the variables read, for messages: "OMPI_COMM_WORLD_RANK=2 of ..."
 };
 
 using GetEnv = std::function<const char*(const char*)>;

@@ -75,8 +75,8 @@ std::string shell_quote(const std::string& word) {
   return q + "'";
 }
 
-std::string remote_command(const std::vector<std::string>& env, const std::vector<std::string>& argv,
-                           const std::string& dir) {
+std::string remote_command(const std::vector<std::string>& env,
+                           const std::vector<std::string>& argv, const std::string& dir) {
   std::string cmd = "exec env";
   for (const auto& kv : env) cmd += " " + shell_quote(kv);
   for (const auto& a : argv) cmd += " " + shell_quote(a);
@@ -84,8 +84,9 @@ std::string remote_command(const std::vector<std::string>& env, const std::vecto
   // it): it is the first line of stdin. The watchdog holds stdin to its end,
   // which comes when ssh goes away, and then stops the job's process.
   return "IFS= read -r t || exit 97; if [ -n \"$t\" ]; then CARAVAN_JOB_TOKEN=$t; "
-         "export CARAVAN_JOB_TOKEN; fi; unset t; cd " + shell_quote(dir) +
-         " 2>/dev/null || cd; (" + cmd + ") </dev/null & p=$!; "
+         "export CARAVAN_JOB_TOKEN; fi; unset t; cd " +
+         shell_quote(dir) + " 2>/dev/null || cd; (" + cmd +
+         ") </dev/null & p=$!; "
          // A background list's stdin is /dev/null unless redirected: the
          // watchdog reads ssh's through a copy made before.
          "exec 3<&0; (cat <&3 >/dev/null; kill -TERM $p 2>/dev/null; sleep 5; "

@@ -29,7 +29,7 @@ std::string shell_quote(const std::string& word);
 // job token, possibly empty) into CARAVAN_JOB_TOKEN, starts `argv` with
 // `env` in `dir`, and kills it when stdin closes (the launcher stopped the
 // job, or died); exits with its status.
-std::string remote_command(const std::vector<std::string>& env, const std::vector<std::string>& argv,
-                           const std::string& dir);
+std::string remote_command(const std::vector<std::string>& env,
+                           const std::vector<std::string>& argv, const std::string& dir);
 
 }  // namespace caravan::launch

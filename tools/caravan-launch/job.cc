@@ -82,8 +82,9 @@ bool Failed(int status) { return !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 bool KilledHard(int status) {
   // 255 is ssh's own failure, not a signal.
   int sig = WIFSIGNALED(status) ? WTERMSIG(status)
-            : WEXITSTATUS(status) > 128 && WEXITSTATUS(status) <= 128 + 64 ? WEXITSTATUS(status) - 128
-                                                                            : 0;
+            : WEXITSTATUS(status) > 128 && WEXITSTATUS(status) <= 128 + 64
+                ? WEXITSTATUS(status) - 128
+                : 0;
   return sig != 0 && sig != SIGTERM;
 }
 
@@ -100,8 +101,8 @@ struct ExecPlan {
   }
 };
 
-[[noreturn]] void ExecChild(ExecPlan& plan, int in_r, int out_w, int err_w,
-                            pid_t parent, const sigset_t& original_mask) {
+[[noreturn]] void ExecChild(ExecPlan& plan, int in_r, int out_w, int err_w, pid_t parent,
+                            const sigset_t& original_mask) {
   setpgid(0, 0);
   // The launcher's death must take the job with it, even under SIGKILL.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -164,7 +165,8 @@ class Supervisor {
   void CheckDeadlines();
   int PollTimeoutMs() const;
   bool AnyRunning() const {
-    return std::any_of(children_.begin(), children_.end(), [](const Child& c) { return c.running; });
+    return std::any_of(children_.begin(), children_.end(),
+                       [](const Child& c) { return c.running; });
   }
 
   struct Failure {
@@ -273,7 +275,8 @@ JobOutcome Supervisor::Run() {
 // failures seen before the others were stopped, one that was killed (a
 // crash, the OOM killer, kill -9 on a remote host) is named instead.
 void Supervisor::NameTheCause() {
-  if (failures_.empty() || outcome_.reason != failures_[0].label + " " + DescribeStatus(failures_[0].status))
+  if (failures_.empty() ||
+      outcome_.reason != failures_[0].label + " " + DescribeStatus(failures_[0].status))
     return;
   for (const Failure& f : failures_) {
     if (f.when - failures_[0].when > kSettle) break;

@@ -1,5 +1,6 @@
 // Runs the real caravan-launch binary and checks what a user would see.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,8 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -17,8 +18,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -90,7 +89,9 @@ class Launcher {
     bool finished = ReadUntil([](const std::string&) { return false; });
     if (!finished) {
       ADD_FAILURE() << "caravan-launch still running after " << kHangLimit.count()
-                    << " s\nstdout:\n" << out_ << "\nstderr:\n" << err_;
+                    << " s\nstdout:\n"
+                    << out_ << "\nstderr:\n"
+                    << err_;
       kill(pid_, SIGKILL);
     }
     int status = 0;
@@ -133,8 +134,8 @@ TEST(Launch, EveryRoleGetsItsPrefixAndEnvironment) {
                                        "[server 0] server|none|0" + common,
                                        "[server 1] server|none|1" + common};
   for (int i = 0; i < 3; ++i) {
-    expected.push_back("[worker " + std::to_string(i) + "] worker|" + std::to_string(i) +
-                       "|none" + common);
+    expected.push_back("[worker " + std::to_string(i) + "] worker|" + std::to_string(i) + "|none" +
+                       common);
   }
   for (const auto& e : expected) EXPECT_EQ(Count(l.out(), e), 1u) << e << "\n" << Dump(l);
 
@@ -173,8 +174,7 @@ TEST(Launch, BuildTreePythonPackagesGoFirstOnPythonPath) {
   Launcher l({"--spmd", "--", "sh", "-c", "echo pythonpath=$PYTHONPATH"},
              {"PYTHONPATH=/users/own"});
   ASSERT_EQ(l.Wait(), 0) << Dump(l);
-  EXPECT_EQ(Count(l.out(), "pythonpath=" + std::string(resolved) + ":/users/own\n"), 3u)
-      << Dump(l);
+  EXPECT_EQ(Count(l.out(), "pythonpath=" + std::string(resolved) + ":/users/own\n"), 3u) << Dump(l);
 }
 
 TEST(Launch, ServerBinRunsSchedulerAndServers) {

@@ -1,4 +1,5 @@
 // caravan-launch: runs a scheduler, M servers and N workers on this machine.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -14,15 +15,12 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "engine/ipc/segment_names.h"
-#include <arpa/inet.h>
-
-#include <sstream>
-
 #include "cluster_env.h"
+#include "engine/ipc/segment_names.h"
 #include "hostfile.h"
 #include "job.h"
 
@@ -133,8 +131,8 @@ Options ParseArgs(int argc, char** argv) {
       value = arg.substr(eq + 1);
       inline_value = true;
     }
-    static const std::set<std::string> kValued = {"--workers", "--servers", "--server-bin",
-                                                  "--host", "--timeout", "--from-env",
+    static const std::set<std::string> kValued = {"--workers",  "--servers", "--server-bin",
+                                                  "--host",     "--timeout", "--from-env",
                                                   "--hostfile", "--ssh"};
     if (!kValued.count(name)) {
       if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
@@ -149,7 +147,8 @@ Options ParseArgs(int argc, char** argv) {
       if (value.empty()) UsageError("invalid " + name + " value ''");
       (name == "--ssh" ? o.ssh : o.hostfile) = value;
     } else if (name == "--from-env") {
-      if (value.empty()) UsageError("invalid --from-env value '': expected mpi, slurm, k8s or auto");
+      if (value.empty())
+        UsageError("invalid --from-env value '': expected mpi, slurm, k8s or auto");
       o.from_env = value;
     } else if (name == "--workers") {
       o.workers = ParseCount(name, value);
@@ -176,13 +175,15 @@ Options ParseArgs(int argc, char** argv) {
   if (!o.hostfile.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})
       if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
-        UsageError(std::string(opt) + " has no meaning with --hostfile: its lines give the "
+        UsageError(std::string(opt) +
+                   " has no meaning with --hostfile: its lines give the "
                    "hosts, slots and servers");
   }
   if (!o.from_env.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})
       if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
-        UsageError(std::string(opt) + " has no meaning with --from-env: the cluster manager's "
+        UsageError(std::string(opt) +
+                   " has no meaning with --from-env: the cluster manager's "
                    "ranks and DMLC_NUM_SERVER decide the job's shape");
   }
   if (o.spmd && !o.server_bin.empty()) {
@@ -255,9 +256,8 @@ int PickFreePort(const std::string& host) {
     socklen_t len = sizeof addr;
     if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
         getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = addr.ss_family == AF_INET6
-                 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                 : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+      port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                        : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
     } else {
       last_errno = errno;
     }
@@ -300,9 +300,10 @@ std::vector<std::string> InheritedEnv(bool* have_node_host_out) {
     char resolved[PATH_MAX];
     if (realpath(packages.c_str(), resolved)) packages = resolved;
     const char* old = getenv("PYTHONPATH");
-    base.erase(std::remove_if(base.begin(), base.end(),
-                              [](const std::string& kv) { return kv.rfind("PYTHONPATH=", 0) == 0; }),
-               base.end());
+    base.erase(
+        std::remove_if(base.begin(), base.end(),
+                       [](const std::string& kv) { return kv.rfind("PYTHONPATH=", 0) == 0; }),
+        base.end());
     base.push_back("PYTHONPATH=" + packages + (old && *old ? ":" + std::string(old) : ""));
   }
   *have_node_host_out = have_node_host;
@@ -339,7 +340,9 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
   Plan plan = StartPlan(o.host, port, o.workers, o.servers, o.host);
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   auto add = [&plan](std::string name, const std::vector<std::string>& argv,
-                     std::vector<std::string> extra) { plan.add(std::move(name), argv, std::move(extra)); };
+                     std::vector<std::string> extra) {
+    plan.add(std::move(name), argv, std::move(extra));
+  };
   add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
   for (int j = 0; j < o.servers; ++j) {
     add("server " + std::to_string(j), server_argv,
@@ -384,7 +387,8 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
                " processes leaves no worker: start more processes or set fewer servers");
   int workers = place.size - servers;
   std::string root = getenv("DMLC_PS_ROOT_URI") && *getenv("DMLC_PS_ROOT_URI")
-                         ? getenv("DMLC_PS_ROOT_URI") : place.root_host;
+                         ? getenv("DMLC_PS_ROOT_URI")
+                         : place.root_host;
   if (root.empty()) {
     if (place.hosts != 1)
       UsageError("--from-env " + place.manager + " (" + place.source +
@@ -398,7 +402,9 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
   Plan plan = StartPlan(root, port, workers, servers, place.hosts == 1 ? "127.0.0.1" : "");
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   auto add = [&plan](std::string name, const std::vector<std::string>& argv,
-                     std::vector<std::string> extra) { plan.add(std::move(name), argv, std::move(extra)); };
+                     std::vector<std::string> extra) {
+    plan.add(std::move(name), argv, std::move(extra));
+  };
   std::string role;
   if (place.rank == 0) add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
   if (place.rank < servers) {
@@ -410,7 +416,8 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
     add(role, o.command,
         {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(id), "BYTEPS_FORCE_DISTRIBUTED=1"});
   }
-  fprintf(stderr, "caravan-launch: %s (%s): %s%s of %d workers and %d servers, scheduler at %s:%d\n",
+  fprintf(stderr,
+          "caravan-launch: %s (%s): %s%s of %d workers and %d servers, scheduler at %s:%d\n",
           place.manager.c_str(), place.source.c_str(), role.c_str(),
           place.rank == 0 ? " and the scheduler" : "", workers, servers, root.c_str(), port);
   return plan.children;
@@ -449,7 +456,8 @@ std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin
     if (key == "CARAVAN_JOB_TOKEN") continue;
     bool ours = key.rfind("DMLC_", 0) == 0 || key.rfind("BYTEPS_", 0) == 0 ||
                 key.rfind("PS_", 0) == 0 || key.rfind("CARAVAN_", 0) == 0;
-    if (ours || key == "PATH" || key == "PYTHONPATH" || key == "LD_LIBRARY_PATH") forward.push_back(kv);
+    if (ours || key == "PATH" || key == "PYTHONPATH" || key == "LD_LIBRARY_PATH")
+      forward.push_back(kv);
   }
   forward.push_back("DMLC_PS_ROOT_URI=" + root);
   forward.push_back("DMLC_PS_ROOT_PORT=" + port);
@@ -476,7 +484,8 @@ std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin
     ChildSpec c;
     c.name = name + " on " + host_address(h);
     c.argv = ssh;
-    for (const char* opt : {"-o", "BatchMode=yes", "-o", "ConnectTimeout=20"}) c.argv.push_back(opt);
+    for (const char* opt : {"-o", "BatchMode=yes", "-o", "ConnectTimeout=20"})
+      c.argv.push_back(opt);
     c.argv.push_back(h.host);
     c.argv.push_back(remote_command(env, argv, dir));
     for (char** e = environ; *e; ++e) c.env.push_back(*e);
@@ -541,8 +550,8 @@ int Main(int argc, char** argv) {
   // segment and its server mapping it left the name, and a server stopped
   // by us could not remove it.
   if (size_t n = ipc::remove_segments(ipc::job_prefix(o.host, port))) {
-    fprintf(stderr, "caravan-launch: removed %zu shared-memory segment(s) of this job from /dev/shm\n",
-            n);
+    fprintf(stderr,
+            "caravan-launch: removed %zu shared-memory segment(s) of this job from /dev/shm\n", n);
   }
   if (out.exit_code == 0) {
     fprintf(stderr, "caravan-launch: job finished: %d workers, %d servers, all exited 0\n",

@@ -1,7 +1,6 @@
 /* The smallest Caravan application: every worker push_pulls a tensor of
  * ones and checks that each element is the number of workers. */
 #include <caravan/caravan.h>
-
 #include <stdio.h>
 
 int main(void) {

@@ -41,7 +41,10 @@ const caravan_van_ops_v1 kOps = {
       });
     },
     [](void* ctx, caravan_van_properties_v1* out) -> caravan_status {
-      return with_van(ctx, [&](SkeletonVan& v) { v.properties(out); return CARAVAN_STATUS_OK; });
+      return with_van(ctx, [&](SkeletonVan& v) {
+        v.properties(out);
+        return CARAVAN_STATUS_OK;
+      });
     },
     [](void* ctx, const char* host, int port, char* addr_out, size_t addr_cap) -> caravan_status {
       return with_van(ctx, [&](SkeletonVan& v) {
@@ -50,22 +53,30 @@ const caravan_van_ops_v1 kOps = {
       });
     },
     [](void* ctx, uint64_t peer, const char* address) -> caravan_status {
-      return with_van(ctx, [&](SkeletonVan& v) { v.connect(peer, address); return CARAVAN_STATUS_OK; });
+      return with_van(ctx, [&](SkeletonVan& v) {
+        v.connect(peer, address);
+        return CARAVAN_STATUS_OK;
+      });
     },
     [](void* ctx, uint64_t peer) -> caravan_status {
-      return with_van(ctx, [&](SkeletonVan& v) { v.disconnect(peer); return CARAVAN_STATUS_OK; });
+      return with_van(ctx, [&](SkeletonVan& v) {
+        v.disconnect(peer);
+        return CARAVAN_STATUS_OK;
+      });
     },
     [](void* ctx, uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
        caravan_send_done_fn done, void* cookie) -> caravan_status {
-      return with_van(ctx, [&](SkeletonVan& v) {
-        return v.send(peer, segments, num_segments, done, cookie);
-      });
+      return with_van(
+          ctx, [&](SkeletonVan& v) { return v.send(peer, segments, num_segments, done, cookie); });
     },
     [](void* ctx, int timeout_ms, caravan_van_message_v1* out) -> caravan_status {
       return with_van(ctx, [&](SkeletonVan& v) { return v.recv(timeout_ms, out); });
     },
     [](void* ctx, caravan_van_message_v1* message) -> caravan_status {
-      return with_van(ctx, [&](SkeletonVan& v) { v.release(message); return CARAVAN_STATUS_OK; });
+      return with_van(ctx, [&](SkeletonVan& v) {
+        v.release(message);
+        return CARAVAN_STATUS_OK;
+      });
     },
 };
 

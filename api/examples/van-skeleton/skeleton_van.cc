@@ -142,9 +142,9 @@ void SkeletonVan::properties(caravan_van_properties_v1* out) const {
 
 void SkeletonVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
   if (!host || port < 0 || port > 65535)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot listen on " + std::string(host ? host : "(null)") + " port " +
-                    std::to_string(port));
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " +
+                                                     std::string(host ? host : "(null)") +
+                                                     " port " + std::to_string(port));
   addrinfo* res = resolve(host, std::to_string(port), true);
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
@@ -154,8 +154,8 @@ void SkeletonVan::listen(const char* host, int port, char* addr_out, size_t addr
   if (!bound) {
     std::string why = errno_text();
     if (fd >= 0) close(fd);
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot listen on " + std::string(host) + " port " + std::to_string(port) + ": " + why);
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + std::string(host) +
+                                                     " port " + std::to_string(port) + ": " + why);
   }
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
@@ -181,7 +181,8 @@ void SkeletonVan::connect(uint64_t peer, const char* address) {
   {
     std::lock_guard<std::mutex> lock(links_mu_);
     if (links_.count(peer))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is already connected");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "peer " + std::to_string(peer) + " is already connected");
   }
   addrinfo* res = resolve(host, port, false);
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -192,8 +193,8 @@ void SkeletonVan::connect(uint64_t peer, const char* address) {
   if (!up) {
     std::string why = errno_text();
     if (fd >= 0) close(fd);
-    throw Error(CARAVAN_STATUS_IO, "cannot connect to peer " + std::to_string(peer) + " at " +
-                                       address + ": " + why);
+    throw Error(CARAVAN_STATUS_IO,
+                "cannot connect to peer " + std::to_string(peer) + " at " + address + ": " + why);
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -210,7 +211,8 @@ void SkeletonVan::disconnect(uint64_t peer) {
     std::lock_guard<std::mutex> lock(links_mu_);
     auto it = links_.find(peer);
     if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "peer " + std::to_string(peer) + " is not connected");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "peer " + std::to_string(peer) + " is not connected");
     link = std::move(it->second);
     links_.erase(it);
   }
@@ -235,14 +237,15 @@ caravan_status SkeletonVan::send(uint64_t peer, const caravan_segment_v1* segmen
     iov[1 + i] = {const_cast<void*>(segments[i].data), segments[i].len};
   }
   if (total > max_message_bytes_)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "send: " + std::to_string(total) +
-                                                     " bytes exceed MAX_MESSAGE_BYTES");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "send: " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES");
   std::shared_ptr<Link> link;
   {
     std::lock_guard<std::mutex> lock(links_mu_);
     auto it = links_.find(peer);
     if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "send: peer " + std::to_string(peer) + " is not connected");
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "send: peer " + std::to_string(peer) + " is not connected");
     link = it->second;
   }
   {

@@ -48,7 +48,8 @@ caravan_status SendLog::status(Ticket t) {
 
 bool SendLog::wait(Ticket t, Clock::duration patience) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return changed_.wait_for(lock, patience, [&] { return t < slots_.size() && slots_[t].completions > 0; });
+  return changed_.wait_for(lock, patience,
+                           [&] { return t < slots_.size() && slots_[t].completions > 0; });
 }
 
 bool SendLog::wait_all(Clock::duration patience) {

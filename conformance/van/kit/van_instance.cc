@@ -71,13 +71,15 @@ void VanInstance::stop_polling() {
 
 ::testing::AssertionResult VanInstance::started() const {
   if (ok()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "init: " << status_name(init_status_) << ": " << host_.error();
+  return ::testing::AssertionFailure()
+         << "init: " << status_name(init_status_) << ": " << host_.error();
 }
 
 caravan_status VanInstance::finalize() {
   // A van's finalize takes a live context exactly once.
   if (!ok() || finalized_) {
-    ADD_FAILURE() << "finalize of an instance " << (ok() ? "already finalized" : "whose init failed");
+    ADD_FAILURE() << "finalize of an instance "
+                  << (ok() ? "already finalized" : "whose init failed");
     return CARAVAN_STATUS_INVALID_ARGUMENT;
   }
   finalized_ = true;
@@ -99,7 +101,9 @@ caravan_van_properties_v2 VanInstance::properties() {
   return p;
 }
 
-caravan_status VanInstance::properties(caravan_van_properties_v2* out) { return ops().properties(ctx_, out); }
+caravan_status VanInstance::properties(caravan_van_properties_v2* out) {
+  return ops().properties(ctx_, out);
+}
 
 caravan_status VanInstance::listen(const char* host, int port) {
   char buf[CARAVAN_VAN_MAX_ADDRESS_V2] = {0};
@@ -114,12 +118,13 @@ caravan_status VanInstance::connect(uint64_t peer, const std::string& address) {
 
 caravan_status VanInstance::disconnect(uint64_t peer) { return ops().disconnect(ctx_, peer); }
 
-caravan_status VanInstance::send(uint64_t peer, const std::vector<SendSegment>& segs, Ticket* ticket) {
+caravan_status VanInstance::send(uint64_t peer, const std::vector<SendSegment>& segs,
+                                 Ticket* ticket) {
   return send_with(peer, 0, segs, ticket);
 }
 
-caravan_status VanInstance::send_slot(uint64_t peer, uint64_t slot, const std::vector<SendSegment>& segs,
-                                      Ticket* ticket) {
+caravan_status VanInstance::send_slot(uint64_t peer, uint64_t slot,
+                                      const std::vector<SendSegment>& segs, Ticket* ticket) {
   return send_with(peer, slot, segs, ticket);
 }
 
@@ -133,8 +138,8 @@ caravan_status VanInstance::lend(uint64_t slot, size_t segment, void* buf, size_
 
 caravan_status VanInstance::unlend(uint64_t slot) { return ops().unlend(ctx_, slot); }
 
-caravan_status VanInstance::send_with(uint64_t peer, uint64_t slot, const std::vector<SendSegment>& segs,
-                                      Ticket* ticket) {
+caravan_status VanInstance::send_with(uint64_t peer, uint64_t slot,
+                                      const std::vector<SendSegment>& segs, Ticket* ticket) {
   std::vector<caravan_segment_v2> c_segs;
   for (const SendSegment& s : segs) c_segs.push_back({s.data, s.len});
   // The slot exists before the call: the polling thread may see the send
@@ -188,9 +193,12 @@ caravan_status VanInstance::wait_recv(Message* out, Clock::duration patience) {
   return s;
 }
 
-caravan_status VanInstance::release(const Message& message) { return ops().release(ctx_, &message.held_); }
+caravan_status VanInstance::release(const Message& message) {
+  return ops().release(ctx_, &message.held_);
+}
 
-bool VanInstance::recv_one(const std::function<void(const Message&)>& check, Clock::duration patience) {
+bool VanInstance::recv_one(const std::function<void(const Message&)>& check,
+                           Clock::duration patience) {
   Message m;
   caravan_status s = wait_recv(&m, patience);
   if (s == CARAVAN_STATUS_TIMEOUT) {
@@ -207,7 +215,8 @@ bool VanInstance::recv_one(const std::function<void(const Message&)>& check, Clo
 
 // These call the plugin's own table: the lift is not the van under test.
 caravan_status init_without_host(const VanPlugin& plugin) {
-  return plugin.ops_v1 ? plugin.ops_v1->init(nullptr, nullptr) : plugin.ops_v2->init(nullptr, nullptr);
+  return plugin.ops_v1 ? plugin.ops_v1->init(nullptr, nullptr)
+                       : plugin.ops_v2->init(nullptr, nullptr);
 }
 caravan_status finalize_without_context(const VanPlugin& plugin) {
   return plugin.ops_v1 ? plugin.ops_v1->finalize(nullptr) : plugin.ops_v2->finalize(nullptr);
@@ -225,15 +234,24 @@ caravan_status properties_without_context(const VanPlugin& plugin) {
 
 const char* status_name(caravan_status s) {
   switch (s) {
-    case CARAVAN_STATUS_OK: return "OK";
-    case CARAVAN_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case CARAVAN_STATUS_UNAVAILABLE: return "UNAVAILABLE";
-    case CARAVAN_STATUS_NO_MEMORY: return "NO_MEMORY";
-    case CARAVAN_STATUS_IO: return "IO";
-    case CARAVAN_STATUS_TIMEOUT: return "TIMEOUT";
-    case CARAVAN_STATUS_UNSUPPORTED: return "UNSUPPORTED";
-    case CARAVAN_STATUS_CLOSED: return "CLOSED";
-    case CARAVAN_STATUS_INTERNAL: return "INTERNAL";
+    case CARAVAN_STATUS_OK:
+      return "OK";
+    case CARAVAN_STATUS_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case CARAVAN_STATUS_UNAVAILABLE:
+      return "UNAVAILABLE";
+    case CARAVAN_STATUS_NO_MEMORY:
+      return "NO_MEMORY";
+    case CARAVAN_STATUS_IO:
+      return "IO";
+    case CARAVAN_STATUS_TIMEOUT:
+      return "TIMEOUT";
+    case CARAVAN_STATUS_UNSUPPORTED:
+      return "UNSUPPORTED";
+    case CARAVAN_STATUS_CLOSED:
+      return "CLOSED";
+    case CARAVAN_STATUS_INTERNAL:
+      return "INTERNAL";
   }
   return "unknown status";
 }

@@ -15,9 +15,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "conformance/host/fake_host.h"
@@ -75,7 +75,7 @@ class VanInstance {
   std::string error() const { return host_.error(); }
   const std::string& addr() const { return addr_; }
 
-  caravan_van_properties_v2 properties();  // a failure is a test failure
+  caravan_van_properties_v2 properties();                     // a failure is a test failure
   caravan_status properties(caravan_van_properties_v2* out);  // as the van answers, unchecked
   caravan_status listen(const char* host = "127.0.0.1", int port = 0);
   caravan_status connect(uint64_t peer, const std::string& address);
@@ -88,7 +88,8 @@ class VanInstance {
   // a refused send has none and must never complete. An accepted send
   // completes exactly once: OK when its memory is no longer read, or the
   // reason it failed.
-  caravan_status send(uint64_t peer, const std::vector<SendSegment>& segs, Ticket* ticket = nullptr);
+  caravan_status send(uint64_t peer, const std::vector<SendSegment>& segs,
+                      Ticket* ticket = nullptr);
   caravan_status send_slot(uint64_t peer, uint64_t slot, const std::vector<SendSegment>& segs,
                            Ticket* ticket = nullptr);
   // A send whose completion nobody asks for (the engine's fire-and-forget
@@ -105,7 +106,7 @@ class VanInstance {
   // Completions of this instance's sends.
   bool wait_sent(Ticket t, Clock::duration patience = kPatience);
   bool wait_all_sent(Clock::duration patience = kPatience);  // every accepted send
-  int completions(Ticket t);          // how often it completed: 0 while pending, then 1
+  int completions(Ticket t);             // how often it completed: 0 while pending, then 1
   caravan_status sent_status(Ticket t);  // TIMEOUT while pending
   size_t accepted_sends();
   size_t completed_sends();  // completions so far, of any send
@@ -119,7 +120,8 @@ class VanInstance {
   caravan_status recv(int timeout_ms, Message* out);
   caravan_status wait_recv(Message* out, Clock::duration patience = kPatience);
   caravan_status release(const Message& message);
-  bool recv_one(const std::function<void(const Message&)>& check, Clock::duration patience = kPatience);
+  bool recv_one(const std::function<void(const Message&)>& check,
+                Clock::duration patience = kPatience);
 
  private:
   const caravan_van_ops_v2& ops() const { return *plugin_.driven; }
@@ -138,7 +140,7 @@ class VanInstance {
 
   std::mutex mu_;
   std::condition_variable arrived_;
-  std::deque<caravan_van_message_v2> inbox_;  // received, not yet taken by recv()
+  std::deque<caravan_van_message_v2> inbox_;     // received, not yet taken by recv()
   caravan_status poll_end_ = CARAVAN_STATUS_OK;  // why the polling stopped, once it did
   std::atomic<bool> stop_{false};
   std::thread poller_;

@@ -31,8 +31,8 @@ std::string own_plugin_dir() {
 // Returns "" when `path` is a van of an ABI major this kit speaks.
 std::string try_open(const std::string& path, VanPlugin* out) {
   conformance::PluginFile file;
-  std::string why = conformance::open_plugin_file(path, CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1,
-                                                  CARAVAN_VAN_ABI_MAJOR_V2, &file);
+  std::string why = conformance::open_plugin_file(
+      path, CARAVAN_PLUGIN_KIND_VAN, CARAVAN_VAN_ABI_MAJOR_V1, CARAVAN_VAN_ABI_MAJOR_V2, &file);
   if (!why.empty()) return why;
   out->path = file.path;
   out->entry = file.entry;
@@ -68,7 +68,8 @@ bool open_van(const std::string& choice, VanPlugin* out, std::string* why) {
   if (choice.find('/') != std::string::npos) {
     candidates.push_back(choice);
   } else {
-    for (auto& dir : plugin_search_dirs()) candidates.push_back(dir + "/libcaravan-van-" + choice + ".so");
+    for (auto& dir : plugin_search_dirs())
+      candidates.push_back(dir + "/libcaravan-van-" + choice + ".so");
   }
   std::ostringstream tried;
   for (auto& path : candidates) {

@@ -11,11 +11,16 @@ constexpr size_t kFixed = 24;
 
 size_t extra_words(Kind kind, size_t nseg) {
   switch (kind) {
-    case Kind::kRts: return 4 + 2 * nseg;
-    case Kind::kChunk: return 1;
-    case Kind::kGrant: return 4;
-    case Kind::kPut: return 2;
-    default: return 0;
+    case Kind::kRts:
+      return 4 + 2 * nseg;
+    case Kind::kChunk:
+      return 1;
+    case Kind::kGrant:
+      return 4;
+    case Kind::kPut:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -78,7 +83,8 @@ bool parse_frame(const char* buf, size_t len, Frame* f, std::string* why) {
     *why = text;
     return false;
   };
-  if (len < kFixed) return fail("frame of " + std::to_string(len) + " bytes is shorter than a header");
+  if (len < kFixed)
+    return fail("frame of " + std::to_string(len) + " bytes is shorter than a header");
   uint32_t magic;
   std::memcpy(&magic, buf, 4);
   if (magic != kMagic) return fail("bad magic");
@@ -92,7 +98,8 @@ bool parse_frame(const char* buf, size_t len, Frame* f, std::string* why) {
   if (lens ? (f->nseg < 1 || f->nseg > kMaxSegments) : f->nseg != 0)
     return fail(std::to_string(f->nseg) + " segments");
   size_t hdr = header_size(f->kind, f->nseg);
-  if (len < hdr) return fail("frame of " + std::to_string(len) + " bytes is shorter than its header");
+  if (len < hdr)
+    return fail("frame of " + std::to_string(len) + " bytes is shorter than its header");
   const char* p = buf + 8;
   f->stream = get64(p);
   f->seq = get64(p);
@@ -105,17 +112,21 @@ bool parse_frame(const char* buf, size_t len, Frame* f, std::string* why) {
   }
   uint64_t inline_bytes = 0, remote_bytes = 0;
   if (f->kind == Kind::kRts || f->kind == Kind::kPut) {
-    if (f->kind == Kind::kRts) f->xfer = get64(p);
-    else f->grant = get64(p);
+    if (f->kind == Kind::kRts)
+      f->xfer = get64(p);
+    else
+      f->grant = get64(p);
     f->inline_mask = get64(p);
-    if (f->inline_mask >> f->nseg) return fail("inline mask names segments beyond " + std::to_string(f->nseg));
+    if (f->inline_mask >> f->nseg)
+      return fail("inline mask names segments beyond " + std::to_string(f->nseg));
     if (f->kind == Kind::kRts) {
       f->slot = get64(p);
       f->grant = get64(p);
       for (size_t i = 0; i < f->nseg; ++i) f->raddrs[i] = get64(p);
       for (size_t i = 0; i < f->nseg; ++i) f->keys[i] = get64(p);
     }
-    for (size_t i = 0; i < f->nseg; ++i) (f->inline_mask >> i & 1 ? inline_bytes : remote_bytes) += f->lens[i];
+    for (size_t i = 0; i < f->nseg; ++i)
+      (f->inline_mask >> i & 1 ? inline_bytes : remote_bytes) += f->lens[i];
   } else if (f->kind == Kind::kChunk) {
     f->offset = get64(p);
   } else if (f->kind == Kind::kGrant) {

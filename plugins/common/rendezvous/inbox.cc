@@ -9,7 +9,8 @@ namespace caravan::rendezvous {
 
 using plugin::Error;
 
-caravan_status Inbox::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n) {
+caravan_status Inbox::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                           size_t* n) {
   std::unique_lock<std::mutex> lock(mu_);
   ++in_poll_;
   auto ready = [&] { return closed_ || interrupted_ || !ready_.empty() || !sent_.empty(); };

@@ -71,7 +71,8 @@ Buffer* BufferPool::acquire(size_t bytes, bool may_wait) {
 // Drops idle buffers (of other sizes, since a fitting one would have been
 // taken) until `bytes` more fit under the limit.
 bool BufferPool::make_room(size_t bytes, bool may_wait) {
-  for (auto it = idle_.begin(); it != idle_.end() && stats_.registered_bytes + bytes > stats_.limit_bytes;) {
+  for (auto it = idle_.begin();
+       it != idle_.end() && stats_.registered_bytes + bytes > stats_.limit_bytes;) {
     while (!it->second.empty() && stats_.registered_bytes + bytes > stats_.limit_bytes) {
       destroy(it->second.back());
       it->second.pop_back();

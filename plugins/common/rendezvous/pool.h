@@ -36,7 +36,7 @@ struct PoolStats {
   size_t peak_bytes = 0;
   size_t limit_bytes = 0;
   size_t buffers = 0;
-  size_t registrations = 0;  // over the pool's life
+  size_t registrations = 0;         // over the pool's life
   size_t caller_registrations = 0;  // of memory charged, over the pool's life
 };
 

@@ -71,7 +71,8 @@ class Protocol {
   void connect(uint64_t peer, uint64_t addr);
   void disconnect(uint64_t peer);
   // slot: nonzero for messages that recur (the engine's key); see above.
-  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n, uint64_t send_id);
+  void send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segs, size_t n,
+            uint64_t send_id);
   caravan_status poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity, size_t* n) {
     return inbox_.poll(timeout_ms, events, capacity, n);
   }

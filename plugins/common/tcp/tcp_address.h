@@ -30,7 +30,8 @@ inline ListenRequest check_listen(const char* host, int port, const char* addr_o
     r.host = r.host.substr(1, r.host.size() - 2);
   r.where = "host '" + r.host + "' port " + std::to_string(port);
   if (port < 0 || port > 65535)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + r.where + ": port out of range");
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "cannot listen on " + r.where + ": port out of range");
   return r;
 }
 

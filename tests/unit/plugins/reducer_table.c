@@ -32,7 +32,8 @@ static caravan_status properties(void* ctx, caravan_reducer_properties_v1* out) 
 
 CARAVAN_PLUGIN_EXPORT const caravan_plugin_descriptor* caravan_plugin_entry(void) {
   if (descriptor.ops) return &descriptor;
-  const caravan_plugin_descriptor* d = inner_descriptor(CARAVAN_REDUCER_CPU_PLUGIN, "reducer " TABLE_NAME);
+  const caravan_plugin_descriptor* d =
+      inner_descriptor(CARAVAN_REDUCER_CPU_PLUGIN, "reducer " TABLE_NAME);
   if (!d) return NULL;
   inner = (const caravan_reducer_ops_v1*)d->ops;
   memset(&ops, 0xa5, sizeof ops);

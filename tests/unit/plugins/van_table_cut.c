@@ -20,8 +20,9 @@ static void beyond(const char* entry) {
 typedef caravan_van_ops_v1 Ops;
 #define CUT_SIZE CARAVAN_VAN_OPS_V1_0_SIZE
 #define CUT_ABI_MAJOR CARAVAN_VAN_ABI_MAJOR_V1
-static caravan_status send_slot_beyond(void* ctx, uint64_t peer, uint64_t slot, const caravan_segment_v1* segs,
-                                       size_t n, caravan_send_done_fn done, void* cookie) {
+static caravan_status send_slot_beyond(void* ctx, uint64_t peer, uint64_t slot,
+                                       const caravan_segment_v1* segs, size_t n,
+                                       caravan_send_done_fn done, void* cookie) {
   (void)ctx, (void)peer, (void)slot, (void)segs, (void)n, (void)done, (void)cookie;
   beyond("send_slot");
   return CARAVAN_STATUS_INTERNAL;
