@@ -12,6 +12,7 @@
 
 #include "engine/base/log.h"
 #include "engine/base/net.h"
+#include "engine/base/thread_name.h"
 
 namespace caravan {
 
@@ -287,6 +288,7 @@ int ControlHub::expire_stalled() {
 }
 
 void ControlHub::loop() {
+  name_this_thread("cv-control");
   std::vector<pollfd> fds;
   std::vector<int> ids;
   for (;;) {

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/base/thread_name.h"
+
 namespace caravan {
 
 class HeartbeatTimer {
@@ -23,6 +25,7 @@ class HeartbeatTimer {
   void start() {
     if (interval_ <= 0) return;
     thread_ = std::thread([this] {
+      name_this_thread("cv-heartbeat");
       std::unique_lock<std::mutex> lock(mu_);
       while (!cv_.wait_for(lock, std::chrono::seconds(interval_), [this] { return stop_; })) {
         lock.unlock();

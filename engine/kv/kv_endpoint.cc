@@ -8,6 +8,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/metrics.h"
+#include "engine/base/thread_name.h"
 
 namespace caravan {
 namespace {
@@ -420,6 +421,7 @@ class KVEndpoint::Inbox final : public Van::Inbox {
 };
 
 void KVEndpoint::loop() {
+  name_this_thread("cv-kv-recv");
   Inbox inbox(*this);
   while (!stop_) {
     try {

@@ -7,6 +7,7 @@
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/thread_name.h"
 #include "engine/local/local_op.h"
 #include "engine/local/local_worker.h"
 #include "engine/local/tensor_segment.h"
@@ -14,6 +15,7 @@
 namespace caravan {
 
 void LocalWorker::run_machine_sum() {
+  name_this_thread("cv-machine-sum");
   Doorbell bell = group_->doorbell();
   for (;;) {
     uint32_t ticket = bell.ticket();

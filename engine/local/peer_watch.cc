@@ -14,6 +14,7 @@
 #include <string>
 
 #include "engine/base/error.h"
+#include "engine/base/thread_name.h"
 
 namespace caravan {
 
@@ -86,6 +87,7 @@ bool PeerWatch::watch(int tag, const ProcessId& process) {
 }
 
 void PeerWatch::run() {
+  name_this_thread("cv-peer-watch");
   std::vector<Watched> watched;
   for (;;) {
     {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "engine/base/log.h"
+#include "engine/base/thread_name.h"
 #include "engine/pslite/ps_runtime.h"
 #include "ps/internal/postoffice.h"
 
@@ -65,6 +66,7 @@ Customer::Customer(int app_id, int customer_id, const RecvHandle& recv_handle,
   state_->handle = recv_handle;
   State* s = state_.get();
   s->thread = std::thread([s] {
+    caravan::name_this_thread("ps-customer");
     std::unique_lock<std::mutex> lock(s->mu);
     for (;;) {
       s->cv.wait(lock, [s] { return s->stopping || !s->queue.empty(); });

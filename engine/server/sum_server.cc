@@ -8,6 +8,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/metrics.h"
+#include "engine/base/thread_name.h"
 #include "engine/control/node_info.h"
 #include "engine/ipc/segment_names.h"
 #include "engine/kv/sample_log.h"
@@ -169,6 +170,7 @@ Push SumServer::take(SumThread& t) {
 }
 
 void SumServer::run(SumThread& t) {
+  name_this_thread("cv-sum");
   std::unique_lock<std::mutex> lock(t.mu);
   for (;;) {
     t.cv.wait(lock, [&] { return t.stop || (!t.queue.empty() && !t.busy); });

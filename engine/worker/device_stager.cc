@@ -9,6 +9,7 @@
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/base/thread_name.h"
 #include "engine/base/timeline.h"
 
 namespace caravan {
@@ -286,6 +287,7 @@ std::shared_ptr<Worker::Op> DeviceStager::submit(const std::string& name, void* 
 }
 
 void DeviceStager::run() {
+  name_this_thread("cv-stager");
   // Copies out run in order on one stream, so only the oldest op's next
   // partition can be the next one done.
   std::unique_lock<std::mutex> lock(mu_);

@@ -4,6 +4,8 @@
 #ifndef CARAVAN_REDUCER_CPU_THREAD_POOL_H
 #define CARAVAN_REDUCER_CPU_THREAD_POOL_H
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -20,7 +22,11 @@ class ThreadPool {
   explicit ThreadPool(size_t workers) {
     threads_.reserve(workers);
     try {
-      for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { worker_loop(); });
+      for (size_t i = 0; i < workers; ++i)
+        threads_.emplace_back([this] {
+          pthread_setname_np(pthread_self(), "cv-reduce");  // for top -H and run.sh --cpu
+          worker_loop();
+        });
     } catch (...) {
       stop_and_join();
       throw;

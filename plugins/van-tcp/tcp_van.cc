@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -628,6 +629,7 @@ void TcpVan::unlend(uint64_t slot) {
 }
 
 void TcpVan::write_loop() {
+  pthread_setname_np(pthread_self(), "tcpvan-writer");  // for top -H and run.sh --cpu
   while (!stop_writer_) {
     int wait = retry_due();
     epoll_event ready[64];

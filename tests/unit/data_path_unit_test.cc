@@ -4,9 +4,12 @@
 // answer before its push is reported sent, answers late or in reverse, a
 // send that fails) are held here on purpose, so each test sees them every
 // time, in milliseconds.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +48,29 @@ JobConfig with(size_t partition_bytes, int op_timeout_s = 10) {
   c.partition_bytes = static_cast<int64_t>(partition_bytes);
   c.op_timeout_s = op_timeout_s;
   return c;
+}
+
+// The names run.sh --cpu and `top -H` tell the data path's threads apart by.
+std::multiset<std::string> thread_names() {
+  std::multiset<std::string> names;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return names;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name)) names.insert(name);
+  }
+  closedir(dir);
+  return names;
+}
+
+TEST(DataPathInProcess, ItsThreadsAreNamed) {
+  InProcessJob job(2, 1, with(4096));
+  auto names = thread_names();
+  EXPECT_EQ(names.count("cv-kv-recv"), 3u)
+      << "one receiving thread per endpoint (2 workers, 1 server)";
+  EXPECT_GE(names.count("cv-sum"), 1u) << "the server's summation threads";
 }
 
 TEST(DataPathInProcess, SumsOfEveryPartitionOverTwoServers) {
