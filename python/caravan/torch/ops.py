@@ -45,7 +45,8 @@ class _Session:
         self.initialized = False
         self.size = 0
         self.in_flight = set()  # Handles not yet synchronized: they keep their buffers alive
-        self.unnamed = {"push_pull": itertools.count(), "broadcast": itertools.count()}
+        self.unnamed = {kind: itertools.count() for kind in
+                        ("push_pull", "broadcast", "allgather", "alltoall", "reducescatter")}
         self.dying_of_exception = False
         self.group_size = 0  # push_pull_group_sync_inplace's count: its position
         self.group_count = 0  # among byteps_torch_set_num_grads' gradients
@@ -117,6 +118,12 @@ def shutdown():
                 h._fail(NotInitializedError(
                     "%s: shutdown() was called before the handle was synchronized" % h._what,
                     tensor_name=h.name))
+
+
+def is_initialized():
+    """Whether init() has been called (and shutdown() not since), as
+    Horovod's is_initialized()."""
+    return _session.initialized
 
 
 def _query(fn, what):
@@ -264,6 +271,30 @@ class Handle:
         self._c = None
         self._error = error
         self._buffer = self._output = self._copy_back = None
+
+    def _poll(self):
+        if self._error is not None:
+            raise self._error
+        if self._done or self._c is None:
+            return True
+        try:
+            if _capi.poll(self._c, self._what, self.name) != 1:
+                return False
+        except CaravanError as e:
+            _forget(self, e)
+            raise
+        # Done: finish now, so that an in-place tensor read after poll() is
+        # already averaged, as in BytePS (it divides before marking the
+        # handle done). The wait returns at once.
+        _complete(self)
+        return True
+
+    def _synchronize(self):
+        if self._error is not None:
+            raise self._error
+        if not self._done:
+            _complete(self)
+        return self._output
 
     def _finish(self):
         buffer = self._buffer
@@ -444,6 +475,11 @@ def broadcast_inplace(tensor, root_rank, name=None, priority=0):
                                         blocking=True))
 
 
+# Horovod's names for the in-place broadcasts.
+broadcast_ = broadcast_inplace
+broadcast_async_ = broadcast_async_inplace
+
+
 def _check_handle(handle, what):
     if not isinstance(handle, Handle):
         raise TypeError("%s: expected a handle from an *_async call, got %r" % (what, handle))
@@ -453,21 +489,7 @@ def poll(handle):
     """True when the operation is done (synchronize() will not block);
     raises if it failed."""
     _check_handle(handle, "caravan.torch.poll()")
-    if handle._error is not None:
-        raise handle._error
-    if handle._done or handle._c is None:
-        return True
-    try:
-        if _capi.poll(handle._c, handle._what, handle.name) != 1:
-            return False
-    except CaravanError as e:
-        _forget(handle, e)
-        raise
-    # Done: finish now, so that an in-place tensor read after poll() is
-    # already averaged, as in BytePS (it divides before marking the handle
-    # done). The wait returns at once.
-    _complete(handle)
-    return True
+    return handle._poll()
 
 
 def synchronize(handle):
@@ -478,11 +500,7 @@ def synchronize(handle):
     if handle is None:
         return None
     _check_handle(handle, "caravan.torch.synchronize()")
-    if handle._error is not None:
-        raise handle._error
-    if not handle._done:
-        _complete(handle)
-    return handle._output
+    return handle._synchronize()
 
 
 def _complete(handle):
