@@ -14,6 +14,12 @@ namespace {
 
 // One read() takes this much of a stream of small messages at once.
 constexpr size_t kStagingBytes = 256 * 1024;
+// A body still wanting this much is read straight into its memory: a
+// read() more costs less than copying it out of the staging buffer.
+constexpr size_t kDirectBytes = 32 * 1024;
+// After a large message, a staging read takes only this much, so that the
+// next large body does not land in the staging buffer and need that copy.
+constexpr size_t kHeaderReadBytes = 2048;
 // Where the rest of a dropped message's lent segment is read to, in pieces.
 constexpr size_t kDiscardBytes = 64 * 1024;
 constexpr size_t kAlign = 64;
@@ -143,6 +149,7 @@ Inbound::State Inbound::parse(std::vector<std::unique_ptr<Received>>* done, std:
       continue;
     }
     if (!next_segment()) {
+      large_ = current_->body_bytes >= kDirectBytes;
       if (dead(*current_))
         ++dropped_;  // its lent memory was taken back and could not be moved
       else
@@ -187,7 +194,7 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
     if (in_body_) lent = lock_if_lent();
     size_t want = in_body_ ? body_want() : 0;
     ssize_t got;
-    if (want >= staging_.size() / 2) {
+    if (want >= kDirectBytes) {
       {
         unsigned char* to = body_at();
         do got = ::recv(fd_, to, want, 0);
@@ -203,6 +210,7 @@ Inbound::State Inbound::read_available(std::vector<std::unique_ptr<Received>>* d
     } else {
       if (lent) lent.unlock();
       size_t room = staging_.size() - staged_end_;
+      if (large_) room = std::min(room, kHeaderReadBytes);
       do got = ::recv(fd_, staging_.data() + staged_end_, room, 0);
       while (got < 0 && errno == EINTR);
       if (got > 0) {

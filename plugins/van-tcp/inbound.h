@@ -1,7 +1,10 @@
 // One accepted connection's reading side: bytes from the socket become
 // whole messages. Only the poller thread touches it. Small messages are
 // parsed out of a staging buffer that one read() fills with several of
-// them; the body of a large one is read straight into its own memory.
+// them; the body of a large one is read straight into its own memory (or
+// the memory lent for it), and after a large message the next header is
+// read alone, so that its body is not read into the staging buffer first
+// and copied (a copy of every byte cost more CPU than the read() it saves).
 #ifndef CARAVAN_VAN_TCP_INBOUND_H
 #define CARAVAN_VAN_TCP_INBOUND_H
 
@@ -84,6 +87,7 @@ class Inbound {
   size_t segment_ = 0;       // the segment being filled
   size_t segment_done_ = 0;  // bytes of it already in
   size_t dropped_ = 0;
+  bool large_ = false;  // the last message's body was large: read headers alone
 };
 
 }  // namespace caravan::van_tcp
