@@ -55,13 +55,17 @@ int main(int argc, char** argv) {
   std::vector<caravan_handle> handles(o.layers.size());
   std::vector<double> seconds;
   using Clock = std::chrono::steady_clock;
+  Window window;
   for (int it = 0; it < o.warmup + o.iters; ++it) {
+    if (it == o.warmup) window.start = Window::wall();
+    double prep0 = Window::thread_cpu();
     for (size_t i = 0; i < grads.size(); ++i) {
       if (compress.on())
         source.fill(i, grads[i].data());
       else
         fill(grads[i].data(), grads[i].size(), rank, it);
     }
+    if (it >= o.warmup) window.prep_cpu_s += Window::thread_cpu() - prep0;
     if (o.aligned) {
       float ready = 1;  // a one-element push_pull: every worker has arrived
       must(caravan_push_pull("cluster-bench/step-barrier", &ready, 1, CARAVAN_FLOAT32, 0),
@@ -74,6 +78,7 @@ int main(int argc, char** argv) {
            "caravan_push_pull_async");
     for (auto& h : handles) must(caravan_wait(h), "caravan_wait");
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    prep0 = Window::thread_cpu();
     for (size_t i = 0; i < o.layers.size(); ++i) {
       if (!compress.on()) {
         check(kProg, grads[i].data(), grads[i].size(), o.layers[i].name, rank, workers, it);
@@ -86,11 +91,15 @@ int main(int argc, char** argv) {
           return 1;
         }
     }
-    if (it >= o.warmup) seconds.push_back(s);
+    if (it >= o.warmup) {
+      window.prep_cpu_s += Window::thread_cpu() - prep0;
+      seconds.push_back(s);
+    }
   }
+  window.end = Window::wall();
   must(caravan_shutdown(), "caravan_shutdown");
   if (rank == 0)
     print_result(compress.on() ? ("caravan+" + compress.label()).c_str() : "caravan", o, workers,
-                 bytes, seconds);
+                 bytes, seconds, window);
   return 0;
 }

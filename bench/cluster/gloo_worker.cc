@@ -71,8 +71,12 @@ int main(int argc, char** argv) {
     std::vector<float> buf(elements);
     std::vector<double> seconds;
     using Clock = std::chrono::steady_clock;
+    Window window;
     for (int it = 0; it < o.warmup + o.iters; ++it) {
+      if (it == o.warmup) window.start = Window::wall();
+      double prep0 = Window::thread_cpu();
       fill(buf.data(), buf.size(), rank, it);
+      if (it >= o.warmup) window.prep_cpu_s += Window::thread_cpu() - prep0;
       if (o.aligned) {
         gloo::BarrierOptions barrier(context);
         barrier.setTag(static_cast<uint32_t>(1000000 + it));
@@ -86,11 +90,17 @@ int main(int argc, char** argv) {
       opts.setTag(static_cast<uint32_t>(it));
       gloo::allreduce(opts);
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      prep0 = Window::thread_cpu();
       check(kProg, buf.data(), buf.size(), o.workload, rank, size, it);
-      if (it >= o.warmup) seconds.push_back(s);
+      if (it >= o.warmup) {
+        window.prep_cpu_s += Window::thread_cpu() - prep0;
+        seconds.push_back(s);
+      }
     }
+    window.end = Window::wall();
     if (rank == 0)
-      print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds);
+      print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds,
+                   window);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: rank %d of %d: %s\n", kProg, rank, size, e.what());
     return 1;

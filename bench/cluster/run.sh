@@ -6,7 +6,7 @@
 #          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
-#          [--no-gloo] [--compress key=value,...]
+#          [--no-gloo] [--compress key=value,...] [--cpu]
 #
 # Hosts are network namespaces joined by a Linux bridge that lives in a
 # namespace of its own (nothing is added to this machine's network): N
@@ -40,6 +40,14 @@
 # every tensor declared with those compression parameters
 # (docs/compression.md), as a row "<mode>+<compressor>" whose last column
 # is its speed-up over the same mode uncompressed in this run.
+# --cpu samples every thread of every process of each run (/proc, and
+# perf's count of system calls where perf runs) and prints, after the
+# table, what each role's threads used in the timed steps: user and
+# system seconds, ns of CPU per gradient byte (a role's CPU over workers x
+# steps x workload bytes, so worker, server and Gloo figures compare),
+# core-ms per step, wake-ups (context switches) and system calls per MB
+# (bench/cluster/cpu_sample.py). Run it with --rates 100gbit for the
+# CPU-bound case.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
 # --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
 #
@@ -49,7 +57,7 @@ set -u
 
 hosts=4 rates=1gbit workloads=4M,64M,resnet50,bert-large modes=dedicated,colocated
 iters=5 warmup=1 bin="" trace_dir="" keep_logs="" gloo=1 plot="" aligned=0
-extra_env=() sysctls=() compress=""
+extra_env=() sysctls=() compress="" cpu=0
 die() { echo "cluster-bench: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -68,6 +76,7 @@ while [ $# -gt 0 ]; do
     --no-gloo) gloo=0 ;;
     --compress) [[ ${2:-} == *=* ]] || die "--compress wants key=value,..., got '${2:-}'"; compress=$2; shift ;;
     --aligned) aligned=1 ;;
+    --cpu) cpu=1 ;;
     -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (--help lists them)" ;;
   esac
@@ -263,12 +272,41 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed]; prints MB/s
   result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
 }
 
-# Runs one system, with the sampler and the queue statistics when tracing.
+# --cpu: samples the run's processes until cpu_report; the report goes to
+# $work/cpu-reports, printed after the table.
+start_cpu() {
+  mkdir -p "$work/cpu-$1"
+  python3 "$root/bench/cluster/cpu_sample.py" record "$work/cpu-$1" $$ "$server_bin" \
+    "$worker_bin" "$gloo_bin" &
+  cpu_sampler=$!
+  pids+=("$cpu_sampler")
+}
+cpu_report() {  # $1 tag, $2 the logs with the result line
+  kill -TERM "$cpu_sampler" 2>/dev/null
+  wait "$cpu_sampler" 2>/dev/null
+  local f
+  for f in window_start window_end prep_cpu_s iters bytes workers; do
+    local "$f=$(result_field "$2" "$f")"
+  done
+  python3 "$root/bench/cluster/cpu_sample.py" report "$work/cpu-$1" \
+    --window "$window_start" "$window_end" --steps "$iters" --bytes "$bytes" \
+    --workers "$workers" --prep-cpu "$prep_cpu_s" --title "$1" >>"$work/cpu-reports" ||
+    fail_run "$1: --cpu measured nothing" "$2"
+  echo >>"$work/cpu-reports"
+}
+
+# Runs one system, with the samplers and the queue statistics when asked.
 measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
   local tag=$1-$2-$3 mbps
   [ -n "$trace_dir" ] && start_sampler "$trace_dir/$tag.csv"
+  [ "$cpu" = 1 ] && start_cpu "$tag"
   if [ "$3" = gloo ]; then mbps=$(run_gloo "$1" "$2"); else mbps=$(run_caravan "$1" "$2" "$3"); fi
   local rc=$?
+  if [ "$cpu" = 1 ] && [ $rc -eq 0 ]; then
+    local logs="$work/$tag-worker*.log"
+    [ "$3" = gloo ] && logs="$work/$tag-w*.log"
+    cpu_report "$tag" "$logs"
+  fi
   if [ -n "$trace_dir" ]; then
     stop_sampler
     qdisc_stats >"$trace_dir/$tag.qdisc"
@@ -327,6 +365,11 @@ for rate in "${rate_list[@]}"; do
     done
   done
 done
+
+if [ "$cpu" = 1 ] && [ -f "$work/cpu-reports" ]; then
+  echo
+  cat "$work/cpu-reports"
+fi
 
 if [ -n "$plot" ]; then
   gnuplot <<EOF || die "--plot: gnuplot failed"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -103,16 +104,34 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The timed steps' span on the wall clock, for run.sh --cpu (whose sampler
+// reads every process's CPU from outside), and the CPU this thread spent
+// filling and checking tensors in it, which is not communication.
+struct Window {
+  double start = 0, end = 0, prep_cpu_s = 0;
+  static double wall() {
+    timespec t{};
+    clock_gettime(CLOCK_REALTIME, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+  static double thread_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+};
+
 // The line run.sh reads: one per run, from rank 0.
 inline void print_result(const char* system, const Options& o, int workers, double bytes,
-                         const std::vector<double>& seconds) {
+                         const std::vector<double>& seconds, const Window& window) {
   double med = median(seconds);
   double best = *std::min_element(seconds.begin(), seconds.end());
   std::printf(
       "cluster-bench result: system=%s workload=%s workers=%d tensors=%zu bytes=%.0f "
-      "iters=%zu median_s=%.6f best_s=%.6f MBps=%.2f\n",
+      "iters=%zu median_s=%.6f best_s=%.6f MBps=%.2f window_start=%.6f window_end=%.6f "
+      "prep_cpu_s=%.6f\n",
       system, o.workload.c_str(), workers, o.layers.size(), bytes, seconds.size(), med, best,
-      bytes / med / 1e6);
+      bytes / med / 1e6, window.start, window.end, window.prep_cpu_s);
   std::fflush(stdout);
 }
 
