@@ -8,10 +8,13 @@ gloo group of the same ranks computes the reference of each collective.
     torch_distributed_test.py ddp           DDP training: the same parameters as over gloo
     torch_distributed_test.py errors        what is refused, and how it is named
     torch_distributed_test.py timeout       init_process_group(timeout=2 s) bounds a collective
+    torch_distributed_test.py mismatch      ranks that pass different shapes or dtypes are named
+    torch_distributed_test.py monitored     monitored_barrier names the ranks that did not arrive
 Exit 0 when every check passed; each failure is printed first.
 """
 import datetime
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -134,6 +137,19 @@ def collectives(rank, size, gloo):
                            input_split_sizes=[rank + 1] * size)
     want = torch.cat([torch.full((r + 1, 2), float(r * 10 + rank)) for r in range(size)])
     check(torch.equal(recv, want), "all_to_all_single with splits")
+    for dtype in SUMMABLE + [torch.bool]:
+        # Uneven splits in every dtype: rank r sends p + r rows of 3 to rank p.
+        rows_in = [p + rank for p in range(size)]
+        send = sample(rank, dtype, n=sum(rows_in) * 3, seed=7).view(-1, 3)
+        recv = torch.empty(sum(rank + r for r in range(size)), 3, dtype=dtype)
+        dist.all_to_all_single(recv, send, output_split_sizes=[rank + r for r in range(size)],
+                               input_split_sizes=rows_in)
+        want = []
+        for r in range(size):
+            theirs = sample(r, dtype, n=sum(p + r for p in range(size)) * 3, seed=7).view(-1, 3)
+            start = sum(p + r for p in range(rank))
+            want.append(theirs[start:start + rank + r])
+        check(torch.equal(recv, torch.cat(want)), "all_to_all_single with splits %s" % dtype)
     outs = [torch.empty(1) for _ in range(size)]
     dist.all_to_all(outs, [torch.tensor([float(rank * 10 + p)]) for p in range(size)])
     check(all(o.item() == r * 10 + rank for r, o in enumerate(outs)), "all_to_all")
@@ -191,7 +207,91 @@ def errors(rank, size, gloo):
          ["second group of backend 'caravan'", "gloo"], "a second caravan group")
     said(lambda: dist.all_reduce(torch.ones(2, dtype=torch.bool)),
          ["dtype torch.bool"], "all_reduce of bool")
+    # Output split sizes on rank 0 that do not match what the others send.
+    if rank == 0:
+        said(lambda: dist.all_to_all_single(torch.empty(2 * size), torch.ones(size),
+                                            output_split_sizes=[2] * size),
+             ["all_to_all_single", "receives %s rows" % ([1] * size), "say %s" % ([2] * size)],
+             "all_to_all_single with wrong output splits")
+    else:
+        dist.all_to_all_single(torch.empty(size), torch.ones(size),
+                               output_split_sizes=[1] * size)
     dist.barrier()
+
+
+def mismatch(rank, size, gloo):
+    """Ranks that pass different shapes or dtypes to a collective: every
+    rank raises within seconds (not at the 60 s timeout), naming each
+    rank's shape; the collectives after it work."""
+    last = size - 1
+    others = "rank 0" if size == 2 else "ranks 0, 1"
+
+    def said(fn, words, what):
+        started = time.monotonic()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - its words are the point
+            check(all(w in str(e) for w in words), "%s: said %r" % (what, str(e)))
+            took = time.monotonic() - started
+            check(took < 15, "%s: took %.1f s" % (what, took))
+            return
+        check(False, "%s: no error" % what)
+
+    said(lambda: dist.all_reduce(torch.ones(5 if rank == last else 4)),
+         ["caravan backend: the ranks disagree on collective #",
+          others + ": all_reduce SUM of float32[4]", "rank %d: all_reduce SUM of float32[5]" %
+          last], "all_reduce of another shape")
+    t = torch.ones(3, dtype=torch.float64 if rank == last else torch.float32)
+    said(lambda: dist.broadcast(t, 0),
+         [others + ": broadcast from 0 of float32[3]",
+          "rank %d: broadcast from 0 of float64[3]" % last], "broadcast of another dtype")
+    # Another collective altogether (asynchronously: the Work raises).
+    if rank == last:
+        work = dist.all_gather([torch.empty(2) for _ in range(size)], torch.ones(2),
+                               async_op=True)
+    else:
+        work = dist.all_reduce(torch.ones(2), async_op=True)
+    said(work.wait, [others + ": all_reduce SUM of float32[2]",
+                     "rank %d: all_gather of float32[2]" % last], "all_gather against all_reduce")
+    # The ranks agree again: collectives go on.
+    t = torch.full((4,), float(rank))
+    dist.all_reduce(t)
+    check(torch.equal(t, torch.full((4,), float(size * (size - 1) // 2))),
+          "all_reduce after the mismatches")
+    dist.barrier(group=gloo)
+
+
+def monitored(rank, size, gloo):
+    """dist.monitored_barrier with the caravan group: passes when every rank
+    arrives; otherwise rank 0 names the first rank that did not (every one
+    with wait_all_ranks=True) and the ranks that did, and those that come
+    late, raise with rank 0's words."""
+    short = datetime.timedelta(seconds=2)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    dist.monitored_barrier()  # the group's timeout
+    if size == 1:
+        return
+    absent = [size - 1] if size == 2 else [1, 2]
+    for wait_all in (False, True):
+        named = absent if wait_all else absent[:1]
+        words = "%s failed to pass monitored_barrier in 2000 ms" % (
+            "rank %d" % named[0] if len(named) == 1 else
+            "ranks " + ", ".join(str(r) for r in named))
+        try:
+            if rank not in absent:
+                dist.monitored_barrier(timeout=short, wait_all_ranks=wait_all)
+            dist.barrier(group=gloo)  # the absent ranks come once the others gave up
+            if rank in absent:
+                dist.monitored_barrier(timeout=short, wait_all_ranks=wait_all)
+            check(False, "monitored_barrier (wait_all_ranks=%s) passed" % wait_all)
+        except Exception as e:  # noqa: BLE001 - its words are the point
+            check(words in str(e) and (rank == 0 or "rank 0 says" in str(e)),
+                  "monitored_barrier (wait_all_ranks=%s) said %r" % (wait_all, str(e)))
+            if rank not in absent:
+                dist.barrier(group=gloo)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30))
+    # Other groups are torch's: gloo's own monitored_barrier.
+    dist.monitored_barrier(group=gloo, timeout=datetime.timedelta(seconds=30))
 
 
 def timeout(rank, size, gloo):
@@ -209,13 +309,13 @@ def timeout(rank, size, gloo):
 
 def main():
     mode = sys.argv[1]
-    seconds = 2 if mode == "timeout" else 60
+    seconds = {"timeout": 2, "mismatch": 10}.get(mode, 60)
     dist.init_process_group("caravan", timeout=datetime.timedelta(seconds=seconds))
     rank, size = dist.get_rank(), dist.get_world_size()
     check(dist.get_backend() == "caravan", "the default group's backend is caravan")
     gloo = dist.new_group(backend="gloo")
-    {"collectives": collectives, "ddp": ddp, "errors": errors,
-     "timeout": timeout}[mode](rank, size, gloo)
+    {"collectives": collectives, "ddp": ddp, "errors": errors, "timeout": timeout,
+     "mismatch": mismatch, "monitored": monitored}[mode](rank, size, gloo)
     print("rank %d of %d: %s: %s" % (rank, size, mode,
                                      "%d failures" % len(failures) if failures else "all right"),
           flush=True)

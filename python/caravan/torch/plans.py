@@ -74,6 +74,31 @@ class Plan:
         return self.result
 
 
+class Started:
+    """A collective that is its operations alone (no later step): the
+    handles and the result, with Plan's interface, without a generator's
+    cost on the way of the commonest collectives."""
+
+    def __init__(self, handles, result):
+        self.waiting, self.result, self.done = handles, result, False
+
+    def step(self):
+        for h in self.waiting:
+            ops.synchronize(h)
+        self.waiting, self.done = [], True
+
+    def step_if_ready(self):
+        if all(ops.poll(h) for h in self.waiting):
+            self.step()
+            return True
+        return False
+
+    def finish(self):
+        if not self.done:
+            self.step()
+        return self.result
+
+
 def run(generator):
     """A plan from start to end, on this thread."""
     return Plan(generator).finish()
@@ -162,11 +187,11 @@ REDUCE_LOCALLY = {
 }
 
 
-def reduce_by_gathering(channel, tensor, op):
+def reduce_by_gathering(channel, tensor, op, part=""):
     """`tensor` <- the reduction (REDUCE_LOCALLY[op]) of every rank's: an
     all_gather, then the reduction here (N times the bytes of a sum)."""
     parts = [torch.empty_like(tensor) for _ in range(channel.size)]
-    yield from gather_same(channel, parts, tensor)
+    yield from gather_same(channel, parts, tensor, part)
     acc = parts[0].clone()
     for p in parts[1:]:
         REDUCE_LOCALLY[op](acc, p)

@@ -4,7 +4,9 @@ A Python subclass of torch.distributed.ProcessGroup (no code compiled
 against torch). Each collective starts Caravan operations at once (the
 engine works while Python goes on) and returns a Work whose future a
 completion thread fulfils, in order, once they are done: comm hooks and
-async_op=True work, and every wait releases the GIL.
+async_op=True work, and every wait releases the GIL. The collectives made
+of several operations are the plans of caravan.torch (plans.py), which
+Horovod's allgather, alltoall and reducescatter use too.
 
 How each collective travels:
   all_reduce SUM, AVG     push_pull through the servers (each byte up and
@@ -19,30 +21,38 @@ How each collective travels:
                           an all_reduce, each rank keeping its part
   all_to_all(_single), scatter
                           broadcasts from each rank, each keeping its part
+                          (all_to_all: every rank's splits first, in one
+                          push_pull)
   barrier                 a push_pull of one element
+  monitored_barrier       through torch's store: rank 0 names the ranks
+                          that did not arrive in time
   send, recv              refused: point-to-point has no server to relay it
                           here; use a gloo group for them
 
 Collectives carry no names, so each is named by its kind, dtype, element
-count and a rolling slot: every rank issues the same collectives in the
-same order (as torch requires), so the names agree, and a name is used
-again (its keys on the servers kept) only after its previous operation
-finished.
+count and slot, its sequence number modulo _SLOTS: every rank issues the
+same collectives in the same order (as torch requires), so the names
+agree, and a slot is used again (its keys on the servers kept) only once
+the collective _SLOTS earlier finished. Ranks that issue different
+collectives at the same point (another shape or dtype) are named by the
+watch (_Watch) instead of waiting for the timeout.
 """
-import math
+import datetime
 import queue
 import sys
 import threading
+import time
 
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
 
-from ...errors import CaravanError
+from ...errors import CaravanError, MismatchError
 from .. import ops
+from .. import plans
 from . import job
 
-_SLOTS = 64  # operations of one kind, dtype and size in flight before a name comes back
+_SLOTS = 64  # collectives in flight before a slot (and its names) comes back
 
 
 class _Work(dist._Work):
@@ -100,75 +110,185 @@ def _work_for(future, caller):
     return _create_work_from_future(future)
 
 
+
+class _Channel:
+    """The operations of one collective (a plan's channel, plans.py): named
+    by the group, the collective's kind, the part, the dtype and element
+    count, and the collective's slot."""
+
+    def __init__(self, group, kind, seq):
+        self.rank, self.size = group._rank, group._size
+        self._prefix = "c10d/0/" + kind
+        self._slot = seq % _SLOTS
+
+    def _name(self, part, tensor):
+        return "%s%s/%s/%d/%d" % (self._prefix, part, str(tensor.dtype)[6:], tensor.numel(),
+                                  self._slot)
+
+    def broadcast(self, tensor, root, part):
+        return ops.broadcast_async_inplace(tensor, root, name=self._name(part, tensor))
+
+    def push_pull(self, tensor, average, part):
+        return ops.push_pull_async_inplace(tensor, average=average,
+                                           name=self._name(part, tensor))
+
+
+def _shape(tensor, free_first=False):
+    dims = [str(d) for d in tensor.shape]
+    if free_first and dims:
+        dims[0] = "*"
+    return "%s[%s]" % (str(tensor.dtype)[6:], ", ".join(dims))
+
+
+def _signature_text(signature):
+    """A collective as the ranks compare it: "all_reduce SUM of float32[4, 5]"."""
+    what, tensors, free_first = signature
+    return "%s of %s" % (what, ", ".join(_shape(t, free_first) for t in tensors))
+
+
+def _settle(future, result=None, error=None):
+    """Fulfils `future`, unless the watch failed it already."""
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    except RuntimeError:  # completed already (the watch and this raced)
+        if not future.done():
+            raise
+
+
 class _Completer:
     """One thread that finishes collectives in the order they were started:
-    waits for their Caravan operations (without the GIL), runs what comes
-    after (a copy, a local reduction), and fulfils their futures."""
+    takes each plan forward, waiting for its Caravan operations (without
+    the GIL), and fulfils its future. `current` is the collective it waits
+    for (seq, signature, since when, future), for the watch, which may
+    abandon it (move_on)."""
 
     def __init__(self):
         self._queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self.current = None
+        self._thread = None
+        self.move_on(None)
 
-    def add(self, handles, then, result):
-        future = torch.futures.Future()
-        self._queue.put((handles, then, result, future))
-        return future
+    def add(self, plan, future, seq, signature):
+        self._queue.put((plan, future, seq, signature))
+
+    def move_on(self, current):
+        """Leaves collective `current` (failed by the watch: its operations
+        cannot finish before CARAVAN_OP_TIMEOUT) to the thread blocked on
+        it, which ends once its wait does, and goes on with the next
+        collectives on a new thread."""
+        with self._lock:
+            if current is not None and self.current is not current:
+                return  # finished meanwhile
+            self.current = None
+            self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
+            self._thread.start()
+
+    def _run(self):
+        me = threading.current_thread()
+        while True:
+            plan, future, seq, signature = self._queue.get()
+            # Not abandoned before this is set: see move_on and below.
+            self.current = (seq, signature, time.monotonic(), future)
+            error = None
+            try:
+                while not plan.done:
+                    plan.step()
+            except Exception as e:  # noqa: BLE001 - handed to the waiter
+                error = e
+            with self._lock:
+                if self._thread is not me:
+                    return  # abandoned while it waited
+                self.current = None
+            _settle(future, result=plan.result, error=error)
+
+
+class _Watch:
+    """Names the ranks when they issue different collectives at the same
+    point (another shape, dtype or kind): their operations then have
+    different names, and each rank would wait for the others until
+    CARAVAN_OP_TIMEOUT. A collective still waited for after SUSPECT_AFTER_S
+    is published in torch's store (this rank: what it is), and the other
+    ranks' publications for the same sequence number are read as they come;
+    one that differs fails the collective, naming every rank's. Collectives
+    that finish sooner cost nothing here."""
+
+    SUSPECT_AFTER_S = 1.0
+
+    def __init__(self, store, rank, size, completer):
+        self._store, self._rank, self._size, self._completer = store, rank, size, completer
+        self._looked_into = None  # the seq of the last collective published
+        threading.Thread(target=self._run, name="caravan-c10d-watch", daemon=True).start()
 
     def _run(self):
         while True:
-            handles, then, result, future = self._queue.get()
-            try:
-                for h in handles:
-                    ops.synchronize(h)
-                if then is not None:
-                    then()
-            except Exception as e:  # noqa: BLE001 - handed to the waiter
-                future.set_exception(e)
+            time.sleep(0.2)
+            current = self._completer.current
+            if current is None or current[0] == self._looked_into or \
+                    time.monotonic() - current[2] < self.SUSPECT_AFTER_S:
                 continue
-            future.set_result(result)
-
-
-class _Names:
-    """The rolling names of unnamed collectives (see the module's words)."""
-
-    def __init__(self, group):
-        self._group = group
-        # Collectives may come from the caller's thread and from autograd's
-        # (DDP's comm hooks): one at a time here.
-        self._lock = threading.Lock()
-        self._count = {}
-        self._last = {}  # name -> the future of the last operation under it
-
-    def take(self, kind, tensor, extra=""):
-        sig = (kind, str(tensor.dtype), tensor.numel(), extra)
-        with self._lock:
-            n = self._count.get(sig, 0)
-            self._count[sig] = n + 1
-            name = "c10d/%s/%s/%s/%d%s/%d" % (self._group, kind, str(tensor.dtype)[6:],
-                                               tensor.numel(), extra, n % _SLOTS)
-            previous = self._last.get(name)
-        if previous is not None and not previous.done():
+            self._looked_into = current[0]
             try:
-                previous.wait()
-            except Exception:  # noqa: BLE001 - its own caller hears of it
-                pass
-        return name
+                self._look_into(current)
+            except Exception:  # noqa: BLE001 - the store is gone: the job is ending
+                return
 
-    def started(self, names, future):
-        with self._lock:
-            for name in names:
-                self._last[name] = future
+    def _look_into(self, current):
+        seq, signature, _, future = current
+        mine = _signature_text(signature)
+        base = "caravan/c10d/waiting/%d/" % seq
+        n = self._store.add(base + "n", 1)
+        self._store.set(base + str(n), "%d %s" % (self._rank, mine))
+        seen, read, pause, differs_since = {}, 0, 0.1, None
+        while self._completer.current is current:
+            n = self._store.add(base + "n", 0)
+            for i in range(read + 1, n + 1):
+                # Set right after its count was taken.
+                rank, what = self._store.get(base + str(i)).decode().split(" ", 1)
+                seen[int(rank)] = what
+            read = n
+            if differs_since is None and any(what != mine for what in seen.values()):
+                differs_since = time.monotonic()
+            # Once two differ, the others (stuck as well) have a moment to
+            # say what they issued, so that the error names every rank.
+            if differs_since is not None and (
+                    len(seen) == self._size or
+                    time.monotonic() - differs_since > self.SUSPECT_AFTER_S + 1):
+                self._fail(current, seen)
+                return
+            time.sleep(pause if differs_since is None else 0.1)
+            pause = min(pause * 2, 2.0)
+
+    def _fail(self, current, seen):
+        seq, _, _, future = current
+        groups = {}
+        for rank, what in sorted(seen.items()):
+            groups.setdefault(what, []).append(rank)
+        said = "; ".join("%s: %s" % (plans.rank_list(ranks), what)
+                         for what, ranks in groups.items())
+        missing = [r for r in range(self._size) if r not in seen]
+        if missing:
+            said += "; %s: no word (not there yet)" % plans.rank_list(missing)
+        _settle(future, error=MismatchError(
+            "caravan backend: the ranks disagree on collective #%d: %s (every rank must issue "
+            "the same collectives, with the same shapes and dtypes, in the same order)" %
+            (seq, said)))
+        self._completer.move_on(current)
 
 
-_REDUCE_LOCALLY = {
-    "PRODUCT": lambda a, b: a.mul_(b),
-    "MIN": lambda a, b: torch.minimum(a, b, out=a),
-    "MAX": lambda a, b: torch.maximum(a, b, out=a),
-    "BAND": lambda a, b: a.bitwise_and_(b),
-    "BOR": lambda a, b: a.bitwise_or_(b),
-    "BXOR": lambda a, b: a.bitwise_xor_(b),
-}
+def _poll_store(store, key, seconds):
+    """Whether counter `key` of `store` reaches 1 within `seconds`."""
+    deadline = time.monotonic() + max(seconds, 0)
+    pause = 0.001
+    while store.add(key, 0) < 1:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    return True
 
 
 def _op_name(op):
@@ -180,6 +300,21 @@ def _op_name(op):
 
 def _refuse(what, instead):
     raise CaravanError("caravan backend: %s is not supported; %s" % (what, instead))
+
+
+_ALL_REDUCE_OPS = ["SUM", "AVG"] + list(plans.REDUCE_LOCALLY)
+
+
+def _reduce_op(opts, what, allowed=None):
+    op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+    if allowed is not None and op not in allowed:
+        _refuse("%s with ReduceOp.%s" % (what, op), "use " + " or ".join(allowed))
+    return op
+
+
+def _part(i, tensors):
+    """Tells apart the operations of the tensors of one call."""
+    return "" if len(tensors) == 1 else "/t%d" % i
 
 
 class ProcessGroupCaravan(dist.ProcessGroup):
@@ -195,8 +330,16 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         job.join(store, rank, size, timeout)
         ProcessGroupCaravan._made = True
         self._rank, self._size = rank, size
-        self._names = _Names("0")
+        self._store, self._timeout = store, timeout
+        # Collectives may come from the caller's thread and from autograd's
+        # (DDP's comm hooks): one at a time here.
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._slots = [None] * _SLOTS  # the future of the collective last in each slot
+        self._monitored_barriers = 0
         self._completer = _Completer()
+        if size > 1:
+            _Watch(store, rank, size, self._completer)
 
     def getBackendName(self):
         return "caravan"
@@ -206,11 +349,31 @@ class ProcessGroupCaravan(dist.ProcessGroup):
 
     # ---- helpers ----------------------------------------------------------
 
-    def _start(self, handles, names, then=None, result=None):
-        """The future of operations started: done once `handles` are, and
-        `then` has run; its value `result`."""
-        future = self._completer.add(handles, then, result)
-        self._names.started(names, future)
+    def _collective(self, kind, signature, plan_of):
+        """Starts the plan `plan_of(channel)` (plans.py: a generator, or a
+        function that returns plans.Started) as the next collective and
+        returns the future of its result. `signature` (what, tensors,
+        whether their first dimension may differ) is what the ranks compare
+        when it is slow to finish."""
+        with self._lock:
+            seq = self._seq
+            self._seq += 1
+            previous = self._slots[seq % _SLOTS]
+            if previous is not None and not previous.done():
+                try:
+                    previous.wait()
+                except Exception:  # noqa: BLE001 - its own caller hears of it
+                    pass
+            future = torch.futures.Future()
+            self._slots[seq % _SLOTS] = future
+            try:
+                plan = plan_of(_Channel(self, kind, seq))
+                if not isinstance(plan, plans.Started):
+                    plan = plans.Plan(plan)
+            except Exception as e:
+                _settle(future, error=e)
+                raise
+            self._completer.add(plan, future, seq, signature)
         return future
 
     @staticmethod
@@ -218,231 +381,231 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         # Frame 2: whoever called the collective method that calls this.
         return _work_for(future, sys._getframe(2))
 
-    def _push_pull(self, tensor, kind, average):
-        name = self._names.take(kind, tensor)
-        return name, ops.push_pull_async_inplace(tensor, average=average, name=name)
-
-    def _broadcast(self, tensor, root, kind, extra=""):
-        name = self._names.take(kind, tensor, extra)
-        return name, ops.broadcast_async_inplace(tensor, root, name=name)
-
-    def _gather_all(self, outputs, tensor, kind):
-        """outputs[r] <- rank r's `tensor` (same shape everywhere), by one
-        broadcast from each rank; returns (names, handles)."""
-        names, handles = [], []
-        for r, out in enumerate(outputs):
-            if r == self._rank:
-                out.copy_(tensor)
-            name, h = self._broadcast(out, r, kind, "/from%d" % r)
-            names.append(name)
-            handles.append(h)
-        return names, handles
-
     # ---- collectives ------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
-        return self._work(self._allreduce(tensors, opts))
+        return self._work(self._allreduce(tensors, opts, "all_reduce"))
 
     def allreduce_coalesced(self, tensors, opts=None):
-        return self._work(self._allreduce(tensors, opts))
+        return self._work(self._allreduce(tensors, opts, "all_reduce"))
 
-    def _allreduce(self, tensors, opts):
-        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+    def _allreduce(self, tensors, opts, what):
+        op = _reduce_op(opts, what, _ALL_REDUCE_OPS)
+        signature = ("%s %s" % (what, op), tensors, False)
         if op in ("SUM", "AVG"):
-            names, handles = [], []
-            for t in tensors:
-                name, h = self._push_pull(t, "allreduce", average=op == "AVG")
-                names.append(name)
-                handles.append(h)
-            return self._start(handles, names, result=tensors)
-        if op not in _REDUCE_LOCALLY:
-            _refuse("all_reduce with ReduceOp.%s" % op, "use SUM, AVG, PRODUCT, MIN, MAX, BAND, "
-                    "BOR or BXOR")
-        names, handles, gathered = [], [], []
-        for t in tensors:
-            parts = [torch.empty_like(t) for _ in range(self._size)]
-            n, h = self._gather_all(parts, t, "allreduce-" + op.lower())
-            names += n
-            handles += h
-            gathered.append(parts)
+            def plan(ch):
+                return plans.Started([ch.push_pull(t, op == "AVG", _part(i, tensors))
+                                      for i, t in enumerate(tensors)], tensors)
 
-        def reduce_here():
-            for t, parts in zip(tensors, gathered):
-                acc = parts[0].clone()
-                for p in parts[1:]:
-                    _REDUCE_LOCALLY[op](acc, p)
-                t.copy_(acc)
+            return self._collective("allreduce", signature, plan)
 
-        return self._start(handles, names, reduce_here, tensors)
+        def by_gathering(ch):
+            for i, t in enumerate(tensors):
+                yield from plans.reduce_by_gathering(ch, t, op, _part(i, tensors))
+            return tensors
+
+        return self._collective("allreduce-" + op.lower(), signature, by_gathering)
 
     def broadcast(self, tensors, opts):
-        names, handles = [], []
-        for t in tensors:
-            name, h = self._broadcast(t, opts.rootRank, "broadcast")
-            names.append(name)
-            handles.append(h)
-        return self._work(self._start(handles, names, result=tensors))
+        root = opts.rootRank
+
+        def plan(ch):
+            return plans.Started([ch.broadcast(t, root, _part(i, tensors))
+                                  for i, t in enumerate(tensors)], tensors)
+
+        return self._work(self._collective("broadcast", ("broadcast from %d" % root, tensors,
+                                                         False), plan))
 
     def allgather(self, output_tensors, input_tensors, opts=None):
-        names, handles = [], []
-        for outputs, t in zip(output_tensors, input_tensors):
+        for outputs in output_tensors:
             self._check_count(outputs, "all_gather's output list")
-            n, h = self._gather_all(outputs, t, "allgather")
-            names += n
-            handles += h
-        return self._work(self._start(handles, names, result=output_tensors))
+
+        def plan(ch):
+            for i, (outputs, t) in enumerate(zip(output_tensors, input_tensors)):
+                yield from plans.gather_same(ch, outputs, t, _part(i, input_tensors))
+            return output_tensors
+
+        return self._work(self._collective("allgather", ("all_gather", input_tensors, False),
+                                           plan))
 
     def _allgather_base(self, output, input, opts=None):
         if output.numel() != input.numel() * self._size:
             raise CaravanError("caravan backend: all_gather_into_tensor: the output has %d "
                                "elements, not %d x %d ranks" %
                                (output.numel(), input.numel(), self._size))
-        parts = list(output.view(-1).chunk(self._size)) if output.is_contiguous() else None
-        staging = None
-        if parts is None:
-            staging = torch.empty(output.numel(), dtype=output.dtype, device=output.device)
-            parts = list(staging.chunk(self._size))
-        names, handles = self._gather_all(parts, input.reshape(-1), "allgather-base")
 
-        def copy_back():
+        def plan(ch):
+            staging = None if output.is_contiguous() else \
+                torch.empty(output.numel(), dtype=output.dtype, device=output.device)
+            parts = list((output if staging is None else staging).view(-1).chunk(self._size))
+            yield from plans.gather_same(ch, parts, input.reshape(-1))
             if staging is not None:
                 output.copy_(staging.view(output.shape))
+            return [output]
 
-        return self._work(self._start(handles, names, copy_back, [output]))
+        return self._work(self._collective("allgather-base", ("all_gather_into_tensor",
+                                                              [input], False), plan))
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        if op not in ("SUM", "AVG"):
-            _refuse("reduce_scatter with ReduceOp.%s" % op, "use SUM or AVG")
-        names, handles, pending = [], [], []
-        for out, inputs in zip(output_tensors, input_tensors):
+        op = _reduce_op(opts, "reduce_scatter", ["SUM", "AVG"])
+        for inputs in input_tensors:
             self._check_count(inputs, "reduce_scatter's input list")
-            whole = torch.cat([i.reshape(-1) for i in inputs])
-            name, h = self._push_pull(whole, "reducescatter", average=op == "AVG")
-            names.append(name)
-            handles.append(h)
-            sizes = [i.numel() for i in inputs]
-            pending.append((out, whole, sizes))
 
-        def keep_mine():
-            for out, whole, sizes in pending:
-                start = sum(sizes[:self._rank])
-                out.copy_(whole[start:start + sizes[self._rank]].view(out.shape))
+        def plan(ch):
+            for i, (out, inputs) in enumerate(zip(output_tensors, input_tensors)):
+                whole = torch.cat([x.reshape(-1) for x in inputs])
+                mine = yield from plans.reduce_scatter(ch, whole, op == "AVG",
+                                                       [x.numel() for x in inputs],
+                                                       _part(i, output_tensors))
+                out.copy_(mine.view(out.shape))
+            return output_tensors
 
-        return self._work(self._start(handles, names, keep_mine, output_tensors))
+        pieces = [x for inputs in input_tensors for x in inputs]
+        return self._work(self._collective("reducescatter", ("reduce_scatter " + op, pieces,
+                                                             False), plan))
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        op = _op_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        if op not in ("SUM", "AVG"):
-            _refuse("reduce_scatter_tensor with ReduceOp.%s" % op, "use SUM or AVG")
+        op = _reduce_op(opts, "reduce_scatter_tensor", ["SUM", "AVG"])
         if input.numel() != output.numel() * self._size:
             raise CaravanError("caravan backend: reduce_scatter_tensor: the input has %d "
                                "elements, not %d x %d ranks" %
                                (input.numel(), output.numel(), self._size))
-        whole = input.detach().reshape(-1).clone()
-        name, h = self._push_pull(whole, "reducescatter-base", average=op == "AVG")
-        n = output.numel()
 
-        def keep_mine():
-            output.copy_(whole[self._rank * n:(self._rank + 1) * n].view(output.shape))
+        def plan(ch):
+            whole = input.detach().reshape(-1).clone(memory_format=torch.contiguous_format)
+            mine = yield from plans.reduce_scatter(ch, whole, op == "AVG",
+                                                   [output.numel()] * self._size)
+            output.copy_(mine.view(output.shape))
+            return [output]
 
-        return self._work(self._start([h], [name], keep_mine, [output]))
+        return self._work(self._collective("reducescatter-base", ("reduce_scatter_tensor " + op,
+                                                                  [input], False), plan))
 
     def reduce(self, tensors, opts):
         # Every rank gets the result; torch leaves the others' unspecified.
         all_opts = dist.AllreduceOptions()
         all_opts.reduceOp = opts.reduceOp
-        return self._work(self._allreduce(tensors, all_opts))
+        return self._work(self._allreduce(tensors, all_opts, "reduce"))
 
     def gather(self, output_tensors, input_tensors, opts):
-        root = opts.rootRank
-        gathered = [torch.empty_like(input_tensors[0]) for _ in range(self._size)]
-        names, handles = self._gather_all(gathered, input_tensors[0], "gather")
+        root, t = opts.rootRank, input_tensors[0]
 
-        def to_root():
+        def plan(ch):
+            gathered = [torch.empty_like(t) for _ in range(self._size)]
+            yield from plans.gather_same(ch, gathered, t)
             if self._rank == root:
                 for out, g in zip(output_tensors[0], gathered):
                     out.copy_(g)
+            return output_tensors
 
-        return self._work(self._start(handles, names, to_root, output_tensors))
+        return self._work(self._collective("gather", ("gather to %d" % root, [t], False), plan))
 
     def scatter(self, output_tensors, input_tensors, opts):
-        root = opts.rootRank
-        out = output_tensors[0]
-        names, handles, parts = [], [], []
-        for r in range(self._size):
-            part = input_tensors[0][r].clone() if self._rank == root else torch.empty_like(out)
-            name, h = self._broadcast(part, root, "scatter", "/to%d" % r)
-            names.append(name)
-            handles.append(h)
-            parts.append(part)
+        root, out = opts.rootRank, output_tensors[0]
 
-        def keep_mine():
+        def plan(ch):
+            parts = [input_tensors[0][r].clone() if self._rank == root else torch.empty_like(out)
+                     for r in range(self._size)]
+            yield [ch.broadcast(p, root, "/to%d" % r) for r, p in enumerate(parts)]
             out.copy_(parts[self._rank])
+            return output_tensors
 
-        return self._work(self._start(handles, names, keep_mine, output_tensors))
+        return self._work(self._collective("scatter", ("scatter from %d" % root, [out], False),
+                                           plan))
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self._work(self._alltoall_flat(output, input, output_split_sizes,
-                                              input_split_sizes))
-
-    def _alltoall_flat(self, output, input, output_split_sizes, input_split_sizes):
-        n = self._size
-        in_splits = list(input_split_sizes) or [input.size(0) // n] * n
-        out_splits = list(output_split_sizes) or [output.size(0) // n] * n
-        # Every rank's split sizes, so each knows how much every other sends.
-        mine = torch.tensor(in_splits, dtype=torch.int64)
-        all_splits = [torch.empty_like(mine) for _ in range(n)]
-        names, handles = self._gather_all(all_splits, mine, "alltoall-splits")
-        for h in handles:  # needed before anything else can start
-            ops.synchronize(h)
-        row = math.prod(input.shape[1:])  # elements per index of dim 0
-        inputs = [torch.empty(int(s.sum()) * row, dtype=input.dtype, device=input.device)
-                  for s in all_splits]
-        names, handles = [], []
-        for r in range(n):
-            if r == self._rank:
-                inputs[r].copy_(input.reshape(-1))
-            name, h = self._broadcast(inputs[r], r, "alltoall", "/from%d" % r)
-            names.append(name)
-            handles.append(h)
-
-        def keep_mine():
-            pieces = []
-            for r in range(n):
-                splits = all_splits[r].tolist()
-                start = sum(splits[:self._rank]) * row
-                pieces.append(inputs[r][start:start + splits[self._rank] * row])
-            got = torch.cat(pieces)
-            if got.numel() != sum(out_splits) * row:
-                raise CaravanError("caravan backend: all_to_all_single: this rank receives %d "
-                                   "elements, its output has room for %d" %
-                                   (got.numel(), sum(out_splits) * row))
-            output.copy_(got.view(output.shape))
-
-        return self._start(handles, names, keep_mine, [output])
+        return self._work(self._alltoall(output, input, output_split_sizes, input_split_sizes,
+                                         "all_to_all_single"))
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         flat_in = torch.cat([t.reshape(-1) for t in input_tensors])
-        in_sizes = [t.numel() for t in input_tensors]
         out_sizes = [t.numel() for t in output_tensors]
         flat_out = torch.empty(sum(out_sizes), dtype=flat_in.dtype, device=flat_in.device)
-        work = self._alltoall_flat(flat_out, flat_in, out_sizes, in_sizes)
 
-        def scatter_back(fut):
-            fut.value()  # raises the collective's error
+        def scatter_back():
             offset = 0
             for t, size in zip(output_tensors, out_sizes):
                 t.copy_(flat_out[offset:offset + size].view(t.shape))
                 offset += size
             return output_tensors
 
-        return _work_for(work.then(scatter_back), sys._getframe(1))
+        return self._work(self._alltoall(flat_out, flat_in, out_sizes,
+                                         [t.numel() for t in input_tensors], "all_to_all",
+                                         scatter_back))
+
+    def _alltoall(self, output, input, output_split_sizes, input_split_sizes, what,
+                  then=None):
+        in_splits = list(input_split_sizes) or None
+        out_splits = list(output_split_sizes) or None
+
+        def plan(ch):
+            got, received = yield from plans.alltoall(ch, input, in_splits,
+                                                      "caravan backend: " + what)
+            if out_splits is not None and received != out_splits:
+                raise CaravanError("caravan backend: %s: this rank receives %s rows from the "
+                                   "ranks, its output split sizes say %s" %
+                                   (what, received, out_splits))
+            if got.numel() != output.numel():
+                raise CaravanError("caravan backend: %s: this rank receives %d elements, its "
+                                   "output has room for %d" % (what, got.numel(), output.numel()))
+            output.copy_(got.view(output.shape))
+            return then() if then is not None else [output]
+
+        return self._collective("alltoall", (what, [input], True), plan)
 
     def barrier(self, opts=None):
         token = torch.zeros(1, dtype=torch.int32)
-        name, h = self._push_pull(token, "barrier", average=False)
-        return self._work(self._start([h], [name], result=[token]))
+
+        def plan(ch):
+            return plans.Started([ch.push_pull(token, False, "")], [token])
+
+        return self._work(self._collective("barrier", ("barrier", [token], False), plan))
+
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        """torch's monitored_barrier, through torch's store: every rank
+        says it arrived; rank 0 waits up to `timeout` (default: the
+        group's) for each, and raises naming the first rank that did not
+        arrive (every one with wait_all_ranks=True); the other ranks wait
+        for rank 0's verdict and raise with it. Collectives in flight are
+        not waited for. The store is polled (torch 1.13's store.wait with a
+        timeout leaves its connection out of step once it expires)."""
+        if timeout is None:
+            timeout = self._timeout or datetime.timedelta(minutes=30)
+        ms = int(timeout.total_seconds() * 1000)
+        store, n = self._store, self._monitored_barriers
+        self._monitored_barriers += 1
+        base = "caravan/monitored_barrier/%d/" % n
+        if self._rank != 0:
+            store.add(base + str(self._rank), 1)
+            # Rank 0 may take all of `timeout` to give up on a rank.
+            if not _poll_store(store, base + "decided", timeout.total_seconds() + 5):
+                raise CaravanError("caravan backend: monitored_barrier: rank %d arrived, but rank "
+                                   "0 gave no verdict within %d ms (did rank 0 reach it?)" %
+                                   (self._rank, ms + 5000))
+            verdict = store.get(base + "verdict").decode()
+            if verdict != "passed":
+                raise CaravanError("caravan backend: monitored_barrier: rank %d arrived; rank 0 "
+                                   "says %s" % (self._rank, verdict))
+            return
+        deadline = time.monotonic() + timeout.total_seconds()
+        missing = []
+        for r in range(1, self._size):
+            if missing and not wait_all_ranks:
+                break
+            if not _poll_store(store, base + str(r), deadline - time.monotonic()):
+                missing.append(r)
+        verdict = "passed"
+        if missing:
+            verdict = "%s failed to pass monitored_barrier in %d ms" % (plans.rank_list(missing),
+                                                                        ms)
+        store.set(base + "verdict", verdict)
+        store.add(base + "decided", 1)
+        if missing:
+            raise CaravanError("caravan backend: monitored_barrier: " + verdict)
+        if n > 0:  # every rank arrived here, so it read the previous verdict
+            previous = "caravan/monitored_barrier/%d/" % (n - 1)
+            for key in [str(r) for r in range(1, self._size)] + ["decided", "verdict"]:
+                store.delete_key(previous + key)
 
     def send(self, tensors, dst, tag=0):
         _refuse("send", "point-to-point has no server to relay it here; use a gloo group "
