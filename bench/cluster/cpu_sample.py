@@ -8,7 +8,7 @@
                                     on the machine): user and system
                                     CPU and context switches (/proc/<pid>/task),
                                     and, where perf can count tracepoints, the
-                                    system calls of every thread (perf stat)
+                                    system calls of every process (perf stat)
   cpu_sample.py report DIR --window START END --steps N --bytes B --workers W
                        [--prep-cpu S] [--title T]
                                     prints what each role's threads used within
@@ -28,8 +28,12 @@ so worker, server and Gloo figures add up and compare directly. cpu_s, and
 the figures per byte and per step, come from /proc/<pid>/task/<tid>/schedstat
 (nanoseconds on a CPU); user_s and sys_s split it as /proc's 10 ms ticks do,
 so they are coarse in short windows. --prep-cpu is
-the CPU each worker's main thread spent filling and checking tensors in the
-window (not communication); it is taken off the workers' main threads.
+the CPU each worker's main thread spent on its own computation in the window
+(filling and checking tensors, or a model's steps: not communication); it is
+taken off the workers' main threads, and once per worker off the machine.
+The machine's rows are every CPU's busy time in the window (/proc/stat, all
+processes, the kernel's softirq work for the network included, which no
+process is charged with when ksoftirqd or an interrupt does it).
 """
 import bisect
 import os
@@ -44,15 +48,33 @@ HZ = os.sysconf("SC_CLK_TCK")
 
 
 def role_of(pid, exe):
+    """DMLC_ROLE; else "gloo" for Gloo's ring, "worker" for a torch rank (RANK set)."""
+    env = {}
     try:
         with open("/proc/%d/environ" % pid, "rb") as f:
             for item in f.read().split(b"\0"):
-                if item.startswith(b"DMLC_ROLE="):
-                    return item[len(b"DMLC_ROLE="):].decode()
+                key, _, value = item.partition(b"=")
+                env[key] = value
     except OSError:
         pass
+    if b"DMLC_ROLE" in env:
+        return env[b"DMLC_ROLE"].decode()
     name = os.path.basename(exe)
-    return "gloo" if "gloo" in name else name
+    if "gloo" in name:
+        return "gloo"
+    return "worker" if b"RANK" in env else name
+
+
+def machine():
+    """The whole machine's CPU from /proc/stat, as a thread's counters: (user ticks,
+    system ticks with interrupts, 0, 0, busy ns); and the softirq part alone."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    user, system, irq, softirq = v[0] + v[1], v[2], v[5], v[6]
+    busy = user + system + irq + softirq + (v[7] if len(v) > 7 else 0)
+    ns = 1e9 / HZ
+    return ((user, system + irq + softirq, 0, 0, int(busy * ns)),
+            (0, softirq, 0, 0, int(softirq * ns)))
 
 
 def read_thread(pid, tid):
@@ -120,8 +142,9 @@ def record(out_dir, root, exes):
                         exe = os.path.realpath("/proc/%d/exe" % pid)
                     except OSError:
                         continue
-                    mine = exe in exes and descends_from(pid, root)
-                    roles[pid] = role_of(pid, exe) if mine else None
+                    if exe not in exes:
+                        continue  # not yet, maybe: timeout, ip netns exec and env exec it
+                    roles[pid] = role_of(pid, exe) if descends_from(pid, root) else None
                 if roles[pid] is None:
                     continue
                 try:
@@ -136,6 +159,9 @@ def record(out_dir, root, exes):
                     comm = "main" if tid == pid else r[0]
                     out.write("%.4f,%d,%s,%d,%s,%d,%d,%d,%d,%d\n" %
                               (now, pid, roles[pid], tid, comm.replace(",", ";"), *r[1:]))
+            whole, soft = machine()
+            out.write("%.4f,0,machine,0,all CPUs,%d,%d,%d,%d,%d\n" % (now, *whole))
+            out.write("%.4f,0,machine,-1,softirq,%d,%d,%d,%d,%d\n" % (now, *soft))
             out.flush()
             time.sleep(max(0.0, INTERVAL_S - (time.time() - now)))
     if perf is not None:
@@ -166,7 +192,7 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
             t, pid, role, tid, comm, u, s, v, n, ns = line.rstrip("\n").split(",")
             series[(role, int(pid), int(tid), comm)].append(
                 (float(t), [int(u) / HZ, int(s) / HZ, int(v), int(n), int(ns) / 1e9]))
-    syscalls = defaultdict(int)  # tid -> system calls within the window
+    syscalls = defaultdict(int)  # pid -> system calls within the window (perf counts processes)
     perf_start = None
     try:
         with open(os.path.join(out_dir, "perf_start")) as f:
@@ -192,16 +218,19 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
         acc = total[(role, comm)]
         for i in range(4):
             acc[i] += b[i] - a[i]
-        acc[4] += syscalls.get(tid, 0)
         acc[5] += b[4] - a[4]
-        if b[4] > a[4]:  # a process that ran in the window
+        if b[4] > a[4] and pid > 0:  # a process that ran in the window
             procs[role].add(pid)
-    if prep_cpu and ("worker", "main") in total:  # the fill and check, as user time
-        main = total[("worker", "main")]
-        prep = prep_cpu * len(procs["worker"])
-        main[0] = max(0.0, main[0] - prep)  # ticks are coarser than the workers' clock
-        main[5] = max(0.0, main[5] - prep)
-    ran = sum(v[5] for (r, _), v in total.items() if r != "scheduler")
+    calls = {role: sum(syscalls.get(p, 0) for p in pids) for role, pids in procs.items()}
+    # The workers' own computation (filling and checking, or a model's
+    # steps) is not communication: off their main threads and the machine.
+    ranks = len(procs["worker"]) + len(procs["gloo"])
+    for key in (("worker", "main"), ("gloo", "main"), ("machine", "all CPUs")):
+        if prep_cpu and key in total:
+            prep = prep_cpu * (ranks if key[0] == "machine" else len(procs[key[0]]))
+            total[key][0] = max(0.0, total[key][0] - prep)  # ticks: coarser than the clock
+            total[key][5] = max(0.0, total[key][5] - prep)
+    ran = sum(v[5] for (r, _), v in total.items() if r not in ("scheduler", "machine"))
     if end <= start or ran <= 0:
         sys.stderr.write("cpu_sample: %s: no CPU was seen in the timed window [%.3f, %.3f] "
                          "(%d thread(s) sampled in %s)\n" % (title, start, end, len(series), out_dir))
@@ -213,6 +242,7 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
     print("%-10s %-16s %8s %8s %8s %9s %12s %10s %11s" %
           ("role", "thread", "cpu_s", "user_s", "sys_s", "ns/byte", "core-ms/step",
            "wakeups/MB", "syscalls/MB"))
+    # perf counts system calls per process, so they are on the "all" rows only.
     line = "%-10s %-16s %8.3f %8.2f %8.2f %9.2f %12.1f %10.1f %11.1f"
     for role in sorted({r for r, _ in total}):
         rows = sorted(((c, v) for (r, c), v in total.items() if r == role), key=lambda cv: -cv[1][5])
@@ -220,13 +250,15 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
         for comm, v in rows:
             for i in range(6):
                 sums[i] += v[i]
-            if v[5] < 0.002 and v[4] < mb:
+            if v[5] < 0.002 and role != "machine":
                 continue  # idle threads (heartbeat, control) would only crowd the table
             print(line % (role, comm, v[5], v[0], v[1], v[5] * 1e9 / grad_bytes, v[5] * 1e3 / steps,
-                          (v[2] + v[3]) / mb, v[4] / mb))
+                          (v[2] + v[3]) / mb, float("nan")))
+        if role == "machine":
+            continue  # its rows overlap: every CPU's busy time, and the softirq part of it
         print(line % (role, "all (%d proc)" % len(procs[role]), sums[5], sums[0], sums[1],
                       sums[5] * 1e9 / grad_bytes, sums[5] * 1e3 / steps, (sums[2] + sums[3]) / mb,
-                      sums[4] / mb))
+                      calls.get(role, 0) / mb if perf_start is not None else float("nan")))
     return 0
 
 

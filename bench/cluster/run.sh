@@ -3,7 +3,7 @@
 # the same shaped links, in one invocation (docs/cluster-bench.md).
 #
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
-#          [--workloads 4M,64M,resnet50,bert-large] [--modes dedicated,colocated]
+#          [--workloads 4M,64M,resnet50,bert-large,mlp] [--modes dedicated,colocated]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
 #          [--no-gloo] [--compress key=value,...] [--cpu]
@@ -20,6 +20,13 @@
 #              gradients as one fused buffer);
 #   dedicated  Caravan, one worker per worker host, one server per server host;
 #   colocated  Caravan, a worker and a server on each worker host.
+# Workload mlp (or mlpW, layers W wide) trains a model instead, issue 34's
+# loop (bench/cluster/train.py: 6 x Linear(2048, 2048) with ReLU, batch 8,
+# SGD, one torch thread per process) with the interpreter that has torch:
+#   gloo       is then torch DistributedDataParallel over gloo;
+#   dedicated, colocated   byteps.torch's DistributedOptimizer;
+#   <mode>+ddp DistributedDataParallel over init_process_group("caravan");
+# MB/s is gradient bytes / step time, so the ratio is one of step rates.
 # and prints a table: the median step's algorithm bandwidth (bytes of the
 # workload / step time) of each, the ratio, and each one's fraction of its
 # link bound. The bounds: with dedicated servers each worker sends and
@@ -114,7 +121,16 @@ done
 if [ "$gloo" = 1 ] && [ ! -x "$gloo_bin" ]; then
   die "$gloo_bin is not built: Gloo was not found at configure time (install libgloo-dev and rebuild, or --no-gloo)"
 fi
+# A model's training (mlp, mlpW) runs in the interpreter the build found with torch.
+mlp_width() { [[ $1 =~ ^mlp([0-9]*)$ ]] && echo "${BASH_REMATCH[1]:-2048}"; }
+python=""
 for w in "${workload_list[@]}"; do  # the worker's own parser judges a workload
+  if [ -n "$(mlp_width "$w")" ]; then
+    paths=$bin/../python/caravan/_paths.py
+    python=$(sed -n 's/^PYTHON = "\(.*\)"$/\1/p' "$paths" 2>/dev/null)
+    [ -n "$python" ] || die "--workloads $w: $paths names no interpreter with torch (install python3-torch and configure again)"
+    continue
+  fi
   err=$("$worker_bin" --workload "$w" --iters 0 2>&1 | head -n 1 | grep -v "iters must be")
   [ -z "$err" ] || die "--workloads: $err"
 done
@@ -240,10 +256,26 @@ fail_run() {
   exit 1
 }
 
+# The training loop of workload $1 (bench/cluster/train.py) with API $2.
+train_cmd() {
+  echo env PYTHONPATH="$bin/../python" "$python" "$root/bench/cluster/train.py" --api "$2" \
+    --width "$(mlp_width "$1")" --iters "$iters" --warmup "$warmup" --label "$1"
+}
+
 run_gloo() {  # $1 rate, $2 workload; prints MB/s
   local tag=$1-$2-gloo store=$work/store-$1-$2 i
   mkdir -p "$store"
   started=()
+  if [ -n "$(mlp_width "$2")" ]; then  # torch DDP over gloo, as torchrun would start it
+    for ((i = 0; i < hosts; i++)); do
+      start_in "w$i" "$work/$tag-w$i.log" env RANK="$i" WORLD_SIZE="$hosts" LOCAL_RANK=0 \
+        LOCAL_WORLD_SIZE=1 MASTER_ADDR="${addr[w0]}" MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth1 \
+        $(train_cmd "$2" ddp)
+    done
+    wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
+    result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+    return
+  fi
   for ((i = 0; i < hosts; i++)); do
     start_in "w$i" "$work/$tag-w$i.log" "$gloo_bin" --rank "$i" --size "$hosts" --store "$store" \
       --iface eth1 --timeout "$deadline" --workload "$2" --iters "$iters" --warmup "$warmup" \
@@ -253,9 +285,17 @@ run_gloo() {  # $1 rate, $2 workload; prints MB/s
   result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
 }
 
-run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed]; prints MB/s
-  local tag=$1-$2-$3 i server_host mode=${3%+compressed} worker_args=()
-  [ "$mode" != "$3" ] && worker_args=(--compress "$compress")
+run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed|+ddp]; prints MB/s
+  local tag=$1-$2-$3 i server_host mode=${3%+*} worker_args=() worker_cmd
+  [ "$3" = "$mode+compressed" ] && worker_args=(--compress "$compress")
+  worker_cmd=("$worker_bin" --workload "$2" --iters "$iters" --warmup "$warmup" --aligned "$aligned")
+  if [ -n "$(mlp_width "$2")" ]; then
+    worker_cmd=($(train_cmd "$2" byteps))
+    # torch's env:// store is served by rank 0, on w0, not at the scheduler's
+    # host (where caravan.torch.distributed would point MASTER_ADDR).
+    [ "$3" = "$mode+ddp" ] && worker_cmd=(env MASTER_ADDR="${addr[w0]}" MASTER_PORT=29500
+                                          $(train_cmd "$2" caravan))
+  fi
   local job=(env DMLC_PS_ROOT_URI="${addr[sch]}" DMLC_PS_ROOT_PORT=9100 DMLC_NUM_WORKER="$hosts"
              DMLC_NUM_SERVER="$hosts" DMLC_INTERFACE=eth1 CARAVAN_OP_TIMEOUT="$deadline"
              "${extra_env[@]}")
@@ -265,8 +305,8 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed]; prints MB/s
     server_host=s$i
     [ "$mode" = colocated ] && server_host=w$i
     start_in "$server_host" "$work/$tag-server$i.log" "${job[@]}" DMLC_ROLE=server "$server_bin"
-    start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker "$worker_bin" \
-      --workload "$2" --iters "$iters" --warmup "$warmup" --aligned "$aligned" "${worker_args[@]}"
+    start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker DMLC_WORKER_ID="$i" \
+      "${worker_cmd[@]}" "${worker_args[@]}"
   done
   wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
   result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
@@ -277,7 +317,7 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed]; prints MB/s
 start_cpu() {
   mkdir -p "$work/cpu-$1"
   python3 "$root/bench/cluster/cpu_sample.py" record "$work/cpu-$1" $$ "$server_bin" \
-    "$worker_bin" "$gloo_bin" &
+    "$worker_bin" "$gloo_bin" ${python:+"$python"} &
   cpu_sampler=$!
   pids+=("$cpu_sampler")
 }
@@ -341,26 +381,31 @@ for rate in "${rate_list[@]}"; do
     case $w in  # the workload's bytes (bench/model_layers.h for the models)
       resnet50) wb=102228128 ;;
       bert-large) wb=1340567552 ;;
+      mlp*) wb=$(( 6 * ($(mlp_width "$w") + 1) * $(mlp_width "$w") * 4 )) ;;
       *) wb=$(( ${w%M} * 1048576 )) ;;
     esac
     deadline=$(awk -v b="$wb" -v r="$bps" -v k="$((iters + warmup))" 'BEGIN { printf "%d", 60 + 8 * k * 2 * b / r }')
+    [ -n "$(mlp_width "$w")" ] && deadline=$((deadline + 20 * (iters + warmup)))  # the model's compute
     gloo_mbps=""
     if [ "$gloo" = 1 ]; then gloo_mbps=$(measure "$rate" "$w" gloo) || exit 1; fi
     for m in "${mode_list[@]}"; do
       bound=$bps
       [ "$m" = colocated ] && bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
       plain=""
-      for variant in "$m" ${compress:+"$m+compressed"}; do
+      train_ddp=""
+      [ -n "$(mlp_width "$w")" ] && train_ddp=1
+      for variant in "$m" ${compress:+"$m+compressed"} ${train_ddp:+"$m+ddp"}; do
         mbps=$(measure "$rate" "$w" "$variant") || exit 1
         label=$m
-        [ "$variant" != "$m" ] && label="$m+$compressor"
+        [ "$variant" = "$m+compressed" ] && label="$m+$compressor"
+        [ "$variant" = "$m+ddp" ] && label="$m+ddp"
         awk -v r="$rate" -v w="$w" -v m="$label" -v c="$mbps" -v g="$gloo_mbps" -v b="$bound" \
           -v p="$plain" -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
             vs = (p == "") ? "" : sprintf("%.2fx", c / p)
             if (g == "") printf "%-8s %-11s %-17s %12.1f %12s %7s %14.2f %12s %s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-", vs
             else printf "%-8s %-11s %-17s %12.1f %12.1f %7.2f %14.2f %12.2f %s\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb, vs }'
         [ -n "$plot" ] && echo "\"$w $label${rate_list[1]:+ $rate}\" $mbps ${gloo_mbps:-0}" >>"$work/plot.dat"
-        plain=$mbps
+        [ "$variant" = "$m" ] && [ -n "$compress" ] && plain=$mbps  # what compression is held to
       done
     done
   done
