@@ -10,7 +10,7 @@
                                     and, where perf can count tracepoints, the
                                     system calls of every process (perf stat)
   cpu_sample.py report DIR --window START END --steps N --bytes B --workers W
-                       [--prep-cpu S] [--title T]
+                       [--prep-cpu S] [--compute-step-ms M] [--title T]
                                     prints what each role's threads used within
                                     the timed window [START, END] (wall clock,
                                     seconds since the epoch, as the workers print
@@ -31,6 +31,9 @@ so they are coarse in short windows. --prep-cpu is
 the CPU each worker's main thread spent on its own computation in the window
 (filling and checking tensors, or a model's steps: not communication); it is
 taken off the workers' main threads, and once per worker off the machine.
+--compute-step-ms is what the machine spent a step on computation alone (the
+--api none run of a model's training); a row "less compute" then shows the
+rest, communication's cost to the whole machine.
 The machine's rows are every CPU's busy time in the window (/proc/stat, all
 processes, the kernel's softirq work for the network included, which no
 process is charged with when ksoftirqd or an interrupt does it).
@@ -183,7 +186,7 @@ def at(samples, t):
     return [x + (y - x) * w for x, y in zip(a, b)]
 
 
-def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
+def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title, compute_ms=None):
     # (role, pid, tid, comm) -> [(time, [user_s, sys_s, voluntary, involuntary, cpu_s])]
     series = defaultdict(list)
     with open(os.path.join(out_dir, "threads.csv")) as f:
@@ -221,7 +224,12 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
         acc[5] += b[4] - a[4]
         if b[4] > a[4] and pid > 0:  # a process that ran in the window
             procs[role].add(pid)
-    calls = {role: sum(syscalls.get(p, 0) for p in pids) for role, pids in procs.items()}
+    # perf counts what it attributes to each process; none for a process that
+    # used CPU means perf missed it (it maps tasks as it goes): nan, not 0.
+    calls = {}
+    for role, pids in procs.items():
+        counted = [syscalls[p] for p in pids if syscalls.get(p, 0) > 0]
+        calls[role] = sum(counted) if len(counted) == len(pids) else float("nan")
     # The workers' own computation (filling and checking, or a model's
     # steps) is not communication: off their main threads and the machine.
     ranks = len(procs["worker"]) + len(procs["gloo"])
@@ -255,10 +263,15 @@ def report(out_dir, start, end, steps, nbytes, workers, prep_cpu, title):
             print(line % (role, comm, v[5], v[0], v[1], v[5] * 1e9 / grad_bytes, v[5] * 1e3 / steps,
                           (v[2] + v[3]) / mb, float("nan")))
         if role == "machine":
+            if compute_ms is not None:  # what communication cost the machine, as issue 34 counts
+                comm_s = max(0.0, total[("machine", "all CPUs")][5] - compute_ms * steps / 1e3)
+                print(line % (role, "less compute", comm_s, float("nan"), float("nan"),
+                              comm_s * 1e9 / grad_bytes, comm_s * 1e3 / steps, float("nan"),
+                              float("nan")))
             continue  # its rows overlap: every CPU's busy time, and the softirq part of it
         print(line % (role, "all (%d proc)" % len(procs[role]), sums[5], sums[0], sums[1],
                       sums[5] * 1e9 / grad_bytes, sums[5] * 1e3 / steps, (sums[2] + sums[3]) / mb,
-                      calls.get(role, 0) / mb if perf_start is not None else float("nan")))
+                      calls.get(role, float("nan")) / mb if perf_start is not None else float("nan")))
     return 0
 
 
@@ -268,7 +281,7 @@ def main(argv):
         return 0
     if len(argv) >= 3 and argv[1] == "report":
         args = argv[3:]
-        opts = {"--prep-cpu": "0", "--title": ""}
+        opts = {"--prep-cpu": "0", "--title": "", "--compute-step-ms": None}
         i = 0
         while i < len(args):
             if args[i] == "--window":
@@ -279,7 +292,8 @@ def main(argv):
                 i += 2
         start, end = opts["--window"]
         return report(argv[2], start, end, int(opts["--steps"]), float(opts["--bytes"]),
-                      int(opts["--workers"]), float(opts["--prep-cpu"]), opts["--title"])
+                      int(opts["--workers"]), float(opts["--prep-cpu"]), opts["--title"],
+                      None if opts["--compute-step-ms"] is None else float(opts["--compute-step-ms"]))
     sys.stderr.write(__doc__)
     return 2
 

@@ -53,7 +53,9 @@
 # system seconds, ns of CPU per gradient byte (a role's CPU over workers x
 # steps x workload bytes, so worker, server and Gloo figures compare),
 # core-ms per step, wake-ups (context switches) and system calls per MB
-# (bench/cluster/cpu_sample.py). Run it with --rates 100gbit for the
+# (bench/cluster/cpu_sample.py). With a model's training (mlp) it first runs
+# the same steps with no communication, and each table's "less compute" row
+# is the machine's CPU per step less that run's: what communication cost. Run it with --rates 100gbit for the
 # CPU-bound case.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
 # --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
@@ -262,6 +264,18 @@ train_cmd() {
     --width "$(mlp_width "$1")" --iters "$iters" --warmup "$warmup" --label "$1"
 }
 
+# A model's steps with no communication, one process per worker host: what
+# the machine spends on computation alone (--cpu: its core-ms per step).
+run_compute() {  # $1 rate, $2 workload
+  local tag=$1-$2-compute i
+  started=()
+  for ((i = 0; i < hosts; i++)); do
+    start_in "w$i" "$work/$tag-w$i.log" env RANK="$i" WORLD_SIZE="$hosts" $(train_cmd "$2" none)
+  done
+  wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
+  result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+}
+
 run_gloo() {  # $1 rate, $2 workload; prints MB/s
   local tag=$1-$2-gloo store=$work/store-$1-$2 i
   mkdir -p "$store"
@@ -330,8 +344,10 @@ cpu_report() {  # $1 tag, $2 the logs with the result line
   done
   python3 "$root/bench/cluster/cpu_sample.py" report "$work/cpu-$1" \
     --window "$window_start" "$window_end" --steps "$iters" --bytes "$bytes" \
-    --workers "$workers" --prep-cpu "$prep_cpu_s" --title "$1" >>"$work/cpu-reports" ||
+    --workers "$workers" --prep-cpu "$prep_cpu_s" --title "$1" \
+    ${compute_ms:+--compute-step-ms "$compute_ms"} >"$work/cpu-$1.txt" ||
     fail_run "$1: --cpu measured nothing" "$2"
+  cat "$work/cpu-$1.txt" >>"$work/cpu-reports"
   echo >>"$work/cpu-reports"
 }
 
@@ -340,11 +356,16 @@ measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
   local tag=$1-$2-$3 mbps
   [ -n "$trace_dir" ] && start_sampler "$trace_dir/$tag.csv"
   [ "$cpu" = 1 ] && start_cpu "$tag"
-  if [ "$3" = gloo ]; then mbps=$(run_gloo "$1" "$2"); else mbps=$(run_caravan "$1" "$2" "$3"); fi
+  case $3 in
+    gloo) mbps=$(run_gloo "$1" "$2") ;;
+    compute) mbps=$(run_compute "$1" "$2") ;;
+    *) mbps=$(run_caravan "$1" "$2" "$3") ;;
+  esac
   local rc=$?
   if [ "$cpu" = 1 ] && [ $rc -eq 0 ]; then
-    local logs="$work/$tag-worker*.log"
-    [ "$3" = gloo ] && logs="$work/$tag-w*.log"
+    local logs="$work/$tag-worker*.log" compute_ms=""
+    [ "$3" = gloo ] || [ "$3" = compute ] && logs="$work/$tag-w*.log"
+    [ -f "$work/compute-ms-$1-$2" ] && compute_ms=$(cat "$work/compute-ms-$1-$2")
     cpu_report "$tag" "$logs"
   fi
   if [ -n "$trace_dir" ]; then
@@ -387,6 +408,11 @@ for rate in "${rate_list[@]}"; do
     deadline=$(awk -v b="$wb" -v r="$bps" -v k="$((iters + warmup))" 'BEGIN { printf "%d", 60 + 8 * k * 2 * b / r }')
     [ -n "$(mlp_width "$w")" ] && deadline=$((deadline + 20 * (iters + warmup)))  # the model's compute
     gloo_mbps=""
+    if [ "$cpu" = 1 ] && [ -n "$(mlp_width "$w")" ]; then
+      measure "$rate" "$w" compute >/dev/null || exit 1
+      awk '$1 == "machine" && $2 == "all" { print $8 }' "$work/cpu-$rate-$w-compute.txt" \
+        >"$work/compute-ms-$rate-$w"
+    fi
     if [ "$gloo" = 1 ]; then gloo_mbps=$(measure "$rate" "$w" gloo) || exit 1; fi
     for m in "${mode_list[@]}"; do
       bound=$bps
