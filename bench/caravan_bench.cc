@@ -1,7 +1,9 @@
 // caravan-bench: push_pull bandwidth and latency per tensor size, every
-// result checked element by element, compared with raw TCP on this host.
+// result checked element by element, compared with Gloo's ring allreduce
+// among the same workers and with raw TCP on this host, in the same run.
 // Run it as every worker of a job: caravan-launch -- caravan-bench [options]
 #include <caravan/caravan.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,11 +13,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "gloo_baseline.h"
 #include "plot.h"
 #include "tcp_baseline.h"
 #ifdef CARAVAN_BENCH_CUDA
@@ -33,7 +37,7 @@ const char kUsage[] =
     "  --warmup N       untimed rounds per size (default 5)\n"
     "  --dtype T        float32, float64, float16, bfloat16, int32, int64, int8, uint8\n"
     "  --inflight K     tensors of each size in flight at once (default 1)\n"
-    "  --no-baseline    skip the raw TCP loopback measurements\n"
+    "  --no-baseline    skip the baselines (Gloo's allreduce, raw TCP on loopback)\n"
     "  --device D       cpu (default), or cuda: each size from host memory, then the same\n"
     "                   from CUDA device memory (caravan_push_pull_device), with the ratio\n"
     "  --csv            also print the results as CSV\n"
@@ -296,6 +300,8 @@ struct Row {
   double pingpong_p50 = -1;  // their median, us
   double echo = -1;          // the same, pipelined in kEchoPiece pieces, GB/s
   double cuda = -1;          // --device cuda: algbw of the same from device memory, GB/s
+  double gloo = -1;          // Gloo's ring allreduce of the same bytes among the workers, GB/s
+  double gloo_p50 = -1;      // its median round, us
 };
 
 // The pipelined echo's piece: the partition size at which raw sockets
@@ -407,6 +413,46 @@ Row RunSize(const Options& o, size_t bytes, int rank, int workers, bool on_devic
   return row;
 }
 
+// Gloo's ring among the job's workers (--no-baseline: none). They meet
+// through files in a directory rank 0 makes and names to the others by a
+// broadcast, so every worker must see it: on one host they do; where one
+// does not (workers on several hosts), every worker hears so and goes on
+// without the baseline. *store_dir is the directory, for rank 0 to remove.
+std::unique_ptr<caravan_bench::GlooRing> ConnectGloo(int rank, int workers, const std::string& host,
+                                                     std::string* store_dir) {
+  char dir[256] = {};
+  if (rank == 0) {
+    snprintf(dir, sizeof dir, "/tmp/caravan-bench-gloo.XXXXXX");
+    if (!mkdtemp(dir)) {
+      fprintf(stderr, "caravan-bench: Gloo baseline: mkdtemp(%s): %s\n", dir, strerror(errno));
+      dir[0] = 0;
+    }
+  }
+  Must(caravan_broadcast("bench/gloo/store", dir, sizeof dir, CARAVAN_UINT8, 0, 0),
+       "caravan_broadcast", "bench/gloo/store");
+  *store_dir = dir;
+  int32_t missing = dir[0] == 0 || access(dir, R_OK | W_OK | X_OK) != 0;
+  Must(caravan_push_pull("bench/gloo/reachable", &missing, 1, CARAVAN_INT32, 0),
+       "caravan_push_pull", "bench/gloo/reachable");
+  if (missing) {
+    if (rank == 0)
+      printf("no Gloo baseline: %d worker(s) cannot use %s (workers on several hosts?)\n", missing,
+             dir);
+    return nullptr;
+  }
+  std::string error;
+  auto ring = caravan_bench::GlooRing::connect(rank, workers, host, dir, 60, &error);
+  int32_t failed = ring == nullptr;
+  Must(caravan_push_pull("bench/gloo/connected", &failed, 1, CARAVAN_INT32, 0), "caravan_push_pull",
+       "bench/gloo/connected");
+  if (failed) {
+    if (!ring)
+      fprintf(stderr, "caravan-bench: worker %d: no Gloo baseline: %s\n", rank, error.c_str());
+    return nullptr;
+  }
+  return ring;
+}
+
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = getenv(name);
   return v && *v ? v : fallback;
@@ -451,10 +497,21 @@ int main(int argc, char** argv) {
     // Caravan in it: a pipelined echo of the size against the stream, what
     // push_pull at best reaches. "p50/TCP rt" is push_pull's median round
     // against the median raw round trip of the same bytes.
-    if (o.baseline) printf("raw TCP baselines over %s, measured after each size\n", host.c_str());
-    printf("%8s %7s %11s %10s %10s %10s %8s %7s %12s %9s %11s", "size", "rounds", "algbw GB/s",
-           "p50 us", "p90 us", "p99 us", "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP",
-           "p50/TCP rt");
+    if (o.baseline)
+      printf(
+          "baselines measured after each size: Gloo's ring allreduce of the same bytes among the "
+          "same %d workers (what torch.distributed's gloo backend runs), and raw TCP over %s\n",
+          workers, host.c_str());
+    fflush(stdout);
+  }
+  // Every worker takes part in Gloo's allreduce: connected before any size.
+  std::string gloo_dir;
+  std::unique_ptr<caravan_bench::GlooRing> gloo;
+  if (o.baseline && workers > 1) gloo = ConnectGloo(rank, workers, host, &gloo_dir);
+  if (rank == 0) {
+    printf("%8s %7s %11s %10s %10s %10s %9s %8s %9s %8s %7s %12s %9s %11s", "size", "rounds",
+           "algbw GB/s", "p50 us", "p90 us", "p99 us", "gloo GB/s", "vs gloo", "gloo p50",
+           "TCP GB/s", "vs TCP", "vs pingpong", "echo/TCP", "p50/TCP rt");
     printf(o.cuda ? " %9s %9s\n" : "\n", "cuda GB/s", "cuda/host");
     fflush(stdout);
   }
@@ -462,7 +519,23 @@ int main(int argc, char** argv) {
   for (size_t bytes : o.sizes) {
     Row r = RunSize(o, bytes, rank, workers);
     if (o.cuda) r.cuda = RunSize(o, bytes, rank, workers, true).algbw;
+    // Gloo: a round's bytes as push_pull's, as many rounds (every worker has the same r.rounds).
+    if (gloo) {
+      std::string err;
+      r.gloo = gloo->measure(bytes * o.inflight, r.rounds, 10, &r.gloo_p50, &err);
+      if (r.gloo < 0) {
+        fprintf(stderr, "caravan-bench: worker %d: Gloo's allreduce of %s failed: %s\n", rank,
+                SizeLabel(bytes).c_str(), err.c_str());
+        exit(1);
+      }
+    }
     if (rank != 0) continue;
+    char gloo_bw[32] = "-", gloo_ratio[32] = "-", gloo_p50[32] = "-";
+    if (r.gloo > 0) {
+      snprintf(gloo_bw, sizeof gloo_bw, "%.3f", r.gloo);
+      snprintf(gloo_ratio, sizeof gloo_ratio, "%.2f", r.algbw / r.gloo);
+      snprintf(gloo_p50, sizeof gloo_p50, "%.1f", r.gloo_p50);
+    }
     char stream[32] = "-", ratio[32] = "-", pp_ratio[32] = "-", echo_ratio[32] = "-",
          rt_ratio[32] = "-";
     if (o.baseline) {
@@ -488,8 +561,9 @@ int main(int argc, char** argv) {
       if (r.echo > 0 && r.tcp > 0) snprintf(echo_ratio, sizeof echo_ratio, "%.2f", r.echo / r.tcp);
       if (r.pingpong_p50 > 0) snprintf(rt_ratio, sizeof rt_ratio, "%.2f", r.p50 / r.pingpong_p50);
     }
-    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %8s %7s %12s %9s %11s", SizeLabel(r.bytes).c_str(),
-           r.rounds, r.algbw, r.p50, r.p90, r.p99, stream, ratio, pp_ratio, echo_ratio, rt_ratio);
+    printf("%8s %7ld %11.3f %10.1f %10.1f %10.1f %9s %8s %9s %8s %7s %12s %9s %11s",
+           SizeLabel(r.bytes).c_str(), r.rounds, r.algbw, r.p50, r.p90, r.p99, gloo_bw, gloo_ratio,
+           gloo_p50, stream, ratio, pp_ratio, echo_ratio, rt_ratio);
     if (o.cuda)
       printf(" %9.3f %9.2f\n", r.cuda, r.cuda / r.algbw);
     else
@@ -500,12 +574,13 @@ int main(int argc, char** argv) {
   if (rank == 0 && o.csv) {
     printf(
         "csv:size_bytes,rounds,inflight,dtype,algbw_gbps,p50_us,p90_us,p99_us,tcp_gbps,ratio,"
-        "pingpong_gbps,echo_gbps\n");
+        "pingpong_gbps,echo_gbps,gloo_gbps,gloo_p50_us\n");
     for (const Row& r : rows)
-      printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f\n", r.bytes, r.rounds,
-             o.inflight, caravan_dtype_name(o.dtype), r.algbw, r.p50, r.p90, r.p99,
+      printf("csv:%zu,%ld,%ld,%s,%.6f,%.1f,%.1f,%.1f,%.6f,%.6f,%.6f,%.6f,%.6f,%.1f\n", r.bytes,
+             r.rounds, o.inflight, caravan_dtype_name(o.dtype), r.algbw, r.p50, r.p90, r.p99,
              r.tcp > 0 ? r.tcp : 0, r.tcp > 0 ? r.algbw / r.tcp : 0,
-             r.pingpong > 0 ? r.pingpong : 0, r.echo > 0 ? r.echo : 0);
+             r.pingpong > 0 ? r.pingpong : 0, r.echo > 0 ? r.echo : 0, r.gloo > 0 ? r.gloo : 0,
+             r.gloo_p50 > 0 ? r.gloo_p50 : 0);
     fflush(stdout);
   }
   int status = 0;
@@ -513,7 +588,8 @@ int main(int argc, char** argv) {
     std::vector<caravan_bench::Series> series(1);
     series[0].title = "caravan push_pull (algbw)";
     caravan_bench::Series cuda{"caravan push_pull from CUDA memory", {}}, tcp{"raw TCP stream", {}},
-        pingpong{"raw TCP ping-pong", {}}, echo{"raw TCP pipelined echo", {}};
+        pingpong{"raw TCP ping-pong", {}}, echo{"raw TCP pipelined echo", {}},
+        gloo_series{"Gloo ring allreduce (algbw)", {}};
     for (const Row& r : rows) {
       double x = static_cast<double>(r.bytes);
       series[0].points.emplace_back(x, r.algbw);
@@ -521,8 +597,9 @@ int main(int argc, char** argv) {
       if (r.tcp > 0) tcp.points.emplace_back(x, r.tcp);
       if (r.pingpong > 0) pingpong.points.emplace_back(x, r.pingpong);
       if (r.echo > 0) echo.points.emplace_back(x, r.echo);
+      if (r.gloo > 0) gloo_series.points.emplace_back(x, r.gloo);
     }
-    for (auto* extra : {&cuda, &tcp, &pingpong, &echo})
+    for (auto* extra : {&gloo_series, &cuda, &tcp, &pingpong, &echo})
       if (!extra->points.empty()) series.push_back(*extra);
     std::string title = "caravan-bench: " + std::to_string(workers) + " workers, " +
                         EnvOr("DMLC_NUM_SERVER", "?") + " servers, " + VanName() + ", " +
@@ -534,6 +611,13 @@ int main(int argc, char** argv) {
       fprintf(stderr, "caravan-bench: --plot %s: %s\n", o.plot.c_str(), why.c_str());
       status = 1;
     }
+  }
+  if (!gloo_dir.empty()) {  // every worker is done with Gloo's files once this returns
+    int32_t done = 1;
+    Must(caravan_push_pull("bench/gloo/done", &done, 1, CARAVAN_INT32, 0), "caravan_push_pull",
+         "bench/gloo/done");
+    std::error_code ignored;
+    if (rank == 0) std::filesystem::remove_all(gloo_dir, ignored);
   }
   Must(caravan_shutdown(), "caravan_shutdown", "");
   return status;
