@@ -132,6 +132,9 @@ def record(out_dir, root, exes):
     except OSError:
         pass
     roles = {}
+    ready = os.path.join(out_dir, "ready")
+    if not os.path.exists(ready):
+        ready = None  # no one waits
     with open(os.path.join(out_dir, "threads.csv"), "w") as out:
         out.write("time,pid,role,tid,comm,user_ticks,sys_ticks,voluntary,involuntary,run_ns\n")
         while not stop:
@@ -166,6 +169,10 @@ def record(out_dir, root, exes):
             out.write("%.4f,0,machine,0,all CPUs,%d,%d,%d,%d,%d\n" % (now, *whole))
             out.write("%.4f,0,machine,-1,softirq,%d,%d,%d,%d,%d\n" % (now, *soft))
             out.flush()
+            if ready:  # run.sh starts the run once told, through its fifo
+                with open(ready, "w") as f:
+                    f.write("ready\n")
+                ready = None
             time.sleep(max(0.0, INTERVAL_S - (time.time() - now)))
     if perf is not None:
         perf.send_signal(signal.SIGINT)

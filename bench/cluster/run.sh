@@ -330,10 +330,16 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed|+ddp]; prints MB/s
 # $work/cpu-reports, printed after the table.
 start_cpu() {
   mkdir -p "$work/cpu-$1"
+  mkfifo "$work/cpu-$1/ready"
   python3 "$root/bench/cluster/cpu_sample.py" record "$work/cpu-$1" $$ "$server_bin" \
     "$worker_bin" "$gloo_bin" ${python:+"$python"} &
   cpu_sampler=$!
   pids+=("$cpu_sampler")
+  # A short run can end before a sampler still starting has looked once:
+  # the run starts when the sampler says, through the fifo, that it has.
+  local said=""
+  read -r -t 10 said <"$work/cpu-$1/ready" || true
+  [ "$said" = ready ] || fail_run "$1: the --cpu sampler did not start within 10 s" ""
 }
 cpu_report() {  # $1 tag, $2 the logs with the result line
   kill -TERM "$cpu_sampler" 2>/dev/null

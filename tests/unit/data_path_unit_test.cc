@@ -66,7 +66,15 @@ std::multiset<std::string> thread_names() {
 }
 
 TEST(DataPathInProcess, ItsThreadsAreNamed) {
-  InProcessJob job(2, 1, with(4096));
+  InProcessJob job(2, 1, with(1 << 20));
+  // A thread names itself when it starts running, which may be after the job
+  // is built: once a push_pull has gone through, every endpoint's receiving
+  // thread has delivered, and a summation thread has summed (800 KB is no
+  // push small enough to be summed inline).
+  auto data = tensors(2, 200000);
+  std::vector<std::string> errors;
+  ASSERT_EQ(job.push_pull_all("t", data, &errors), (std::vector<int>{0, 0}))
+      << errors[0] << errors[1];
   auto names = thread_names();
   EXPECT_EQ(names.count("cv-kv-recv"), 3u)
       << "one receiving thread per endpoint (2 workers, 1 server)";
