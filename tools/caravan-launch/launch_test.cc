@@ -154,6 +154,31 @@ TEST(Launch, EveryRoleGetsItsPrefixAndEnvironment) {
       << Dump(l);
 }
 
+// torch's env:// rendezvous: every worker, and only workers, told the same
+// MASTER_ADDR and a MASTER_PORT the OS handed out (not the scheduler's plus
+// one, which another process may hold); the user's own values win.
+TEST(Launch, WorkersGetTorchsRendezvous) {
+  Launcher l({"--spmd", "--workers", "2", "--servers", "1", "--", "sh", "-c",
+              "echo \"rdv $DMLC_ROLE ${MASTER_ADDR-none} ${MASTER_PORT-none} $DMLC_PS_ROOT_PORT\""},
+             {});
+  ASSERT_EQ(l.Wait(), 0) << Dump(l);
+  std::regex worker_re("worker 127\\.0\\.0\\.1 ([0-9]+) ([0-9]+)\n");
+  std::set<std::string> ports;
+  for (std::sregex_iterator it(l.out().begin(), l.out().end(), worker_re), end; it != end; ++it) {
+    ports.insert((*it)[1]);
+    EXPECT_NE((*it)[1], (*it)[2]) << "MASTER_PORT is the scheduler's port\n" << Dump(l);
+  }
+  EXPECT_EQ(ports.size(), 1u) << "both workers, one port\n" << Dump(l);
+  EXPECT_EQ(Count(l.out(), "rdv scheduler none none"), 1u) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "rdv server none none"), 1u) << Dump(l);
+
+  Launcher own({"--spmd", "--workers", "1", "--servers", "1", "--", "sh", "-c",
+                "echo \"rdv $DMLC_ROLE $MASTER_ADDR $MASTER_PORT\""},
+               {"MASTER_ADDR=127.0.0.1", "MASTER_PORT=1234"});
+  ASSERT_EQ(own.Wait(), 0) << Dump(own);
+  EXPECT_EQ(Count(own.out(), "rdv worker 127.0.0.1 1234\n"), 1u) << Dump(own);
+}
+
 TEST(Launch, NodeHostFromEnvironmentWins) {
   Launcher l({"--spmd", "--", "sh", "-c", "echo host=$DMLC_NODE_HOST"},
              {"DMLC_NODE_HOST=10.1.2.3"});

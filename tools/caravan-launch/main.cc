@@ -336,8 +336,29 @@ Plan StartPlan(const std::string& root, int port, int workers, int servers,
   return p;
 }
 
+// torch.distributed's env:// rendezvous for the workers, as torchrun gives it;
+// the user's MASTER_ADDR and MASTER_PORT where set. Rank 0 (worker 0) serves
+// torch's store at MASTER_ADDR:MASTER_PORT: a port the OS hands out, not the
+// scheduler's port plus one, which another process may hold
+// (caravan.torch.distributed falls back to that where no launcher says).
+// `master_port` 0: no port of ours.
+std::vector<std::string> TorchRendezvous(const std::string& master_addr, int master_port) {
+  std::vector<std::string> env;
+  const char* addr = getenv("MASTER_ADDR");
+  const char* port = getenv("MASTER_PORT");
+  env.push_back("MASTER_ADDR=" + (addr && *addr ? std::string(addr) : master_addr));
+  if (port && *port)
+    env.push_back("MASTER_PORT=" + std::string(port));
+  else if (master_port > 0)
+    env.push_back("MASTER_PORT=" + std::to_string(master_port));
+  return env;
+}
+
 std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
   Plan plan = StartPlan(o.host, port, o.workers, o.servers, o.host);
+  int master_port = PickFreePort(o.host);
+  for (int tries = 0; master_port == port && tries < 8; ++tries) master_port = PickFreePort(o.host);
+  const std::vector<std::string> torch = TorchRendezvous(o.host, master_port);
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   auto add = [&plan](std::string name, const std::vector<std::string>& argv,
                      std::vector<std::string> extra) {
@@ -351,8 +372,10 @@ std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, 
   for (int i = 0; i < o.workers; ++i) {
     // The launcher starts a scheduler and servers, so even a single worker
     // must use them instead of summing alone.
-    add("worker " + std::to_string(i), o.command,
-        {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i), "BYTEPS_FORCE_DISTRIBUTED=1"});
+    std::vector<std::string> extra = {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(i),
+                                      "BYTEPS_FORCE_DISTRIBUTED=1"};
+    extra.insert(extra.end(), torch.begin(), torch.end());
+    add("worker " + std::to_string(i), o.command, extra);
   }
   return plan.children;
 }
@@ -495,15 +518,24 @@ std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   add(hosts[0], "scheduler", server_argv, {"DMLC_ROLE=scheduler"});
   int server = 0, worker = 0;
+  // Worker 0 serves torch's store: on the first host with worker slots,
+  // which need not be the scheduler's (a remote host's free port is not
+  // known here: the port stays caravan.torch.distributed's choice).
+  std::vector<std::string> torch;
+  for (const HostEntry& h : hosts)
+    if (h.slots > 0 && torch.empty()) torch = TorchRendezvous(host_address(h), 0);
   for (const HostEntry& h : hosts)
     for (int j = 0; j < h.servers; ++j, ++server)
       add(h, "server " + std::to_string(server), server_argv,
           {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(server)});
   for (const HostEntry& h : hosts)
-    for (int j = 0; j < h.slots; ++j, ++worker)
-      add(h, "worker " + std::to_string(worker), o.command,
-          {"DMLC_ROLE=worker", "DMLC_WORKER_ID=" + std::to_string(worker),
-           "BYTEPS_FORCE_DISTRIBUTED=1"});
+    for (int j = 0; j < h.slots; ++j, ++worker) {
+      std::vector<std::string> extra = {"DMLC_ROLE=worker",
+                                        "DMLC_WORKER_ID=" + std::to_string(worker),
+                                        "BYTEPS_FORCE_DISTRIBUTED=1"};
+      extra.insert(extra.end(), torch.begin(), torch.end());
+      add(h, "worker " + std::to_string(worker), o.command, extra);
+    }
   *summary = std::to_string(workers) + " workers, " + std::to_string(servers) + " servers on " +
              std::to_string(hosts.size()) + " hosts";
   fprintf(stderr, "caravan-launch: %s from %s, scheduler at %s:%s\n", summary->c_str(),
