@@ -55,8 +55,8 @@
 # core-ms per step, wake-ups (context switches) and system calls per MB
 # (bench/cluster/cpu_sample.py). With a model's training (mlp) it first runs
 # the same steps with no communication, and each table's "less compute" row
-# is the machine's CPU per step less that run's: what communication cost. Run it with --rates 100gbit for the
-# CPU-bound case.
+# is the machine's CPU per step less that run's: what communication cost.
+# Run it with --rates 100gbit for the CPU-bound case.
 # --env VAR=VALUE is given to every Caravan node (try a setting);
 # --sysctl KEY=VALUE is set in every host's namespace (try a kernel setting).
 #
@@ -264,30 +264,28 @@ train_cmd() {
     --width "$(mlp_width "$1")" --iters "$iters" --warmup "$warmup" --label "$1"
 }
 
-# A model's steps with no communication, one process per worker host: what
-# the machine spends on computation alone (--cpu: its core-ms per step).
-run_compute() {  # $1 rate, $2 workload
-  local tag=$1-$2-compute i
+# The training loop of workload $2 with API $3 as torch ranks, one per
+# worker host, with the variables torchrun sets; prints MB/s. API none is
+# the same steps with no communication: what the machine spends on
+# computation alone (--cpu: its core-ms per step).
+run_torch_ranks() {  # $1 tag, $2 workload, $3 API
+  local i
   started=()
   for ((i = 0; i < hosts; i++)); do
-    start_in "w$i" "$work/$tag-w$i.log" env RANK="$i" WORLD_SIZE="$hosts" $(train_cmd "$2" none)
+    start_in "w$i" "$work/$1-w$i.log" env RANK="$i" WORLD_SIZE="$hosts" LOCAL_RANK=0 \
+      LOCAL_WORLD_SIZE=1 MASTER_ADDR="${addr[w0]}" MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth1 \
+      $(train_cmd "$2" "$3")
   done
-  wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
-  result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+  wait_started "$1" || fail_run "$1 failed" "$work/$1-*.log"
+  result_field "$work/$1-*.log" MBps || fail_run "$1 printed no result" "$work/$1-*.log"
 }
 
 run_gloo() {  # $1 rate, $2 workload; prints MB/s
   local tag=$1-$2-gloo store=$work/store-$1-$2 i
   mkdir -p "$store"
   started=()
-  if [ -n "$(mlp_width "$2")" ]; then  # torch DDP over gloo, as torchrun would start it
-    for ((i = 0; i < hosts; i++)); do
-      start_in "w$i" "$work/$tag-w$i.log" env RANK="$i" WORLD_SIZE="$hosts" LOCAL_RANK=0 \
-        LOCAL_WORLD_SIZE=1 MASTER_ADDR="${addr[w0]}" MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth1 \
-        $(train_cmd "$2" ddp)
-    done
-    wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
-    result_field "$work/$tag-*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
+  if [ -n "$(mlp_width "$2")" ]; then  # torch DDP over gloo
+    run_torch_ranks "$tag" "$2" ddp
     return
   fi
   for ((i = 0; i < hosts; i++)); do
@@ -364,7 +362,7 @@ measure() {  # $1 rate, $2 workload, $3 system (gloo|dedicated|colocated)
   [ "$cpu" = 1 ] && start_cpu "$tag"
   case $3 in
     gloo) mbps=$(run_gloo "$1" "$2") ;;
-    compute) mbps=$(run_compute "$1" "$2") ;;
+    compute) mbps=$(run_torch_ranks "$tag" "$2" none) ;;
     *) mbps=$(run_caravan "$1" "$2" "$3") ;;
   esac
   local rc=$?
