@@ -31,7 +31,7 @@ const std::vector<Setting>& known_settings() {
        "interface whose IPv4 address this node advertises"},
       {"DMLC_NODE_HOST", "unset", "address to advertise and bind"},
       {"DMLC_PORT", "any free port", "this node's data port"},
-      {"DMLC_ENABLE_RDMA", "zmq", "van: 0/zmq, 1/ibverbs (verbs), fabric (efa), or a van's name"},
+      {"DMLC_ENABLE_RDMA", "zmq", "van: 0/zmq, 1/ibverbs (verbs), fabric (efa), ucx, or a van's name"},
       {"CARAVAN_VAN", "unset", "van plugin name or absolute path; overrides DMLC_ENABLE_RDMA"},
       {"CARAVAN_REDUCER", "cpu", "reducer plugin name or absolute path"},
       {"CARAVAN_PLUGIN_PATH", "unset", "colon-separated folders searched first for plugins"},

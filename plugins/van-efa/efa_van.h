@@ -15,7 +15,7 @@
 #include "caravan/plugin/van_v2.h"
 #include "caravan/plugin/van_v2_cxx.hpp"
 #include "fabric.h"
-#include "rendezvous/counted_call.h"
+#include "events/counted_call.h"
 #include "rendezvous/protocol.h"
 
 namespace caravan::van_efa {
@@ -24,7 +24,7 @@ class EfaVan {
   CARAVAN_VAN_V2_CLASS(EfaVan)
 
   // A call into the instance, which finalize waits for.
-  using Call = rendezvous::CountedCall<EfaVan>;
+  using Call = plugin::CountedCall<EfaVan>;
 
  private:
   friend Call;

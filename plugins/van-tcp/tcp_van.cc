@@ -51,19 +51,6 @@ std::string errno_text(int err) { return std::strerror(err); }
 // reconnect interval is the same).
 constexpr int kRetryMs = 100;
 
-// "tcp://host:port" or "tcp://[v6]:port" into its parts; false when it is neither.
-bool split_address(const std::string& address, std::string* host, std::string* port) {
-  if (address.rfind("tcp://", 0) != 0) return false;
-  std::string rest = address.substr(6);
-  size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon + 1 == rest.size()) return false;
-  *host = rest.substr(0, colon);
-  *port = rest.substr(colon + 1);
-  if (host->size() > 1 && host->front() == '[' && host->back() == ']')
-    *host = host->substr(1, host->size() - 2);
-  return !host->empty() && port->find_first_not_of("0123456789") == std::string::npos;
-}
-
 std::string peer_text(const sockaddr_storage& addr) {
   char ip[INET6_ADDRSTRLEN] = "unknown";
   int port = 0;
@@ -220,7 +207,7 @@ void TcpVan::connect(uint64_t peer, const char* address) {
   if (!address || !*address)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
   std::string host, port;
-  if (!split_address(address, &host, &port))
+  if (!plugin::tcp::split_endpoint(address, "tcp", &host, &port))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "connect " + who + ": '" + address + "' is not tcp://HOST:PORT");
   {

@@ -30,7 +30,7 @@
 #include "caravan/plugin/van_v2_cxx.hpp"
 #include "connection.h"
 #include "device.h"
-#include "rendezvous/counted_call.h"
+#include "events/counted_call.h"
 #include "rendezvous/protocol.h"
 
 namespace caravan::van_verbs {
@@ -39,7 +39,7 @@ class VerbsVan : public rendezvous::Transport {
   CARAVAN_VAN_V2_CLASS(VerbsVan)
 
   // A call into the instance, which finalize waits for.
-  using Call = rendezvous::CountedCall<VerbsVan>;
+  using Call = plugin::CountedCall<VerbsVan>;
 
   // rendezvous::Transport; posting happens on the progress thread only.
   Post post_send(uint64_t to, const void* buf, size_t len, void* desc, void* ctx,

@@ -1,4 +1,5 @@
-// What the TCP vans (van-zmq, van-tcp) share about their addresses:
+// What the TCP vans (van-zmq, van-tcp, and van-ucx's address exchange)
+// share about their addresses:
 // "tcp://HOST:PORT" text, an IPv6 host in brackets, and the checks of
 // listen()'s arguments that van_v2.h asks of every van.
 #ifndef CARAVAN_PLUGINS_COMMON_TCP_TCP_ADDRESS_H
@@ -10,9 +11,27 @@
 
 namespace caravan::plugin::tcp {
 
-inline std::string endpoint(const std::string& host, const std::string& port) {
+// "SCHEME://HOST:PORT"; van-ucx advertises "ucx://" addresses of the same form.
+inline std::string endpoint(const std::string& host, const std::string& port,
+                            const std::string& scheme = "tcp") {
   bool v6 = host.find(':') != std::string::npos;
-  return "tcp://" + (v6 ? "[" + host + "]" : host) + ":" + port;
+  return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + port;
+}
+
+// endpoint()'s text back into host (without brackets) and port; false when
+// it is not SCHEME://HOST:PORT with a numeric port.
+inline bool split_endpoint(const std::string& address, const std::string& scheme, std::string* host,
+                           std::string* port) {
+  std::string prefix = scheme + "://";
+  if (address.rfind(prefix, 0) != 0) return false;
+  std::string rest = address.substr(prefix.size());
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || colon + 1 == rest.size()) return false;
+  *host = rest.substr(0, colon);
+  *port = rest.substr(colon + 1);
+  if (host->size() > 1 && host->front() == '[' && host->back() == ']')
+    *host = host->substr(1, host->size() - 2);
+  return !host->empty() && port->find_first_not_of("0123456789") == std::string::npos;
 }
 
 // listen()'s host and port, checked: the host without IPv6 brackets, and

@@ -9,14 +9,14 @@
 
 #include "caravan/plugin/plugin_cxx.hpp"
 
-namespace caravan::rendezvous {
+namespace caravan::plugin {
 
 template <class Van>
 class CountedCall {
  public:
   explicit CountedCall(Van& van) : van_(van) {
     std::lock_guard<std::mutex> lock(van_.mu_);
-    if (van_.closing_) throw plugin::Error(CARAVAN_STATUS_CLOSED, "van is closing");
+    if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "van is closing");
     ++van_.calls_;
   }
   ~CountedCall() {
@@ -30,4 +30,4 @@ class CountedCall {
   Van& van_;
 };
 
-}  // namespace caravan::rendezvous
+}  // namespace caravan::plugin

@@ -1,0 +1,35 @@
+// The ucx van's parameters, each declared once: plugin_entry.cc lists them
+// in the descriptor and ucx_van.cc reads them. UCX's own settings (UCX_TLS,
+// UCX_NET_DEVICES, UCX_RNDV_THRESH, ...) are read by UCX itself from the
+// environment, unchanged.
+#ifndef CARAVAN_VAN_UCX_PARAMS_H
+#define CARAVAN_VAN_UCX_PARAMS_H
+
+#include "caravan/plugin/plugin_cxx.hpp"
+
+namespace caravan::van_ucx::params {
+
+inline constexpr plugin::Param kRetryMs{
+    "RETRY_MS", "100",
+    "a connection refused before it was ever up is tried again after this many milliseconds "
+    "(the engine bounds the whole wait with CARAVAN_CONNECT_TIMEOUT)"};
+inline constexpr plugin::Param kCloseTimeoutMs{
+    "CLOSE_TIMEOUT_MS", "5000",
+    "finalize waits this long for UCX to end the receives in flight; past it they are left, "
+    "with a warning"};
+inline constexpr plugin::Param kPeerFailure{
+    "PEER_FAILURE", "auto",
+    "1: UCX reports a dead peer (its PEER error mode; transports without it, such as shared "
+    "memory, are not used); 0: it does not, shared memory may be used and the engine's "
+    "heartbeats find dead peers; auto: 1, else 0 where no transport has it"};
+inline constexpr plugin::Param kDeviceMemory{
+    "DEVICE_MEMORY", "auto",
+    "auto: report device memory (segments in GPU memory, no staging) when the installed UCX has "
+    "CUDA transports; 0: never"};
+
+inline constexpr caravan_param_info kList[] = {kRetryMs.info, kPeerFailure.info,
+                                               kCloseTimeoutMs.info, kDeviceMemory.info};
+
+}  // namespace caravan::van_ucx::params
+
+#endif  // CARAVAN_VAN_UCX_PARAMS_H

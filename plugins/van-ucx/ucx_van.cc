@@ -1,0 +1,681 @@
+#include "ucx_van.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "params.h"
+#include "tcp/tcp_address.h"
+
+namespace caravan::van_ucx {
+
+using plugin::Error;
+using Clock = std::chrono::steady_clock;
+
+// UCX's callbacks, which reach the instance through their argument. Every
+// one runs inside ucp_worker_progress or a UCX call the van makes, so
+// under ucx_mu_.
+struct Callbacks {
+  static ucs_status_t message(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param) {
+    auto* van = static_cast<UcxVan*>(arg);
+    ucs_status_t answer = van->inbox_->arrived(header, header_length, data, length, param);
+    if (van->inbox_->has_ready()) van->notify_poller();
+    return answer;
+  }
+  static void sent(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<SendOp*>(user_data);
+    ucp_request_free(request);
+    op->van->sent(*op, status);
+  }
+  static void flushed(void* request, ucs_status_t status, void* user_data) {
+    auto* owner = static_cast<EndpointOwner*>(user_data);
+    ucp_request_free(request);
+    auto link = owner->link.lock();
+    if (owner->van->finalizing_ || !link || link->closed || link->attempt != owner->attempt ||
+        owner->failed)
+      return;
+    if (status == UCS_OK)
+      owner->van->link_up(link);
+    else
+      owner->van->attempt_failed(*link, status);
+  }
+  // Endpoints are closed after progress returns (UcxVan::progress), not
+  // from inside UCX's error callback.
+  static void endpoint_failed(void* arg, ucp_ep_h, ucs_status_t status) {
+    auto* owner = static_cast<EndpointOwner*>(arg);
+    if (owner->failed || owner->closed) return;
+    owner->failed = true;
+    owner->status = status;
+    owner->van->failed_.push_back(owner);
+  }
+};
+
+namespace {
+
+std::string text(ucs_status_t status) { return ucs_status_string(status); }
+
+// A random start for stream numbers, so streams of instances that follow
+// each other in one process (or pid) are not taken for one another.
+uint64_t first_stream() {
+  uint64_t seed = 0;
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n = ::read(fd, &seed, sizeof seed);
+    (void)n;
+    ::close(fd);
+  }
+  return seed ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
+  retry_ms_ = static_cast<int>(std::min<long long>(params::kRetryMs.integer(host_), 60000));
+  close_timeout_ms_ =
+      static_cast<int>(std::min<long long>(params::kCloseTimeoutMs.integer(host_), 600000));
+  std::string peer_failure = params::kPeerFailure.text(host_);
+  if (peer_failure != "auto" && peer_failure != "0" && peer_failure != "1")
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter PEER_FAILURE='" + peer_failure + "': auto, 1 or 0");
+  peer_failure_ = peer_failure != "0";
+  peer_failure_auto_ = peer_failure == "auto";
+  std::string device = params::kDeviceMemory.text(host_);
+  if (device != "auto" && device != "0")
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "plugin parameter DEVICE_MEMORY='" + device + "': auto or 0");
+  next_stream_ = first_stream();
+
+  // UCX reads its own UCX_* variables here (ucp_config_read).
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK)
+    throw Error(CARAVAN_STATUS_UNAVAILABLE, "UCX configuration (UCX_* variables): " + text(st));
+  // UCX 1.13's first protocols, its default, fail inside UCX when a peer
+  // goes away mid-transfer (assertions on pending wire-up requests and on
+  // rendezvous requests left on an endpoint, one conformance run in two);
+  // its second protocols, chosen here unless UCX_PROTO_ENABLE says
+  // otherwise, pass every run. Later UCX versions default to them.
+  if (!std::getenv("UCX_PROTO_ENABLE")) ucp_config_modify(config, "PROTO_ENABLE", "y");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.name = "caravan";
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK)
+    throw Error(CARAVAN_STATUS_UNAVAILABLE,
+                "UCX could not start: " + text(st) + " (check UCX_TLS and UCX_NET_DEVICES)");
+  ucp_context_attr_t attr{};
+  attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  if (ucp_context_query(context_, &attr) == UCS_OK)
+    device_memory_ = device == "auto" && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+
+  auto fail = [&](const std::string& why) {
+    if (worker_) ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    for (int fd : {epoll_, wake_fd_})
+      if (fd >= 0) ::close(fd);
+    throw Error(CARAVAN_STATUS_UNAVAILABLE, why);
+  };
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  // MULTI although ucx_mu_ serializes every call: UCX checks in its other
+  // modes that one thread alone makes certain calls (an endpoint failing
+  // inside progress asserted so), and the van calls from several.
+  wp.thread_mode = UCS_THREAD_MODE_MULTI;
+  st = ucp_worker_create(context_, &wp, &worker_);
+  if (st != UCS_OK) fail("UCX worker: " + text(st));
+  ucp_worker_attr_t wattr{};
+  wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  if (ucp_worker_query(worker_, &wattr) == UCS_OK && wattr.max_am_header < sizeof(WireHead))
+    fail("UCX active message headers hold " + std::to_string(wattr.max_am_header) +
+         " bytes; the van needs " + std::to_string(sizeof(WireHead)));
+  st = ucp_worker_get_efd(worker_, &worker_fd_);
+  if (st != UCS_OK) fail("UCX event file descriptor: " + text(st));
+  ucp_am_handler_param_t am{};
+  am.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  am.id = kAmId;
+  am.cb = &Callbacks::message;
+  am.arg = this;
+  am.flags = UCP_AM_FLAG_WHOLE_MSG;
+  st = ucp_worker_set_am_recv_handler(worker_, &am);
+  if (st != UCS_OK) fail("UCX active message handler: " + text(st));
+
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_ < 0 || wake_fd_ < 0) fail(std::string("epoll or eventfd: ") + std::strerror(errno));
+  for (int fd : {worker_fd_, wake_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  }
+  ucp_address_t* own = nullptr;
+  size_t own_len = 0;
+  st = ucp_worker_get_address(worker_, &own, &own_len);
+  if (st != UCS_OK) fail("UCX worker address: " + text(st));
+  std::string worker_address(reinterpret_cast<const char*>(own), own_len);
+  ucp_worker_release_address(worker_, own);
+  inbox_ = std::make_unique<Inbox>(host_, worker_);
+  exchange_ = std::make_unique<AddressExchange>(
+      host_, worker_address,
+      [this](uint64_t token, bool ok, const std::string& text) { fetched(token, ok, text); });
+}
+
+// Sends not yet reported are dropped unreported and received messages not
+// yet released freed, as van_v2.h's finalize says.
+UcxVan::~UcxVan() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    closing_ = true;
+    wake();  // a poll() asleep in epoll_wait returns CLOSED
+    cv_.wait(lock, [&] { return calls_ == 0; });
+  }
+  exchange_->stop();  // before ucx_mu_: its thread may wait for it
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  finalizing_ = true;  // endpoints failing now are not tried again
+  settle_incoming();
+  inbox_->shutdown(std::chrono::milliseconds(close_timeout_ms_));
+  // Endpoints without peer failure detection (shared memory) are closed
+  // first: ucp_worker_destroy, purging the sends still queued on such an
+  // endpoint, aborts inside UCX 1.13 (stubs.c:102), where a forced close
+  // ends them through their callbacks.
+  std::vector<void*> closing;
+  for (auto& owner : endpoints_)
+    if (!owner->failed && !owner->peer_failure && owner->ep)
+      if (void* r = force_close(*owner)) closing.push_back(r);
+  auto deadline = Clock::now() + std::chrono::milliseconds(close_timeout_ms_);
+  for (void* r : closing) {
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && Clock::now() < deadline)
+      ucp_worker_progress(worker_);
+    if (ucp_request_check_status(r) != UCS_INPROGRESS) ucp_request_free(r);
+  }
+  // Destroys every endpoint: sends in flight end (UCS_ERR_CANCELED) through
+  // their callbacks, which free their ops.
+  ucp_worker_destroy(worker_);
+  for (SendOp* op : in_flight_) delete op;
+  in_flight_.clear();
+  inbox_.reset();
+  ucp_cleanup(context_);
+  for (int fd : {epoll_, wake_fd_}) ::close(fd);
+}
+
+// Peers that fetched this node's address may still be wiring their
+// endpoint up to it. UCX 1.13 aborts such a peer when this node goes away
+// at that moment (an assertion, wireup_ep.c:241: the wire-up message it was
+// sending when the connection closed is left counted as pending), so this
+// node stays, progressing, until each such endpoint's HELLO has come: up
+// to CLOSE_TIMEOUT_MS, and no time at all in a job's ordinary end. Under
+// ucx_mu_.
+void UcxVan::settle_incoming() {
+  auto deadline = Clock::now() + std::chrono::milliseconds(close_timeout_ms_);
+  while (inbox_->hellos() < exchange_->answered() && Clock::now() < deadline) {
+    progress();
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    epoll_event ev[2];
+    epoll_wait(epoll_, ev, 2, 5);
+  }
+}
+
+// Closes an endpoint at once (UCP_EP_CLOSE_FLAG_FORCE): its sends end
+// with UCS_ERR_CANCELED. The close request to wait for, or null. Only for
+// endpoints that have not failed (see endpoints_). Under ucx_mu_.
+void* UcxVan::force_close(EndpointOwner& owner) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t r = ucp_ep_close_nbx(owner.ep, &p);
+  owner.ep = nullptr;
+  return r && !UCS_PTR_IS_ERR(r) ? r : nullptr;
+}
+
+void UcxVan::properties(caravan_van_properties_v2* out) const {
+  out->caps = CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND;
+  if (device_memory_) out->caps |= CARAVAN_VAN_CAP_V2_DEVICE_MEMORY;
+  out->max_message_bytes = SIZE_MAX;
+  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
+  out->transport = device_memory_ ? "ucx (CUDA memory)" : "ucx (host memory)";
+}
+
+void UcxVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
+  Call call(*this);
+  auto request = plugin::tcp::check_listen(host, port, addr_out);
+  {
+    std::lock_guard<std::mutex> lock(ucx_mu_);
+    if (listened_)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  "listen on " + request.where + ": already listening at " + address_);
+    listened_ = true;  // claimed now so a racing second call fails
+  }
+  int bound = 0;
+  try {
+    bound = exchange_->listen(request.host, port, request.where);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(ucx_mu_);
+    listened_ = false;
+    throw;
+  }
+  std::string advertised = plugin::tcp::endpoint(request.host, std::to_string(bound), "ucx");
+  if (advertised.size() + 1 > addr_cap)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "address buffer too small for " + advertised);
+  std::memcpy(addr_out, advertised.c_str(), advertised.size() + 1);
+  {
+    std::lock_guard<std::mutex> lock(ucx_mu_);
+    address_ = advertised;
+  }
+  host_.log(CARAVAN_LOG_DEBUG, "listening on " + advertised);
+}
+
+void UcxVan::connect(uint64_t peer, const char* address) {
+  Call call(*this);
+  std::string who = "peer " + std::to_string(peer);
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
+  std::string host, port;
+  if (!plugin::tcp::split_endpoint(address, "ucx", &host, &port))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "connect " + who + ": '" + address + "' is not ucx://HOST:PORT");
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0 || !res)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "connect " + who + " at " + address + ": " + gai_strerror(rc));
+  auto link = std::make_shared<Link>();
+  link->peer = peer;
+  link->address = address;
+  std::memcpy(&link->target, res->ai_addr, res->ai_addrlen);
+  link->target_len = res->ai_addrlen;
+  freeaddrinfo(res);
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  auto it = links_.find(peer);
+  if (it != links_.end())
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + " at " + address +
+                                                     ": already connected (to " +
+                                                     it->second->address + ")");
+  links_.emplace(peer, link);
+  auto parked = parked_.find(link->address);
+  if (parked != parked_.end()) {
+    EndpointOwner& owner = *parked->second;
+    parked_.erase(parked);
+    owner.link = link;
+    owner.attempt = ++link->attempt;
+    owner.name = "peer " + std::to_string(peer) + " at " + link->address;
+    link->endpoint = &owner;
+    link->up = link->ever_up = true;
+    return;
+  }
+  start_attempt(link, 0);
+}
+
+// A connection attempt: the peer's worker address fetched (after
+// `delay_ms`), then an endpoint from it, a HELLO on it and a flush, which
+// completes once the peer has the HELLO (the link is up) or fails. A
+// failure before the link was ever up is tried again, as the peer may not
+// listen yet (the engine bounds the wait with CARAVAN_CONNECT_TIMEOUT and
+// names the peer).
+void UcxVan::start_attempt(const std::shared_ptr<Link>& link, int delay_ms) {
+  ++link->attempt;
+  link->up = false;
+  link->token = next_token_++;
+  fetching_[link->token] = link;
+  exchange_->fetch(link->token, link->target, link->target_len, delay_ms);
+}
+
+void UcxVan::fetched(uint64_t token, bool ok, const std::string& address) {
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  auto it = fetching_.find(token);
+  if (it == fetching_.end()) return;
+  std::shared_ptr<Link> link = it->second.lock();
+  fetching_.erase(it);
+  if (!link || link->closed || link->token != token) return;
+  if (!ok) {
+    host_.log(CARAVAN_LOG_DEBUG, "connecting to peer " + std::to_string(link->peer) + " at " +
+                                     link->address + ": " + address + "; trying again in " +
+                                     std::to_string(retry_ms_) + " ms");
+    return start_attempt(link, retry_ms_);
+  }
+  endpoints_.push_back(std::make_unique<EndpointOwner>());
+  EndpointOwner& owner = *endpoints_.back();
+  owner.van = this;
+  owner.link = link;
+  owner.attempt = link->attempt;
+  owner.stream = next_stream_++;
+  owner.name = "peer " + std::to_string(link->peer) + " at " + link->address;
+  link->endpoint = &owner;
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  ep.err_handler.cb = &Callbacks::endpoint_failed;
+  ep.err_handler.arg = &owner;
+  // UCX's peer failure detection, where the transports have it: a dead
+  // peer's sends end with an error at once. Shared memory has none (UCX
+  // then finds no transport in PEER mode); there the endpoint is made
+  // without, and the engine's heartbeats find a dead peer.
+  ucs_status_t st = UCS_ERR_UNREACHABLE;
+  if (peer_failure_) {
+    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    st = ucp_ep_create(worker_, &ep, &owner.ep);
+    if (st != UCS_OK && peer_failure_auto_) {
+      peer_failure_ = false;
+      host_.log(CARAVAN_LOG_INFO,
+                "the UCX transports to peer " + std::to_string(link->peer) + " at " +
+                    link->address +
+                    " cannot report a dead peer (shared memory cannot); endpoints are made "
+                    "without (PEER_FAILURE=auto), and dead peers are found by heartbeats");
+    }
+  }
+  if (!peer_failure_) {
+    ep.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    owner.peer_failure = false;
+    st = ucp_ep_create(worker_, &ep, &owner.ep);
+  }
+  if (st != UCS_OK) {
+    // No transport reaches the peer (UCX_TLS, UCX_NET_DEVICES): trying
+    // again cannot help.
+    owner.ep = nullptr;
+    link->endpoint = nullptr;
+    const char* tls = std::getenv("UCX_TLS");
+    return link_lost(*link, "no UCX transport reaches it (UCX_TLS=" +
+                                std::string(tls ? tls : "unset") + "): " + text(st));
+  }
+  auto hello = std::make_unique<SendOp>();
+  hello->internal = true;
+  hello->text = address_.empty() ? "a node that does not listen" : address_;
+  hello->head.kind = Kind::kHello;
+  post(link, std::move(hello));
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = &Callbacks::flushed;
+  p.user_data = &owner;
+  ucs_status_ptr_t r = ucp_ep_flush_nbx(owner.ep, &p);
+  if (r == nullptr)
+    link_up(link);
+  else if (UCS_PTR_IS_ERR(r))
+    attempt_failed(*link, UCS_PTR_STATUS(r));
+  notify_poller();  // the flush needs progress
+}
+
+void UcxVan::attempt_failed(Link& link, ucs_status_t status) {
+  if (link.closed || finalizing_) return;
+  link.endpoint = nullptr;
+  if (link.ever_up)
+    return link_lost(link, "connection to " + link.address + " lost: " + text(status));
+  host_.log(CARAVAN_LOG_DEBUG, "connecting to peer " + std::to_string(link.peer) + " at " +
+                                   link.address + ": " + text(status) + "; trying again in " +
+                                   std::to_string(retry_ms_) + " ms");
+  auto self = links_.find(link.peer);
+  if (self != links_.end() && self->second.get() == &link) start_attempt(self->second, retry_ms_);
+}
+
+void UcxVan::link_up(const std::shared_ptr<Link>& link) {
+  link->up = link->ever_up = true;
+  host_.log(CARAVAN_LOG_DEBUG,
+            "connected to peer " + std::to_string(link->peer) + " at " + link->address);
+  while (!link->queue.empty() && link->up) {
+    std::unique_ptr<SendOp> op = std::move(link->queue.front());
+    link->queue.pop_front();
+    post(link, std::move(op));
+  }
+}
+
+void UcxVan::link_lost(Link& link, const std::string& why) {
+  if (!link.failed.empty()) return;
+  link.failed = why;
+  link.up = false;
+  host_.log(CARAVAN_LOG_WARNING, "peer " + std::to_string(link.peer) + ": " + why);
+  link.endpoint = nullptr;
+  fail_queue(link, CARAVAN_STATUS_IO);
+}
+
+void UcxVan::fail_queue(Link& link, caravan_status status) {
+  for (auto& op : link.queue)
+    if (!op->internal) sent_.push(op->send_id, status);
+  if (!link.queue.empty()) notify_poller();
+  link.queue.clear();
+}
+
+void UcxVan::disconnect(uint64_t peer) {
+  Call call(*this);
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  auto it = links_.find(peer);
+  if (it == links_.end())
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "disconnect peer " + std::to_string(peer) + ": not connected");
+  std::shared_ptr<Link> link = std::move(it->second);
+  links_.erase(it);
+  link->closed = true;
+  link->failed = "disconnected";
+  exchange_->cancel(link->token);
+  fetching_.erase(link->token);
+  fail_queue(*link, CARAVAN_STATUS_CLOSED);
+  // Sends in flight go on; each is reported when UCX is done with it, as
+  // CLOSED (sent()). A working endpoint waits for the address to be
+  // connected again.
+  // Without peer failure detection, sends to a dead peer might never end:
+  // the endpoint is closed instead, which ends them (UCS_ERR_CANCELED).
+  EndpointOwner* owner = link->endpoint;
+  link->endpoint = nullptr;
+  if (owner && link->up && !owner->failed && owner->peer_failure) {
+    owner->link.reset();
+    parked_[link->address] = owner;
+  } else if (owner && !owner->failed && !owner->peer_failure && owner->ep) {
+    if (void* r = force_close(*owner)) ucp_request_free(r);  // nothing waits for it
+  }
+}
+
+void UcxVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
+                  size_t num_segments, uint64_t send_id) {
+  Call call(*this);
+  auto who = [&] { return "send to peer " + std::to_string(peer); };
+  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
+                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
+  auto op = std::make_unique<SendOp>();
+  op->send_id = send_id;
+  op->head.kind = Kind::kData;
+  op->head.slot = slot;
+  op->head.num_segments = static_cast<uint32_t>(num_segments);
+  for (size_t i = 0; i < num_segments; ++i) {
+    if (!segments[i].data && segments[i].len)
+      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                  who() + ": segment " + std::to_string(i) + " has no data");
+    op->head.lens[i] = segments[i].len;
+    if (segments[i].len)
+      op->iov[op->num_segments++] = {const_cast<void*>(segments[i].data), segments[i].len};
+  }
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  auto it = links_.find(peer);
+  if (it == links_.end()) throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who() + ": not connected");
+  const std::shared_ptr<Link>& link = it->second;
+  if (!link->failed.empty())
+    throw Error(link->closed ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_IO,
+                who() + " at " + link->address + ": " + link->failed);
+  if (!link->up)
+    link->queue.push_back(std::move(op));
+  else
+    post(link, std::move(op));
+}
+
+// Posts a send on the link's endpoint. Its header and I/O vector live in
+// the op, which UCX reads until the send completes.
+void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> owned) {
+  SendOp* op = owned.release();
+  op->van = this;
+  op->link = link;
+  op->head.magic = kWireMagic;
+  op->head.stream = link->endpoint->stream;
+  op->head.seq = op->head.kind == Kind::kHello ? 0 : link->endpoint->next_seq++;
+  in_flight_.insert(op);
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
+  p.cb.send = &Callbacks::sent;
+  p.user_data = op;
+  const void* buffer = nullptr;
+  size_t count = 0;
+  if (op->head.kind == Kind::kHello) {
+    p.datatype = ucp_dt_make_contig(1);
+    buffer = op->text.data();
+    count = op->text.size();
+  } else if (op->num_segments <= 1) {
+    // One segment goes as contiguous memory, which every UCX protocol
+    // sends without copies; several as an I/O vector.
+    p.datatype = ucp_dt_make_contig(1);
+    buffer = op->num_segments ? op->iov[0].buffer : nullptr;
+    count = op->num_segments ? op->iov[0].length : 0;
+  } else {
+    p.datatype = ucp_dt_make_iov();
+    buffer = op->iov;
+    count = op->num_segments;
+  }
+  size_t head_bytes = wire_head_bytes(op->head.kind == Kind::kHello ? 0 : op->head.num_segments);
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(link->endpoint->ep, kAmId, &op->head, head_bytes, buffer, count, &p);
+  ++epoch_;  // a poller about to sleep progresses this send first
+  if (r == nullptr)
+    sent(*op, UCS_OK);
+  else if (UCS_PTR_IS_ERR(r))
+    sent(*op, UCS_PTR_STATUS(r));
+  else if (polling_)
+    wake();
+}
+
+void UcxVan::sent(SendOp& op, ucs_status_t status) {
+  std::unique_ptr<SendOp> owned(&op);
+  in_flight_.erase(&op);
+  if (op.internal) return;  // a HELLO: the flush tells how the attempt went
+  caravan_status result = CARAVAN_STATUS_OK;
+  if (status != UCS_OK) {
+    bool closed = op.link && op.link->closed;
+    result = closed ? CARAVAN_STATUS_CLOSED : CARAVAN_STATUS_IO;
+    if (!closed && op.link)
+      host_.log(CARAVAN_LOG_DEBUG, "send to peer " + std::to_string(op.link->peer) + " at " +
+                                       op.link->address + " failed: " + text(status));
+  }
+  sent_.push(op.send_id, result);
+  notify_poller();
+}
+
+void UcxVan::notify_poller() {
+  ++epoch_;
+  if (polling_) wake();
+}
+
+void UcxVan::wake() {
+  uint64_t one = 1;
+  ssize_t r = ::write(wake_fd_, &one, sizeof one);
+  (void)r;
+}
+
+// UCX's progress, then what it left for after: endpoints that failed.
+// Under ucx_mu_.
+void UcxVan::progress() {
+  while (ucp_worker_progress(worker_) != 0) {
+  }
+  while (!failed_.empty()) {
+    EndpointOwner* owner = failed_.front();
+    failed_.pop_front();
+    auto link = owner->link.lock();
+    if (link && !link->closed && link->attempt == owner->attempt && link->endpoint == owner) {
+      attempt_failed(*link, owner->status);
+    } else {
+      for (auto it = parked_.begin(); it != parked_.end(); ++it)
+        if (it->second == owner) {
+          parked_.erase(it);
+          break;
+        }
+    }
+  }
+}
+
+caravan_status UcxVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                            size_t* num_events) {
+  Call call(*this);
+  std::lock_guard<std::mutex> one_poller(poll_mu_);
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 0);
+  auto hand_out = [&](std::unique_ptr<Incoming> in) { return held_.hand_out(std::move(in)); };
+  for (;;) {
+    size_t got = 0;
+    uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(ucx_mu_);
+      progress();
+      got = inbox_->take(events, capacity, hand_out);
+      seen = epoch_;
+    }
+    got += sent_.take(events + got, capacity - got);
+    if (got) {
+      *num_events = got;
+      return CARAVAN_STATUS_OK;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closing_) return CARAVAN_STATUS_CLOSED;
+    }
+    if (interrupted_.exchange(false)) return CARAVAN_STATUS_TIMEOUT;
+    int wait = -1;
+    if (timeout_ms >= 0) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (timeout_ms == 0 || left <= 0) return CARAVAN_STATUS_TIMEOUT;
+      wait = static_cast<int>(std::min<long long>(left, INT_MAX));
+    }
+    {
+      std::lock_guard<std::mutex> lock(ucx_mu_);
+      // Anything since this loop's progress (a send posted, an event
+      // queued by another thread's progress) is looked at before sleeping.
+      if (epoch_ != seen) continue;
+      if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+      polling_ = true;
+    }
+    epoll_event ev[2];
+    int n = epoll_wait(epoll_, ev, 2, wait);
+    {
+      std::lock_guard<std::mutex> lock(ucx_mu_);
+      polling_ = false;
+    }
+    for (int i = 0; i < n; ++i)
+      if (ev[i].data.fd == wake_fd_) {
+        uint64_t count;
+        ssize_t r = ::read(wake_fd_, &count, sizeof count);
+        (void)r;
+      }
+  }
+}
+
+void UcxVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+
+void UcxVan::interrupt() {
+  interrupted_ = true;
+  wake();
+}
+
+void UcxVan::lend(uint64_t slot, size_t segment, void* buf, size_t len) {
+  Call call(*this);
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  inbox_->lend(slot, segment, buf, len);
+}
+
+void UcxVan::unlend(uint64_t slot) {
+  Call call(*this);
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  inbox_->unlend(slot);
+  if (inbox_->has_ready()) notify_poller();
+}
+
+}  // namespace caravan::van_ucx

@@ -1,0 +1,43 @@
+// What the ucx van puts in each active message's header: a magic number,
+// the kind, the segment count, the stream (one per connection attempt of a
+// sending instance) and the message's place in it, the send's slot and
+// each segment's length. The segments' bytes travel as the message's data,
+// back to back. UCX may hand rendezvous messages over out of order; the
+// stream and sequence let the receiver put them back in the order they were
+// sent, as van_v2.h guarantees. A stream's first message (sequence 0) is a
+// HELLO whose data is the sender's listening address, the name its
+// messages carry in logs.
+#ifndef CARAVAN_VAN_UCX_WIRE_H
+#define CARAVAN_VAN_UCX_WIRE_H
+
+#include <cstddef>
+#include <cstdint>
+
+#include "caravan/plugin/van_v2.h"
+
+namespace caravan::van_ucx {
+
+constexpr uint32_t kWireMagic = 0x32585543u;  // "CUX2"
+constexpr unsigned kAmId = 17;                // the van's one active message handler
+
+enum class Kind : uint32_t { kHello = 1, kData = 2 };
+
+struct WireHead {
+  uint32_t magic;
+  Kind kind;
+  uint64_t stream;
+  uint64_t seq;
+  uint64_t slot;
+  uint32_t num_segments;
+  uint32_t reserved;
+  uint64_t lens[CARAVAN_VAN_MAX_SEGMENTS_V2];
+};
+
+// The bytes of a header with n segments: lengths past n are not sent.
+constexpr size_t wire_head_bytes(size_t n) {
+  return offsetof(WireHead, lens) + n * sizeof(uint64_t);
+}
+
+}  // namespace caravan::van_ucx
+
+#endif  // CARAVAN_VAN_UCX_WIRE_H
