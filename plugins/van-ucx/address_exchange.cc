@@ -122,6 +122,11 @@ void AddressExchange::fetch(uint64_t token, const sockaddr_storage& target, sock
   wake();
 }
 
+void AddressExchange::set_worker_address(std::string address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  worker_address_ = std::move(address);
+}
+
 void AddressExchange::cancel(uint64_t token) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = fetches_.find(token);

@@ -57,6 +57,9 @@ class AddressExchange {
   // endpoint from it, whose first message (a HELLO) follows.
   uint64_t answered() const { return answered_; }
 
+  // The address handed out from now on (UCX started again: listen()).
+  void set_worker_address(std::string address);
+
  private:
   struct Fetch {
     uint64_t token = 0;
@@ -79,7 +82,7 @@ class AddressExchange {
   void wake();
 
   const plugin::Host& host_;
-  const std::string worker_address_;
+  std::string worker_address_;  // under mu_
   Fetched fetched_;
   int epoll_ = -1;
   int wake_fd_ = -1;

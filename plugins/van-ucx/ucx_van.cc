@@ -1,6 +1,7 @@
 #include "ucx_van.h"
 
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -20,6 +21,8 @@ namespace caravan::van_ucx {
 
 using plugin::Error;
 using Clock = std::chrono::steady_clock;
+
+constexpr int kProgressRounds = 4;  // ucp_worker_progress calls per progress()
 
 // UCX's callbacks, which reach the instance through their argument. Every
 // one runs inside ucp_worker_progress or a UCX call the van makes, so
@@ -77,6 +80,34 @@ uint64_t first_stream() {
   return seed ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
 }
 
+// The network interface that holds `host`'s address (a name or a literal),
+// or "" when none here does (a wildcard, a name of another host).
+std::string interface_of(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (host == "*" || getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return "";
+  ifaddrs* ifs = nullptr;
+  std::string found;
+  if (getifaddrs(&ifs) == 0) {
+    for (addrinfo* a = res; a && found.empty(); a = a->ai_next)
+      for (ifaddrs* i = ifs; i && found.empty(); i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != a->ai_family) continue;
+        bool same = a->ai_family == AF_INET
+                        ? reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr.s_addr ==
+                              reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr
+                        : std::memcmp(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr,
+                                      &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                                      sizeof(in6_addr)) == 0;
+        if (same) found = i->ifa_name;
+      }
+    freeifaddrs(ifs);
+  }
+  freeaddrinfo(res);
+  return found;
+}
+
 }  // namespace
 
 UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
@@ -93,38 +124,75 @@ UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
   if (device != "auto" && device != "0")
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "plugin parameter DEVICE_MEMORY='" + device + "': auto or 0");
+  device_memory_wanted_ = device == "auto";
   next_stream_ = first_stream();
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_ < 0 || wake_fd_ < 0) {
+    int err = errno;
+    for (int fd : {epoll_, wake_fd_})
+      if (fd >= 0) ::close(fd);
+    throw Error(CARAVAN_STATUS_UNAVAILABLE, std::string("epoll or eventfd: ") + std::strerror(err));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = wake_fd_;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  std::string worker_address;
+  try {
+    worker_address = open_ucx("");
+  } catch (...) {
+    for (int fd : {epoll_, wake_fd_}) ::close(fd);
+    throw;
+  }
+  exchange_ = std::make_unique<AddressExchange>(
+      host_, worker_address,
+      [this](uint64_t token, bool ok, const std::string& text) { fetched(token, ok, text); });
+}
 
-  // UCX reads its own UCX_* variables here (ucp_config_read).
+// Starts UCX: a context (UCX reads its UCX_* variables here), a worker and
+// its active message handler. `net_devices`, when not empty, is
+// UCX_NET_DEVICES for this context. Returns the worker's address. Throws
+// UNAVAILABLE, leaving no UCX object behind.
+std::string UcxVan::open_ucx(const std::string& net_devices) {
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK)
     throw Error(CARAVAN_STATUS_UNAVAILABLE, "UCX configuration (UCX_* variables): " + text(st));
   // UCX 1.13's first protocols, its default, fail inside UCX when a peer
-  // goes away mid-transfer (assertions on pending wire-up requests and on
-  // rendezvous requests left on an endpoint, one conformance run in two);
-  // its second protocols, chosen here unless UCX_PROTO_ENABLE says
-  // otherwise, pass every run. Later UCX versions default to them.
+  // goes away mid-transfer (assertions on rendezvous requests left on an
+  // endpoint, 7 conformance runs in 12); its second protocols, chosen here
+  // unless UCX_PROTO_ENABLE says otherwise, do not. Later UCX versions
+  // default to them.
   if (!std::getenv("UCX_PROTO_ENABLE")) ucp_config_modify(config, "PROTO_ENABLE", "y");
+  // A node whose peer died with a rendezvous send to it in flight aborted
+  // in ucp_cleanup (rcache.c:409, a registration still counted in use), 2
+  // kill-test runs in 4; without UCX's registration cache, none in 4. The
+  // cache saves registrations on RDMA devices: set UCX_RCACHE_ENABLE=try
+  // there (docs/known-defects.md).
+  if (!std::getenv("UCX_RCACHE_ENABLE")) ucp_config_modify(config, "RCACHE_ENABLE", "n");
+  if (!net_devices.empty()) ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   params.name = "caravan";
   st = ucp_init(&params, config, &context_);
   ucp_config_release(config);
-  if (st != UCS_OK)
+  if (st != UCS_OK) {
+    context_ = nullptr;
     throw Error(CARAVAN_STATUS_UNAVAILABLE,
                 "UCX could not start: " + text(st) + " (check UCX_TLS and UCX_NET_DEVICES)");
+  }
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   if (ucp_context_query(context_, &attr) == UCS_OK)
-    device_memory_ = device == "auto" && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+    device_memory_ = device_memory_wanted_ && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
 
   auto fail = [&](const std::string& why) {
     if (worker_) ucp_worker_destroy(worker_);
+    worker_ = nullptr;
     ucp_cleanup(context_);
-    for (int fd : {epoll_, wake_fd_})
-      if (fd >= 0) ::close(fd);
+    context_ = nullptr;
     throw Error(CARAVAN_STATUS_UNAVAILABLE, why);
   };
   ucp_worker_params_t wp{};
@@ -134,7 +202,10 @@ UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
   // inside progress asserted so), and the van calls from several.
   wp.thread_mode = UCS_THREAD_MODE_MULTI;
   st = ucp_worker_create(context_, &wp, &worker_);
-  if (st != UCS_OK) fail("UCX worker: " + text(st));
+  if (st != UCS_OK) {
+    worker_ = nullptr;
+    fail("UCX worker: " + text(st));
+  }
   ucp_worker_attr_t wattr{};
   wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   if (ucp_worker_query(worker_, &wattr) == UCS_OK && wattr.max_am_header < sizeof(WireHead))
@@ -151,26 +222,28 @@ UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
   am.flags = UCP_AM_FLAG_WHOLE_MSG;
   st = ucp_worker_set_am_recv_handler(worker_, &am);
   if (st != UCS_OK) fail("UCX active message handler: " + text(st));
-
-  epoll_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_ < 0 || wake_fd_ < 0) fail(std::string("epoll or eventfd: ") + std::strerror(errno));
-  for (int fd : {worker_fd_, wake_fd_}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
-  }
   ucp_address_t* own = nullptr;
   size_t own_len = 0;
   st = ucp_worker_get_address(worker_, &own, &own_len);
   if (st != UCS_OK) fail("UCX worker address: " + text(st));
-  std::string worker_address(reinterpret_cast<const char*>(own), own_len);
+  std::string address(reinterpret_cast<const char*>(own), own_len);
   ucp_worker_release_address(worker_, own);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = worker_fd_;
+  epoll_ctl(epoll_, EPOLL_CTL_ADD, worker_fd_, &ev);
   inbox_ = std::make_unique<Inbox>(host_, worker_);
-  exchange_ = std::make_unique<AddressExchange>(
-      host_, worker_address,
-      [this](uint64_t token, bool ok, const std::string& text) { fetched(token, ok, text); });
+  return address;
+}
+
+// Stops what open_ucx started. Under ucx_mu_, with no endpoint made yet.
+void UcxVan::close_ucx() {
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, worker_fd_, nullptr);
+  inbox_.reset();
+  ucp_worker_destroy(worker_);
+  ucp_cleanup(context_);
+  worker_ = nullptr;
+  context_ = nullptr;
 }
 
 // Sends not yet reported are dropped unreported and received messages not
@@ -209,6 +282,34 @@ UcxVan::~UcxVan() {
   inbox_.reset();
   ucp_cleanup(context_);
   for (int fd : {epoll_, wake_fd_}) ::close(fd);
+}
+
+// UCX's worker address lists every network interface of the host, and a
+// peer may pick one it cannot reach (a second network, a bridge of this
+// host's own): the namespace hosts' job failed so. Unless UCX_NET_DEVICES
+// says otherwise, UCX is started again on the interface of the address the
+// engine advertises (DMLC_INTERFACE, DMLC_NODE_HOST), before any peer can
+// fetch the address. Shared memory to peers on this host stays.
+void UcxVan::restrict_to_interface(const std::string& host) {
+  if (std::getenv("UCX_NET_DEVICES")) return;
+  std::string device = interface_of(host);
+  if (device.empty()) return;
+  std::lock_guard<std::mutex> lock(ucx_mu_);
+  if (!endpoints_.empty()) {
+    host_.log(CARAVAN_LOG_INFO, "UCX keeps every interface: peers were connected before listen");
+    return;
+  }
+  close_ucx();
+  std::string address;
+  try {
+    address = open_ucx(device);
+  } catch (const Error& e) {
+    host_.log(CARAVAN_LOG_INFO,
+              "UCX on interface " + device + " only: " + e.what() + "; every interface is kept");
+    address = open_ucx("");
+  }
+  exchange_->set_worker_address(address);
+  host_.log(CARAVAN_LOG_DEBUG, "UCX on interface " + device + " (UCX_NET_DEVICES unset)");
 }
 
 // Peers that fetched this node's address may still be wiring their
@@ -258,6 +359,7 @@ void UcxVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
                   "listen on " + request.where + ": already listening at " + address_);
     listened_ = true;  // claimed now so a racing second call fails
   }
+  restrict_to_interface(request.host);
   int bound = 0;
   try {
     bound = exchange_->listen(request.host, port, request.where);
@@ -586,8 +688,12 @@ void UcxVan::wake() {
 // UCX's progress, then what it left for after: endpoints that failed.
 // Under ucx_mu_.
 void UcxVan::progress() {
-  while (ucp_worker_progress(worker_) != 0) {
-  }
+  // A few rounds at most, and none once a message is whole: under a stream
+  // of large messages UCX always has more to do, and poll() must hand out
+  // what is whole (and let senders take ucx_mu_) meanwhile. A pipelined
+  // tensor's first sums came back only after its last partition left.
+  for (int round = 0; round < kProgressRounds && !inbox_->has_ready(); ++round)
+    if (ucp_worker_progress(worker_) == 0) break;
   while (!failed_.empty()) {
     EndpointOwner* owner = failed_.front();
     failed_.pop_front();

@@ -109,6 +109,9 @@ class UcxVan {
   void post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> op);
   void fail_queue(Link& link, caravan_status status);
   void progress();
+  std::string open_ucx(const std::string& net_devices);
+  void close_ucx();
+  void restrict_to_interface(const std::string& host);
   void settle_incoming();
   void* force_close(EndpointOwner& owner);
   void sent(SendOp& op, ucs_status_t status);
@@ -121,9 +124,10 @@ class UcxVan {
   int retry_ms_ = 100;
   int close_timeout_ms_ = 5000;
   bool device_memory_ = false;
-  bool peer_failure_ = true;       // endpoints in PEER error mode (PEER_FAILURE)
-  bool peer_failure_auto_ = true;  // falls back to none where the transports lack it
-  std::string transports_;         // what UCX offers here, for properties()
+  bool device_memory_wanted_ = true;  // DEVICE_MEMORY=auto
+  bool peer_failure_ = true;          // endpoints in PEER error mode (PEER_FAILURE)
+  bool peer_failure_auto_ = true;     // falls back to none where the transports lack it
+  std::string transports_;            // what UCX offers here, for properties()
 
   // Instance state: closing, calls.
   std::mutex mu_;
