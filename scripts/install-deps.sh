@@ -2,7 +2,7 @@
 # Installs the Debian packages Caravan builds and tests with; skips the
 # ones already present so repeated runs are quick.
 set -euo pipefail
-packages=(cmake ninja-build g++ gcc ccache clang-format pkg-config gnuplot-nox libzmq3-dev libfabric-dev libibverbs-dev librdmacm-dev libgtest-dev libbenchmark-dev libhwloc-dev libssl-dev libgloo-dev libmicrohttpd-dev curl dpkg-dev openmpi-bin munge slurmctld slurmd slurm-client openssh-client openssh-server iproute2 clang libclang-rt-14-dev
+packages=(cmake ninja-build g++ gcc ccache clang-format pkg-config gnuplot-nox libzmq3-dev libfabric-dev libucx-dev libibverbs-dev librdmacm-dev libgtest-dev libbenchmark-dev libhwloc-dev libssl-dev libgloo-dev libmicrohttpd-dev curl dpkg-dev openmpi-bin munge slurmctld slurmd slurm-client openssh-client openssh-server iproute2 clang libclang-rt-14-dev
           python3-torch python3-torchvision python3-pytest)  # python/: its tests, with /usr/bin/python3
 missing=()
 for p in "${packages[@]}"; do

@@ -22,13 +22,8 @@ inline constexpr plugin::Param kPeerFailure{
     "1: UCX reports a dead peer (its PEER error mode; transports without it, such as shared "
     "memory, are not used); 0: it does not, shared memory may be used and the engine's "
     "heartbeats find dead peers; auto: 1, else 0 where no transport has it"};
-inline constexpr plugin::Param kDeviceMemory{
-    "DEVICE_MEMORY", "auto",
-    "auto: report device memory (segments in GPU memory, no staging) when the installed UCX has "
-    "CUDA transports; 0: never"};
-
 inline constexpr caravan_param_info kList[] = {kRetryMs.info, kPeerFailure.info,
-                                               kCloseTimeoutMs.info, kDeviceMemory.info};
+                                               kCloseTimeoutMs.info};
 
 }  // namespace caravan::van_ucx::params
 

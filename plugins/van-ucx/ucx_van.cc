@@ -120,11 +120,6 @@ UcxVan::UcxVan(const caravan_host_v1* host) : host_(host) {
                 "plugin parameter PEER_FAILURE='" + peer_failure + "': auto, 1 or 0");
   peer_failure_ = peer_failure != "0";
   peer_failure_auto_ = peer_failure == "auto";
-  std::string device = params::kDeviceMemory.text(host_);
-  if (device != "auto" && device != "0")
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "plugin parameter DEVICE_MEMORY='" + device + "': auto or 0");
-  device_memory_wanted_ = device == "auto";
   next_stream_ = first_stream();
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -183,10 +178,16 @@ std::string UcxVan::open_ucx(const std::string& net_devices) {
     throw Error(CARAVAN_STATUS_UNAVAILABLE,
                 "UCX could not start: " + text(st) + " (check UCX_TLS and UCX_NET_DEVICES)");
   }
+  // Whether this UCX could move GPU memory itself, for caravan-info. The van
+  // does not claim CARAVAN_VAN_CAP_V2_DEVICE_MEMORY yet: the engine stages
+  // GPU tensors through host memory for every van, and no UCX with CUDA
+  // transports has run this van (docs/van-ucx.md).
   ucp_context_attr_t attr{};
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-  if (ucp_context_query(context_, &attr) == UCS_OK)
-    device_memory_ = device_memory_wanted_ && (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+  bool cuda = ucp_context_query(context_, &attr) == UCS_OK &&
+              (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
+  transport_ = std::string("ucx (UCX ") + ucp_get_version_string() +
+               (cuda ? ", with CUDA transports" : ", without CUDA transports") + ")";
 
   auto fail = [&](const std::string& why) {
     if (worker_) ucp_worker_destroy(worker_);
@@ -343,10 +344,9 @@ void* UcxVan::force_close(EndpointOwner& owner) {
 
 void UcxVan::properties(caravan_van_properties_v2* out) const {
   out->caps = CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND;
-  if (device_memory_) out->caps |= CARAVAN_VAN_CAP_V2_DEVICE_MEMORY;
   out->max_message_bytes = SIZE_MAX;
   out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V2;
-  out->transport = device_memory_ ? "ucx (CUDA memory)" : "ucx (host memory)";
+  out->transport = transport_.c_str();
 }
 
 void UcxVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {

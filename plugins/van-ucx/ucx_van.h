@@ -123,11 +123,10 @@ class UcxVan {
   plugin::Host host_;
   int retry_ms_ = 100;
   int close_timeout_ms_ = 5000;
-  bool device_memory_ = false;
-  bool device_memory_wanted_ = true;  // DEVICE_MEMORY=auto
-  bool peer_failure_ = true;          // endpoints in PEER error mode (PEER_FAILURE)
-  bool peer_failure_auto_ = true;     // falls back to none where the transports lack it
-  std::string transports_;            // what UCX offers here, for properties()
+  std::string transport_;          // properties()' text
+  bool peer_failure_ = true;       // endpoints in PEER error mode (PEER_FAILURE)
+  bool peer_failure_auto_ = true;  // falls back to none where the transports lack it
+  std::string transports_;         // what UCX offers here, for properties()
 
   // Instance state: closing, calls.
   std::mutex mu_;

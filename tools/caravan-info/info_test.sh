@@ -20,6 +20,16 @@ for want in "van zmq" "reducer cpu" "van efa" "van verbs" \
   grep -qF -- "$want" <<<"$out" || fail "no '$want' in:
 $out"
 done
+# A started van says whether GPU tensors reach it as they are; van-ucx also
+# names the UCX it runs on and whether that UCX has CUDA transports.
+grep -qF "device memory: no (GPU tensors are staged through host memory)" <<<"$out" \
+  || fail "no van's device memory line in:
+$out"
+if grep -q "^  van ucx" <<<"$out"; then
+  grep -qE "transport ucx \(UCX [0-9.]+, with(out)? CUDA transports\)" <<<"$out" \
+    || fail "van ucx does not say its UCX and CUDA transports in:
+$out"
+fi
 echo "ok: plugins, parameters, settings and the misspelt variable"
 
 good="DMLC_ROLE=worker DMLC_NUM_WORKER=2 DMLC_NUM_SERVER=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=9123 DMLC_NODE_HOST=127.0.0.1"

@@ -67,6 +67,33 @@ std::string reducer_capabilities(const PluginLibrary& lib) {
   return text;
 }
 
+// A van's capabilities (ABI 2) need an instance too: started and stopped
+// here, without listening. Says whether GPU tensors go to the van as they
+// are or through host memory (the engine's stager).
+std::string van_capabilities(const PluginLibrary& lib) {
+  const auto* ops = static_cast<const caravan_van_ops_v2*>(lib.descriptor->ops);
+  HostServices host(CARAVAN_PLUGIN_KIND_VAN, lib.descriptor->name);
+  void* ctx = nullptr;
+  caravan_status s = ops->init(host.table(), &ctx);
+  if (s != CARAVAN_STATUS_OK) return "cannot start here: " + describe_plugin_failure(s);
+  caravan_van_properties_v2 p{};
+  p.struct_size = sizeof p;
+  s = ops->properties(ctx, &p);
+  std::string text;
+  if (s != CARAVAN_STATUS_OK) {
+    text = "properties failed: " + describe_plugin_failure(s);
+  } else {
+    text = std::string("transport ") + (p.transport ? p.transport : "?");
+    if (p.caps & CARAVAN_VAN_CAP_V2_ZERO_COPY_SEND) text += "; zero-copy send";
+    if (p.caps & CARAVAN_VAN_CAP_V2_RDMA) text += "; RDMA";
+    text += (p.caps & CARAVAN_VAN_CAP_V2_DEVICE_MEMORY)
+                ? "; device memory: yes"
+                : "; device memory: no (GPU tensors are staged through host memory)";
+  }
+  ops->finalize(ctx);
+  return text;
+}
+
 void list_plugins(const std::string& plugin_path) {
   std::vector<std::string> dirs = plugin_search_dirs(plugin_path);
   std::printf("Plugins, searched in:");
@@ -121,6 +148,8 @@ void list_plugins(const std::string& plugin_path) {
       else if (static_cast<uint32_t>(kind) == CARAVAN_PLUGIN_KIND_COMPRESSOR)
         std::printf("    chosen per tensor: byteps_compressor_type=%s (docs/compression.md)\n",
                     name.c_str());
+      else if (d.abi_major == CARAVAN_VAN_ABI_MAJOR_V2)
+        std::printf("    capabilities: %s\n", van_capabilities(*lib).c_str());
       else
         std::printf("    capabilities: reported by a started van (caravan-van-check shows them)\n");
       std::string prefix = plugin_param_prefix(kind, d.name ? d.name : name);
