@@ -9,12 +9,14 @@
 # between Caravan's, and the table gives the ratio.
 #
 # usage: bench/pslite/run.sh --source DIR [--original BIN] [--build DIR]
-#                            [--sizes LIST] [--shapes LIST] [--modes LIST]
+#                            [--sizes LIST] [--shapes LIST] [--modes LIST] [--rdma VALUE]
 #   --source DIR    a bytedance/ps-lite checkout (branch byteps)
 #   --original BIN  its test_benchmark built against the original ps-lite
 #   --sizes LIST    value bytes per key (default 4096,16384,65536,262144,1048576,4194304)
 #   --shapes LIST   WORKERSxSERVERS (default 1x1,2x2)
 #   --modes LIST    push, pull, pushpull (default all three)
+#   --rdma VALUE    DMLC_ENABLE_RDMA for every node, as ps-lite users pick a van
+#                   (ucx: van-ucx; default unset: TCP)
 # Each job logs the program's goodput every LOG_DURATION rounds (about
 # 48 MB a worker); the first line is warm-up, the median of the next four
 # is reported, per worker (this 2-core machine varies by a third from one
@@ -23,7 +25,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 build=$repo/build
-source_dir= original= sizes=4096,16384,65536,262144,1048576,4194304 shapes=1x1,2x2
+source_dir= original= rdma= sizes=4096,16384,65536,262144,1048576,4194304 shapes=1x1,2x2
 modes=push,pull,pushpull
 while [ $# -gt 0 ]; do
   case $1 in
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --shapes) shapes=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
+    --rdma) rdma=$2; shift 2 ;;
     *) echo "bench/pslite/run.sh: unknown option $1 (see the usage at the top of the script)" >&2; exit 2 ;;
   esac
 done
@@ -63,7 +66,7 @@ run_job() {
   pids=()
   export DMLC_NUM_WORKER=$w DMLC_NUM_SERVER=$s DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port \
     DMLC_INTERFACE=lo DMLC_GROUP_SIZE=1 LOG_DURATION=$rounds TOTAL_DURATION=$(( 5 * rounds ))
-  unset DMLC_ENABLE_RDMA
+  if [ -n "$rdma" ]; then export DMLC_ENABLE_RDMA=$rdma; else unset DMLC_ENABLE_RDMA; fi
   : >"$log"
   DMLC_ROLE=scheduler "$bin" "$len" 1 "$mode" >>"$log" 2>&1 & pids+=($!)
   for _ in $(seq "$s"); do DMLC_ROLE=server "$bin" "$len" 1 "$mode" >>"$log" 2>&1 & pids+=($!); done
