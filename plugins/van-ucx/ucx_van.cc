@@ -186,8 +186,11 @@ std::string UcxVan::open_ucx(const std::string& net_devices) {
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   bool cuda = ucp_context_query(context_, &attr) == UCS_OK &&
               (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
-  transport_ = std::string("ucx (UCX ") + ucp_get_version_string() +
-               (cuda ? ", with CUDA transports" : ", without CUDA transports") + ")";
+  // Set once: properties() hands out its text for the instance's life, and
+  // listen() may start UCX again.
+  if (transport_.empty())
+    transport_ = std::string("ucx (UCX ") + ucp_get_version_string() +
+                 (cuda ? ", with CUDA transports" : ", without CUDA transports") + ")";
 
   auto fail = [&](const std::string& why) {
     if (worker_) ucp_worker_destroy(worker_);
