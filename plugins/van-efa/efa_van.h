@@ -14,8 +14,8 @@
 #include "caravan/plugin/plugin_cxx.hpp"
 #include "caravan/plugin/van_v2.h"
 #include "caravan/plugin/van_v2_cxx.hpp"
-#include "fabric.h"
 #include "events/counted_call.h"
+#include "fabric.h"
 #include "rendezvous/protocol.h"
 
 namespace caravan::van_efa {
