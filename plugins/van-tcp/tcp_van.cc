@@ -155,33 +155,17 @@ void TcpVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
     listened_ = false;
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + where + ": " + why);
   };
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  int rc = getaddrinfo(name == "*" ? nullptr : name.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0 || !res) fail(-1, gai_strerror(rc));
-  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    freeaddrinfo(res);
-    fail(-1, errno_text(errno));
+  int fd = -1;
+  try {
+    fd = plugin::tcp::listen_socket(name, port, where);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    listened_ = false;
+    throw;
   }
-  set_option(fd, SOL_SOCKET, SO_REUSEADDR, 1);
-  int bound = ::bind(fd, res->ai_addr, res->ai_addrlen);
-  int err = errno;
-  freeaddrinfo(res);
-  if (bound != 0 || ::listen(fd, SOMAXCONN) != 0) fail(fd, errno_text(bound != 0 ? err : errno));
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int bound_port =
-      ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                                       : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
   // Advertise the name the engine gave (it may be a host name) with the
   // port actually bound.
-  std::string advertised = plugin::tcp::endpoint(name, std::to_string(bound_port));
+  std::string advertised = plugin::tcp::endpoint(name, std::to_string(plugin::tcp::bound_port(fd)));
   if (advertised.size() + 1 > addr_cap) fail(fd, "address buffer too small for " + advertised);
   std::memcpy(addr_out, advertised.c_str(), advertised.size() + 1);
   {
@@ -218,21 +202,13 @@ void TcpVan::connect(uint64_t peer, const char* address) {
                                                        ": already connected (to " +
                                                        it->second->address + ")");
   }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "connect " + who + " at " + address + ": " + gai_strerror(rc));
   auto link = std::make_shared<Link>();
   link->peer = peer;
   link->address = address;
+  std::string why;
+  if (!plugin::tcp::resolve_stream(host, port, false, &link->target, &link->target_len, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + " at " + address + ": " + why);
   link->key = next_key_++;
-  std::memcpy(&link->target, res->ai_addr, res->ai_addrlen);
-  link->target_len = res->ai_addrlen;
-  freeaddrinfo(res);
   {
     std::unique_lock<std::shared_mutex> lock(links_mu_);
     if (!links_.emplace(peer, link).second)

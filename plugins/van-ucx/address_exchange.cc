@@ -10,6 +10,8 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "tcp/tcp_address.h"
+
 namespace caravan::van_ucx {
 namespace {
 
@@ -70,36 +72,8 @@ void AddressExchange::wake() {
 }
 
 int AddressExchange::listen(const std::string& host, int port, const std::string& where) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* res = nullptr;
-  std::string service = std::to_string(port);
-  int rc = getaddrinfo(host == "*" ? nullptr : host.c_str(), service.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot listen on " + where + ": " + gai_strerror(rc));
-  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int err = errno;
-  if (fd >= 0) {
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, res->ai_addr, res->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-      err = errno;
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot listen on " + where + ": " + errno_text(err));
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  int bound = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                                               : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  int fd = plugin::tcp::listen_socket(host, port, where);
+  int bound = plugin::tcp::bound_port(fd);
   {
     std::lock_guard<std::mutex> lock(mu_);
     listen_fd_ = fd;

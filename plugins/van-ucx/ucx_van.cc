@@ -391,20 +391,12 @@ void UcxVan::connect(uint64_t peer, const char* address) {
   if (!plugin::tcp::split_endpoint(address, "ucx", &host, &port))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 "connect " + who + ": '" + address + "' is not ucx://HOST:PORT");
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0 || !res)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "connect " + who + " at " + address + ": " + gai_strerror(rc));
   auto link = std::make_shared<Link>();
   link->peer = peer;
   link->address = address;
-  std::memcpy(&link->target, res->ai_addr, res->ai_addrlen);
-  link->target_len = res->ai_addrlen;
-  freeaddrinfo(res);
+  std::string why;
+  if (!plugin::tcp::resolve_stream(host, port, false, &link->target, &link->target_len, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + " at " + address + ": " + why);
   std::lock_guard<std::mutex> lock(ucx_mu_);
   auto it = links_.find(peer);
   if (it != links_.end())

@@ -5,6 +5,13 @@
 #ifndef CARAVAN_PLUGINS_COMMON_TCP_TCP_ADDRESS_H
 #define CARAVAN_PLUGINS_COMMON_TCP_TCP_ADDRESS_H
 
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "caravan/plugin/plugin_cxx.hpp"
@@ -32,6 +39,61 @@ inline bool split_endpoint(const std::string& address, const std::string& scheme
   if (host->size() > 1 && host->front() == '[' && host->back() == ']')
     *host = host->substr(1, host->size() - 2);
   return !host->empty() && port->find_first_not_of("0123456789") == std::string::npos;
+}
+
+// The first address getaddrinfo gives for a TCP stream to host:port
+// (passive: to listen on, host "*" for any) into *addr; false, with
+// getaddrinfo's reason in *why, when there is none.
+inline bool resolve_stream(const std::string& host, const std::string& port, bool passive,
+                           sockaddr_storage* addr, socklen_t* len, std::string* why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* res = nullptr;
+  const char* name = passive && host == "*" ? nullptr : host.c_str();
+  int rc = getaddrinfo(name, port.c_str(), &hints, &res);
+  if (rc != 0 || !res) return *why = gai_strerror(rc), false;
+  std::memcpy(addr, res->ai_addr, res->ai_addrlen);
+  *len = res->ai_addrlen;
+  freeaddrinfo(res);
+  return true;
+}
+
+// A non-blocking socket bound to host:port (SO_REUSEADDR) and listening.
+// Throws INVALID_ARGUMENT "cannot listen on <where>: <why>".
+inline int listen_socket(const std::string& host, int port, const std::string& where) {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  std::string why;
+  if (!resolve_stream(host, std::to_string(port), true, &addr, &len, &why))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + where + ": " + why);
+  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int err = errno;
+  if (fd >= 0) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
+        ::listen(fd, SOMAXCONN) != 0) {
+      err = errno;
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                "cannot listen on " + where + ": " + std::strerror(err));
+  return fd;
+}
+
+// The port a socket is bound to (listen_socket with port 0: the one the
+// kernel chose).
+inline int bound_port(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
 }
 
 // listen()'s host and port, checked: the host without IPv6 brackets, and
