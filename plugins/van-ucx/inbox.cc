@@ -138,7 +138,8 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
     p.cb.recv_am = &Inbox::received;
     p.user_data = in;
     // One segment goes as contiguous memory, which every UCX protocol
-    // receives without copies; several as an I/O vector.
+    // takes (its zero-copy ones included); several as an I/O vector. (Over
+    // TCP, UCX 1.13 still copies large messages: docs/van-ucx.md.)
     p.datatype = n == 1 ? ucp_dt_make_contig(1) : ucp_dt_make_iov();
     void* buffer = n == 1 ? in->iov[0].buffer : static_cast<void*>(in->iov);
     size_t count = n == 1 ? in->iov[0].length : n;

@@ -632,7 +632,8 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
     count = op->text.size();
   } else if (op->num_segments <= 1) {
     // One segment goes as contiguous memory, which every UCX protocol
-    // sends without copies; several as an I/O vector.
+    // takes (its zero-copy ones included); several as an I/O vector. (Over
+    // TCP, UCX 1.13 still copies large messages: docs/van-ucx.md.)
     p.datatype = ucp_dt_make_contig(1);
     buffer = op->num_segments ? op->iov[0].buffer : nullptr;
     count = op->num_segments ? op->iov[0].length : 0;
