@@ -16,7 +16,10 @@ class Lending : public VanPair {
       GTEST_SKIP() << "this van has no lend and unlend (van_v2.h minor 1): it keeps "
                       "every message in its own memory";
   }
-  // A message as the engine sends one: a small head, then the values.
+  // A message as the engine sends one: a small head, then the values. They
+  // stay the van's until the send is done (van_v2.h), which may be after
+  // the receiver has the message: each test waits for its sends before its
+  // values go (a van sending in place reads them to the end of its call).
   caravan_status send(uint64_t slot, const std::vector<uint8_t>& values, Ticket* t = nullptr) {
     return a_.send_slot(kB, slot, {seg(head_), seg(values)}, t);
   }
@@ -46,6 +49,7 @@ TEST_F(Lending, TheMatchingMessageLandsInTheLentMemory) {
     expect_same(m.segments[1], again);
   }));
   EXPECT_EQ(buf, values) << "a used-up lend was written again";
+  EXPECT_TRUE(a_.wait_all_sent()) << "a send never ended";
 }
 
 TEST_F(Lending, OnlyTheExactLengthOnTheSameSlotTakesIt) {
@@ -66,6 +70,7 @@ TEST_F(Lending, OnlyTheExactLengthOnTheSameSlotTakesIt) {
     EXPECT_EQ(m.segments[1].data, buf.data()) << "a message that did not match used up the lend";
     expect_same(m.segments[1], exact);
   }));
+  EXPECT_TRUE(a_.wait_all_sent()) << "a send never ended";
 }
 
 TEST_F(Lending, AnUnlentBufferIsNeverWrittenAgain) {
@@ -93,6 +98,7 @@ TEST_F(Lending, AnUnlentBufferIsNeverWrittenAgain) {
   // Taking back a slot with no lend is fine.
   EXPECT_EQ(b_.unlend(11), CARAVAN_STATUS_OK) << b_.error();
   EXPECT_EQ(b_.unlend(12345), CARAVAN_STATUS_OK) << b_.error();
+  EXPECT_TRUE(a_.wait_all_sent()) << "a send never ended";
 }
 
 TEST_F(Lending, ASecondLendReplacesTheFirst) {
@@ -106,6 +112,7 @@ TEST_F(Lending, ASecondLendReplacesTheFirst) {
     expect_same(m.segments[1], values);
   }));
   EXPECT_TRUE(all_bytes(first, 0xee)) << "a replaced lend was written";
+  EXPECT_TRUE(a_.wait_all_sent()) << "a send never ended";
 }
 
 TEST_F(Lending, AMessageCutShortLeavesTheLendForTheNext) {

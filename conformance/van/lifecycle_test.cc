@@ -33,6 +33,7 @@ TEST_F(VanPair, RefusedCallsNeverCallDone) {
   // Still usable after the refusals.
   ASSERT_EQ(a_.send(kB, {seg(data)}), CARAVAN_STATUS_OK) << a_.error();
   ASSERT_TRUE(b_.recv_one([&](const Message& m) { expect_same(m.segments[0], data); }));
+  EXPECT_TRUE(a_.wait_all_sent()) << "the send after the refusals never ended";
 }
 
 TEST_F(VanPair, DisconnectWithMessagesInFlight) {

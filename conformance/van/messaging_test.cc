@@ -142,7 +142,9 @@ TEST_F(VanPair, BufferReusableOnceDone) {
 }
 
 TEST_F(VanPair, ReceivedMemoryIsWritableUntilRelease) {
-  auto data = pattern(4096, 9);
+  // The van may read the data until the send ends (after the receiver has
+  // it), and nothing here says when that is: it outlives the van.
+  static const auto data = pattern(4096, 9);
   ASSERT_EQ(a_.send_unwatched(kB, {seg(data)}), CARAVAN_STATUS_OK)
       << "a send nobody watches is allowed";
   ASSERT_TRUE(b_.recv_one([&](const Message& m) {

@@ -1,5 +1,6 @@
 #include "inbox.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -58,23 +59,30 @@ bool Inbox::check(const WireHead& head, size_t header_length, size_t length,
     return *why = "unknown kind " + std::to_string(static_cast<uint32_t>(head.kind)), false;
   if (head.num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2)
     return *why = std::to_string(head.num_segments) + " segments", false;
-  if (header_length != wire_head_bytes(head.num_segments))
-    return *why = "header of " + std::to_string(header_length) + " bytes for " +
-                  std::to_string(head.num_segments) + " segments",
-           false;
   if (head.kind == Kind::kHello) {
-    if (head.num_segments != 0) return *why = "a HELLO with segments", false;
+    if (head.num_segments != 0 || head.data_segment != kEverySegment)
+      return *why = "a HELLO with segments", false;
+    if (header_length != wire_head_bytes(0))
+      return *why = "a HELLO header of " + std::to_string(header_length) + " bytes", false;
     return true;  // its data is the sender's name
   }
   if (head.num_segments == 0) return *why = "a message of no segments", false;
+  const bool every = head.data_segment == kEverySegment;
+  if (!every && head.data_segment >= head.num_segments)
+    return *why = "data segment " + std::to_string(head.data_segment) + " of " +
+                  std::to_string(head.num_segments),
+           false;
   uint64_t total = 0;
   for (size_t i = 0; i < head.num_segments; ++i) {
     if (head.lens[i] > UINT64_MAX - total) return *why = "segment lengths overflow", false;
     total += head.lens[i];
   }
-  if (total != length)
-    return *why = "segments of " + std::to_string(total) + " bytes in a message of " +
-                  std::to_string(length),
+  uint64_t in_data = every ? total : head.lens[head.data_segment];
+  uint64_t in_header = wire_head_bytes(head.num_segments) + (total - in_data);
+  if (in_data != length || in_header != header_length)
+    return *why = "segments of " + std::to_string(total) + " bytes in a header of " +
+                  std::to_string(header_length) + " and data of " + std::to_string(length) +
+                  " bytes",
            false;
   return true;
 }
@@ -84,11 +92,16 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   WireHead head{};
   std::string why;
-  if (header_length < offsetof(WireHead, lens) || header_length > sizeof head) {
+  if (header_length < offsetof(WireHead, lens)) {
     why = "header of " + std::to_string(header_length) + " bytes";
   } else {
-    std::memcpy(&head, header, header_length);
-    check(head, header_length, length, &why);
+    std::memcpy(&head, header, offsetof(WireHead, lens));
+    size_t n = std::min<size_t>(head.num_segments, CARAVAN_VAN_MAX_SEGMENTS_V2);
+    if (header_length < wire_head_bytes(n))
+      why = "header of " + std::to_string(header_length) + " bytes";
+    else
+      std::memcpy(&head, header, wire_head_bytes(n));
+    if (why.empty()) check(head, header_length, length, &why);
   }
   if (!why.empty()) {
     // Without a trustworthy stream and sequence it cannot take its turn;
@@ -124,14 +137,19 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
                                        " bytes from " + stream.name + ": " + why);
     in->failed = true;
   } else if (!rndv) {
+    copy_from_header(*in, head, header);
     const auto* from = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < in->num_segments; from += in->lens[i], ++i)
-      if (in->lens[i]) std::memcpy(in->where[i], from, in->lens[i]);
+    for (size_t i = 0; i < in->num_segments; ++i)
+      if (in_data(head, i) && in->lens[i]) {
+        std::memcpy(in->where[i], from, in->lens[i]);
+        from += in->lens[i];
+      }
     in->complete = true;
   } else {
+    copy_from_header(*in, head, header);
     size_t n = 0;
     for (size_t i = 0; i < in->num_segments; ++i)
-      if (in->lens[i]) in->iov[n++] = {in->where[i], in->lens[i]};
+      if (in_data(head, i) && in->lens[i]) in->iov[n++] = {in->where[i], in->lens[i]};
     ucp_request_param_t p{};
     p.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
@@ -175,6 +193,19 @@ void Inbox::received(void* request, ucs_status_t status, size_t, void* user_data
                           ": its data did not arrive: " + ucs_status_string(status));
   }
   if (!inbox.closed_) inbox.advance(in->stream);
+}
+
+bool Inbox::in_data(const WireHead& head, size_t segment) {
+  return head.data_segment == kEverySegment || head.data_segment == segment;
+}
+
+void Inbox::copy_from_header(Incoming& in, const WireHead& head, const void* header) {
+  const auto* from = static_cast<const unsigned char*>(header) + wire_head_bytes(in.num_segments);
+  for (size_t i = 0; i < in.num_segments; ++i)
+    if (!in_data(head, i) && in.lens[i]) {
+      std::memcpy(in.where[i], from, in.lens[i]);
+      from += in.lens[i];
+    }
 }
 
 bool Inbox::place(Incoming& in, std::string* why) {

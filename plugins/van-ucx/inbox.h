@@ -101,10 +101,12 @@ class Inbox {
 
   static void received(void* request, ucs_status_t status, size_t length, void* user_data);
   bool check(const WireHead& head, size_t header_length, size_t length, std::string* why) const;
-  void hello(Stream& stream, const WireHead& head, const void* data, size_t length,
-             const ucp_am_recv_param_t* param);
   // Allocates the van's memory of a message and takes the lend it matches.
   bool place(Incoming& in, std::string* why);
+  // Whether the message's data (not its header) holds the segment (wire.h).
+  static bool in_data(const WireHead& head, size_t segment);
+  // Copies the segments the header carries to their places.
+  static void copy_from_header(Incoming& in, const WireHead& head, const void* header);
   // The message's lend is over without it: back to its slot for the next.
   void unclaim(Incoming& in);
   // Hands the stream's messages that are next and whole to ready_.

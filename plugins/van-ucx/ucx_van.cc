@@ -212,9 +212,12 @@ std::string UcxVan::open_ucx(const std::string& net_devices) {
   }
   ucp_worker_attr_t wattr{};
   wattr.field_mask = UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
-  if (ucp_worker_query(worker_, &wattr) == UCS_OK && wattr.max_am_header < sizeof(WireHead))
+  st = ucp_worker_query(worker_, &wattr);
+  if (st != UCS_OK) fail("UCX worker attributes: " + text(st));
+  if (wattr.max_am_header < sizeof(WireHead))
     fail("UCX active message headers hold " + std::to_string(wattr.max_am_header) +
          " bytes; the van needs " + std::to_string(sizeof(WireHead)));
+  most_inline_ = std::min(kMostInlineBytes, wattr.max_am_header - sizeof(WireHead));
   st = ucp_worker_get_efd(worker_, &worker_fd_);
   if (st != UCS_OK) fail("UCX event file descriptor: " + text(st));
   ucp_am_handler_param_t am{};
@@ -618,6 +621,7 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
   op->head.magic = kWireMagic;
   op->head.stream = link->endpoint->stream;
   op->head.seq = op->head.kind == Kind::kHello ? 0 : link->endpoint->next_seq++;
+  lay_out(*op, link->endpoint->peer_failure);
   in_flight_.insert(op);
   ucp_request_param_t p{};
   p.op_attr_mask =
@@ -642,9 +646,8 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
     buffer = op->iov;
     count = op->num_segments;
   }
-  size_t head_bytes = wire_head_bytes(op->head.kind == Kind::kHello ? 0 : op->head.num_segments);
-  ucs_status_ptr_t r =
-      ucp_am_send_nbx(link->endpoint->ep, kAmId, &op->head, head_bytes, buffer, count, &p);
+  ucs_status_ptr_t r = ucp_am_send_nbx(link->endpoint->ep, kAmId, op->header.data(),
+                                       op->header.size(), buffer, count, &p);
   ++epoch_;  // a poller about to sleep progresses this send first
   if (r == nullptr)
     sent(*op, UCS_OK);
@@ -652,6 +655,49 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
     sent(*op, UCS_PTR_STATUS(r));
   else if (polling_)
     wake();
+}
+
+// Builds the op's header (wire.h): the small segments ride in it, and the
+// largest goes alone as contiguous data, where the endpoint detects a lost
+// peer. UCX 1.13.1 mishandles two sends a lost peer cuts short: it leaks the
+// registration array of a purged I/O vector send (LeakSanitizer, in
+// NodeFailure.Killed*), and a closed shared memory endpoint (no peer
+// failure detection) loses a contiguous rendezvous send, whose request
+// ucp_worker_destroy then crashes reporting (Lending.AMessageCutShort...).
+// Over shared memory, I/O vectors it is: UCX copies them in fragments
+// where contiguous memory is read across processes (CMA) in one copy.
+void UcxVan::lay_out(SendOp& op, bool inline_small) {
+  size_t n = op.head.num_segments;
+  size_t head_bytes = wire_head_bytes(n);
+  op.head.data_segment = kEverySegment;
+  size_t largest = 0, small = 0;
+  for (size_t i = 0; i < n; ++i) {
+    small += op.head.lens[i];
+    if (op.head.lens[i] > op.head.lens[largest]) largest = i;
+  }
+  small -= n ? op.head.lens[largest] : 0;
+  if (op.head.kind != Kind::kData || op.num_segments < 2 || !inline_small || small > most_inline_) {
+    op.header.resize(head_bytes);
+    std::memcpy(op.header.data(), &op.head, head_bytes);
+    return;
+  }
+  op.head.data_segment = static_cast<uint32_t>(largest);
+  op.header.resize(head_bytes + small);
+  std::memcpy(op.header.data(), &op.head, head_bytes);
+  unsigned char* to = op.header.data() + head_bytes;
+  ucp_dt_iov_t data{};
+  for (size_t i = 0, k = 0; i < n; ++i) {
+    if (!op.head.lens[i]) continue;
+    const ucp_dt_iov_t& seg = op.iov[k++];  // the nonempty segments, in order
+    if (i == largest) {
+      data = seg;
+    } else {
+      std::memcpy(to, seg.buffer, seg.length);
+      to += seg.length;
+    }
+  }
+  op.iov[0] = data;
+  op.num_segments = 1;
 }
 
 void UcxVan::sent(SendOp& op, ucs_status_t status) {

@@ -51,7 +51,9 @@ struct SendOp {
   uint64_t send_id = 0;
   bool internal = false;  // a HELLO: no SENT event
   WireHead head{};
-  size_t num_segments = 0;
+  // The header as sent: room for head, then the segments it carries.
+  std::vector<unsigned char> header;
+  size_t num_segments = 0;  // in iov: the segments the data holds
   ucp_dt_iov_t iov[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   std::string text;  // a HELLO's data
 };
@@ -110,6 +112,8 @@ class UcxVan {
   void fail_queue(Link& link, caravan_status status);
   void progress();
   std::string open_ucx(const std::string& net_devices);
+  // Builds the op's header and says which segments its data holds.
+  void lay_out(SendOp& op, bool inline_small);
   void close_ucx();
   void restrict_to_interface(const std::string& host);
   void settle_incoming();
@@ -143,6 +147,7 @@ class UcxVan {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int worker_fd_ = -1;
+  size_t most_inline_ = 0;   // bytes of small segments a header may carry (wire.h)
   bool finalizing_ = false;  // the destructor has begun closing endpoints
   bool listened_ = false;
   std::string address_;  // listen()'s, the name our HELLOs give

@@ -1,8 +1,16 @@
 // What the ucx van puts in each active message's header: a magic number,
 // the kind, the segment count, the stream (one per connection attempt of a
-// sending instance) and the message's place in it, the send's slot and
-// each segment's length. The segments' bytes travel as the message's data,
-// back to back. UCX may hand rendezvous messages over out of order; the
+// sending instance) and the message's place in it, the send's slot, which
+// segment the data holds and each segment's length.
+//
+// A message of one large segment and small others (the engine's: header,
+// keys and lengths beside the values) carries the small ones in the header,
+// after the lengths, in order, and the large one alone as its data: one
+// contiguous buffer, which every UCX protocol takes, its zero-copy ones
+// included (where the endpoint detects a lost peer: UcxVan::lay_out says
+// why). Otherwise (data_segment kEverySegment) the segments' bytes
+// travel as the data, back to back. UCX may hand rendezvous messages over
+// out of order; the
 // stream and sequence let the receiver put them back in the order they were
 // sent, as van_v2.h guarantees. A stream's first message (sequence 0) is a
 // HELLO whose data is the sender's listening address, the name its
@@ -29,11 +37,20 @@ struct WireHead {
   uint64_t seq;
   uint64_t slot;
   uint32_t num_segments;
-  uint32_t reserved;
+  uint32_t data_segment;  // the one segment the data holds, or kEverySegment
   uint64_t lens[CARAVAN_VAN_MAX_SEGMENTS_V2];
 };
 
-// The bytes of a header with n segments: lengths past n are not sent.
+constexpr uint32_t kEverySegment = UINT32_MAX;
+
+// The most bytes of small segments a header carries: they are copied (by
+// the sender into the header, by UCX into its first packet or rendezvous
+// request), so only what is cheaper to copy than to send apart. UCX may
+// allow fewer (ucp_worker_query's max_am_header).
+constexpr size_t kMostInlineBytes = 1024;
+
+// The bytes of a header with n segments, before the segments it carries:
+// lengths past n are not sent.
 constexpr size_t wire_head_bytes(size_t n) {
   return offsetof(WireHead, lens) + n * sizeof(uint64_t);
 }
