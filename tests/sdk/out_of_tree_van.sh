@@ -19,7 +19,8 @@ step "install to $prefix"
 "$cmake" --install "$build" --prefix "$prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
 for f in lib/libcaravan.so bin/caravan-server bin/caravan-launch bin/caravan-van-check \
          lib/caravan/libcaravan-van-zmq.so lib/caravan/libcaravan-reducer-cpu.so \
-         include/caravan/caravan.h include/caravan/plugin/van_v1.h include/ps/ps.h \
+         include/caravan/caravan.h include/caravan/plugin/van_v1.h \
+         include/caravan/plugin/van_v2_cxx.hpp include/ps/ps.h \
          lib/cmake/CaravanSDK/CaravanSDKConfig.cmake lib/cmake/CaravanSDK/plugin_exports.map; do
   [ -e "$prefix/$f" ] || fail "the install lacks $f"
 done
@@ -49,8 +50,9 @@ CARAVAN_PLUGIN_PATH=$tmp/van-skeleton DMLC_ENABLE_RDMA=skeleton BYTEPS_LOG_LEVEL
   DMLC_NODE_HOST=127.0.0.1 CARAVAN_CONNECT_TIMEOUT=30 CARAVAN_OP_TIMEOUT=60 \
   "$prefix/bin/caravan-launch" --workers 2 --servers 2 -- "$worker" 1 100000 > "$tmp/job.log" 2>&1 \
   || { cat "$tmp/job.log"; fail "the job over the skeleton van"; }
-grep -q "loaded van plugin 'skeleton'.* from $so" "$tmp/job.log" \
-  || { cat "$tmp/job.log"; fail "DMLC_ENABLE_RDMA=skeleton did not load $so"; }
+# The example is what vendors copy: it speaks the current van ABI, 2.
+grep -q "loaded van plugin 'skeleton' .* (ABI 2\.[0-9]*) from $so" "$tmp/job.log" \
+  || { cat "$tmp/job.log"; fail "DMLC_ENABLE_RDMA=skeleton did not load $so as an ABI 2 van"; }
 grep -c "loaded van plugin 'skeleton'" "$tmp/job.log" | sed 's/^/processes on the skeleton van: /'
 
 build_example compressor-skeleton libcaravan-compressor-bf16.so

@@ -1,14 +1,5 @@
 #include "skeleton_van.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -16,368 +7,134 @@ namespace skeleton {
 
 using caravan::plugin::Error;
 
-namespace {
-
-std::string errno_text() { return std::strerror(errno); }
-
-// "tcp://host:port" or "tcp://[v6]:port" -> host, port.
-void parse_address(const std::string& address, std::string* host, std::string* port) {
-  const std::string scheme = "tcp://";
-  auto colon = address.rfind(':');
-  if (address.compare(0, scheme.size(), scheme) != 0 || colon == std::string::npos ||
-      colon <= scheme.size())
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "address '" + address + "' is not tcp://HOST:PORT");
-  *host = address.substr(scheme.size(), colon - scheme.size());
-  *port = address.substr(colon + 1);
-  if (host->size() > 2 && host->front() == '[') *host = host->substr(1, host->size() - 2);
-}
-
-addrinfo* resolve(const std::string& host, const std::string& port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
-  if (rc != 0)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "cannot resolve '" + host + "': " + gai_strerror(rc));
-  return res;
-}
-
-std::string peer_text(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  char ip[INET6_ADDRSTRLEN] = "unknown";
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "unknown";
-  int port = 0;
-  if (ss.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    inet_ntop(AF_INET, &a->sin_addr, ip, sizeof ip);
-    port = ntohs(a->sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
-    inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof ip);
-    port = ntohs(a->sin6_port);
+// A send() or poll() inside the van: finalize may run meanwhile on another
+// thread (van_v2.h), and it must not free what the call still uses, so it
+// waits until every counted call has left. Refused once finalize began.
+class SkeletonVan::Call {
+ public:
+  explicit Call(SkeletonVan& van) : van_(van) {
+    std::lock_guard<std::mutex> lock(van_.mu_);
+    if (van_.closing_) throw Error(CARAVAN_STATUS_CLOSED, "the van is closing");
+    ++van_.calls_;
   }
-  return "tcp://" + std::string(ip) + ":" + std::to_string(port);
-}
-
-bool read_all(int fd, void* buf, size_t len) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    ssize_t n = ::recv(fd, p, len, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
+  ~Call() {
+    std::lock_guard<std::mutex> lock(van_.mu_);
+    if (--van_.calls_ == 0) van_.idle_.notify_all();
   }
-  return true;
-}
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
 
-// Writes every iovec, resuming after partial writes.
-bool write_all(int fd, iovec* iov, size_t count) {
-  while (count > 0) {
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = count;
-    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    auto left = static_cast<size_t>(n);
-    while (count > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
-  }
-  return true;
-}
+ private:
+  SkeletonVan& van_;
+};
 
-}  // namespace
+SkeletonVan::SkeletonVan(const caravan_host_v1* host)
+    : host_(host),
+      max_message_bytes_(static_cast<size_t>(kMaxMessageBytes.integer(host_))),
+      links_(host_, max_message_bytes_,
+             [this](std::unique_ptr<Frame> frame) { arrived(std::move(frame)); }) {}
 
-SkeletonVan::SkeletonVan(const caravan_host_v1* host) : host_(host) {
-  max_message_bytes_ = static_cast<size_t>(host_.param_int("MAX_MESSAGE_BYTES", 1ll << 32));
-  if (pipe(wake_) != 0) throw Error(CARAVAN_STATUS_IO, "pipe: " + errno_text());
-  io_ = std::thread([this] { io_loop(); });
-}
-
+// finalize. Sends whose SENT event was never polled are simply over: the
+// ABI has finalize report nothing, so their events go with the van.
 SkeletonVan::~SkeletonVan() {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
-    // Unblocks a send() stuck writing and the I/O thread stuck reading.
-    for (auto& [fd, peer] : conns_) shutdown(fd, SHUT_RDWR);
-    {
-      std::lock_guard<std::mutex> links_lock(links_mu_);
-      for (auto& [id, link] : links_) shutdown(link->fd, SHUT_RDWR);
-    }
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return calls_in_flight_ == 0; });
+    events_.notify_all();  // a poll() waiting returns CLOSED
   }
-  char byte = 0;
-  (void)!write(wake_[1], &byte, 1);
-  io_.join();
-  for (auto& [fd, peer] : conns_) close(fd);
-  if (listen_fd_ >= 0) close(listen_fd_);
-  for (auto& [id, link] : links_) close(link->fd);
-  for (Received* r : held_) delete r;
-  close(wake_[0]);
-  close(wake_[1]);
+  links_.close();  // a send() writing gives up, and nothing arrives any more
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [&] { return calls_ == 0; });
+  for (Frame* f : held_) delete f;  // messages not released are invalid now
 }
 
-void SkeletonVan::properties(caravan_van_properties_v1* out) const {
-  if (!out || out->struct_size < sizeof *out)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "properties: struct_size too small");
+void SkeletonVan::properties(caravan_van_properties_v2* out) const {
   out->caps = 0;
   out->max_message_bytes = max_message_bytes_;
-  out->max_segments = CARAVAN_VAN_MAX_SEGMENTS_V1;
+  out->max_segments = kMaxSegments;
   out->transport = "tcp";
 }
 
 void SkeletonVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
-  if (!host || port < 0 || port > 65535)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " +
-                                                     std::string(host ? host : "(null)") +
-                                                     " port " + std::to_string(port));
-  addrinfo* res = resolve(host, std::to_string(port), true);
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  bool bound = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && ::listen(fd, 128) == 0;
-  freeaddrinfo(res);
-  if (!bound) {
-    std::string why = errno_text();
-    if (fd >= 0) close(fd);
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "cannot listen on " + std::string(host) +
-                                                     " port " + std::to_string(port) + ": " + why);
-  }
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-  int bound_port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                                  : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  std::string h = std::strchr(host, ':') ? "[" + std::string(host) + "]" : std::string(host);
-  std::string addr = "tcp://" + h + ":" + std::to_string(bound_port);
-  if (!addr_out || addr.size() + 1 > addr_cap) {
-    close(fd);
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "listen: address buffer too small");
-  }
-  std::memcpy(addr_out, addr.c_str(), addr.size() + 1);
+  links_.listen(host, port, addr_out, addr_cap);
+}
+
+void SkeletonVan::connect(uint64_t peer, const char* address) { links_.connect(peer, address); }
+
+// Every send to `peer` that was accepted has been written and its SENT
+// event queued already (send() writes before it returns), so none is left
+// to report CLOSED; one still writing fails and returns CLOSED itself.
+void SkeletonVan::disconnect(uint64_t peer) { links_.disconnect(peer); }
+
+void SkeletonVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segments,
+                       size_t num_segments, uint64_t send_id) {
+  (void)slot;  // one stream per peer carries every slot: nothing is kept per slot
+  Call call(*this);
+  links_.write(peer, segments, num_segments);
+  // The frame is in the kernel, so the caller's memory is free again; the
+  // engine hears so from poll(), never from inside send().
   std::lock_guard<std::mutex> lock(mu_);
-  listen_fd_ = fd;
-  char byte = 0;
-  (void)!write(wake_[1], &byte, 1);  // the I/O thread starts polling it
+  sent_.emplace_back(send_id, CARAVAN_STATUS_OK);
+  events_.notify_all();
 }
 
-void SkeletonVan::connect(uint64_t peer, const char* address) {
-  std::string host, port;
-  parse_address(address ? address : "", &host, &port);
-  {
-    std::lock_guard<std::mutex> lock(links_mu_);
-    if (links_.count(peer))
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "peer " + std::to_string(peer) + " is already connected");
-  }
-  addrinfo* res = resolve(host, port, false);
-  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  // Connecting at once keeps the skeleton simple; a real van connects in the
-  // background and queues sends meanwhile.
-  bool up = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-  freeaddrinfo(res);
-  if (!up) {
-    std::string why = errno_text();
-    if (fd >= 0) close(fd);
-    throw Error(CARAVAN_STATUS_IO,
-                "cannot connect to peer " + std::to_string(peer) + " at " + address + ": " + why);
-  }
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  auto link = std::make_shared<Link>();
-  link->fd = fd;
-  link->address = address;
-  std::lock_guard<std::mutex> lock(links_mu_);
-  links_[peer] = std::move(link);
-}
-
-void SkeletonVan::disconnect(uint64_t peer) {
-  std::shared_ptr<Link> link;
-  {
-    std::lock_guard<std::mutex> lock(links_mu_);
-    auto it = links_.find(peer);
-    if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "peer " + std::to_string(peer) + " is not connected");
-    link = std::move(it->second);
-    links_.erase(it);
-  }
-  shutdown(link->fd, SHUT_RDWR);  // a send() writing to it gives up
-  std::lock_guard<std::mutex> lock(link->mu);
-  close(link->fd);
-  link->fd = -1;
-}
-
-caravan_status SkeletonVan::send(uint64_t peer, const caravan_segment_v1* segments,
-                                 size_t num_segments, caravan_send_done_fn done, void* cookie) {
-  if (!segments || num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V1)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "send: " + std::to_string(num_segments) + " segments (1 to 8 allowed)");
-  FrameHeader header{kFrameMagic, static_cast<uint32_t>(num_segments), {}};
-  iovec iov[1 + CARAVAN_VAN_MAX_SEGMENTS_V1];
-  iov[0] = {&header, sizeof header};
-  size_t total = 0;
-  for (size_t i = 0; i < num_segments; ++i) {
-    header.lengths[i] = segments[i].len;
-    total += segments[i].len;
-    iov[1 + i] = {const_cast<void*>(segments[i].data), segments[i].len};
-  }
-  if (total > max_message_bytes_)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "send: " + std::to_string(total) + " bytes exceed MAX_MESSAGE_BYTES");
-  std::shared_ptr<Link> link;
-  {
-    std::lock_guard<std::mutex> lock(links_mu_);
-    auto it = links_.find(peer);
-    if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "send: peer " + std::to_string(peer) + " is not connected");
-    link = it->second;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) return CARAVAN_STATUS_CLOSED;
-    ++calls_in_flight_;
-  }
-  caravan_status status = CARAVAN_STATUS_OK;
-  {
-    std::lock_guard<std::mutex> lock(link->mu);
-    if (link->fd < 0) {
-      status = CARAVAN_STATUS_CLOSED;
-    } else if (!write_all(link->fd, iov, 1 + num_segments)) {
-      host_.set_error("send to peer " + std::to_string(peer) + " at " + link->address + ": " +
-                      errno_text());
-      status = CARAVAN_STATUS_IO;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--calls_in_flight_ == 0) cv_.notify_all();
-  }
-  // The frame is in the kernel: the caller's memory is no longer read.
-  if (status == CARAVAN_STATUS_OK && done) done(cookie, CARAVAN_STATUS_OK);
-  return status;
-}
-
-caravan_status SkeletonVan::recv(int timeout_ms, caravan_van_message_v1* out) {
-  if (!out || out->struct_size < sizeof *out)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "recv: struct_size too small");
+caravan_status SkeletonVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t capacity,
+                                 size_t* num_events) {
+  Call call(*this);
   std::unique_lock<std::mutex> lock(mu_);
-  if (closing_) return CARAVAN_STATUS_CLOSED;
-  ++calls_in_flight_;
-  auto ready = [&] { return closing_ || !inbox_.empty(); };
+  auto ready = [&] { return closing_ || interrupted_ || !sent_.empty() || !inbox_.empty(); };
   if (timeout_ms < 0)
-    cv_.wait(lock, ready);
+    events_.wait(lock, ready);
   else
-    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
-  caravan_status status = CARAVAN_STATUS_TIMEOUT;
-  if (closing_) {
-    status = CARAVAN_STATUS_CLOSED;
-  } else if (!inbox_.empty()) {
-    Received* r = inbox_.front().release();
+    events_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
+  if (closing_) return CARAVAN_STATUS_CLOSED;
+  interrupted_ = false;  // this call is the one interrupt() woke
+  // Ends of sends first: the engine frees a send's credit on its SENT event
+  // before it handles the answer that may have come in the same call.
+  size_t n = 0;
+  for (; n < capacity && !sent_.empty(); ++n) {
+    caravan_van_event_v2& e = events[n];
+    std::memset(&e, 0, sizeof e);
+    e.type = CARAVAN_VAN_EVENT_SENT;
+    e.send_id = sent_.front().first;
+    e.status = sent_.front().second;
+    sent_.pop_front();
+  }
+  for (; n < capacity && !inbox_.empty(); ++n) {
+    Frame* f = inbox_.front().release();
     inbox_.pop_front();
-    held_.insert(r);
-    out->num_segments = r->num_segments;
-    char* p = r->data.get();
-    for (size_t i = 0; i < r->num_segments; ++i) {
-      out->segments[i] = {p, r->lengths[i]};
-      p += r->lengths[i];
-    }
-    out->peer = r->peer.c_str();
-    out->van_token = r;
-    status = CARAVAN_STATUS_OK;
+    held_.insert(f);
+    caravan_van_event_v2& e = events[n];
+    std::memset(&e, 0, sizeof e);
+    e.type = CARAVAN_VAN_EVENT_RECEIVED;
+    e.message.num_segments = f->num_segments;
+    for (size_t i = 0; i < f->num_segments; ++i)
+      e.message.segments[i] = {f->segment(i), f->lengths[i]};
+    e.message.peer = f->peer.c_str();
+    e.message.van_token = f;
   }
-  if (--calls_in_flight_ == 0) cv_.notify_all();
-  return status;
+  *num_events = n;
+  return n > 0 ? CARAVAN_STATUS_OK : CARAVAN_STATUS_TIMEOUT;
 }
 
-void SkeletonVan::release(caravan_van_message_v1* message) {
-  auto* r = message ? static_cast<Received*>(message->van_token) : nullptr;
+void SkeletonVan::release(const caravan_van_message_v2* message) {
+  auto* f = message ? static_cast<Frame*>(message->van_token) : nullptr;
   std::lock_guard<std::mutex> lock(mu_);
-  if (!r || !held_.erase(r))
+  if (!f || !held_.erase(f))
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "release: not a message this van handed out");
-  delete r;
-  message->van_token = nullptr;
+  delete f;
 }
 
-// Reads one whole frame from `fd` into the inbox. False when the peer went
-// away or sent something that is not a frame (the stream cannot be resynced).
-bool SkeletonVan::read_frame(int fd, const std::string& peer) {
-  FrameHeader h{};
-  if (!read_all(fd, &h, sizeof h)) return false;
-  uint64_t total = 0;
-  bool sane = h.magic == kFrameMagic && h.num_segments >= 1 &&
-              h.num_segments <= CARAVAN_VAN_MAX_SEGMENTS_V1;
-  for (uint32_t i = 0; sane && i < h.num_segments; ++i) total += h.lengths[i];
-  if (!sane || total > max_message_bytes_) {
-    host_.log(CARAVAN_LOG_WARNING, "dropping connection from " + peer + ": malformed frame");
-    return false;
-  }
-  auto r = std::make_unique<Received>();
-  r->data.reset(new char[total ? total : 1]);
-  r->peer = peer;
-  r->num_segments = h.num_segments;
-  std::memcpy(r->lengths, h.lengths, sizeof r->lengths);
-  if (!read_all(fd, r->data.get(), total)) return false;
+void SkeletonVan::interrupt() {
   std::lock_guard<std::mutex> lock(mu_);
-  inbox_.push_back(std::move(r));
-  cv_.notify_one();
-  return true;
+  interrupted_ = true;
+  events_.notify_all();
 }
 
-void SkeletonVan::io_loop() {
-  for (;;) {
-    std::vector<pollfd> fds = {{wake_[0], POLLIN, 0}};
-    std::vector<std::string> peers = {""};
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (closing_) return;
-      if (listen_fd_ >= 0) {
-        fds.push_back({listen_fd_, POLLIN, 0});
-        peers.push_back("");
-      }
-      for (auto& [fd, peer] : conns_) {
-        fds.push_back({fd, POLLIN, 0});
-        peers.push_back(peer);
-      }
-    }
-    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
-    if (fds[0].revents) {
-      char buf[64];
-      (void)!read(wake_[0], buf, sizeof buf);
-    }
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (!fds[i].revents) continue;
-      std::unique_lock<std::mutex> lock(mu_);
-      if (closing_) return;
-      if (fds[i].fd == listen_fd_) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) conns_[fd] = peer_text(fd);
-      } else {
-        lock.unlock();  // reading may take a while; send() and recv() go on
-        bool alive = read_frame(fds[i].fd, peers[i]);
-        lock.lock();
-        if (!alive && !closing_) {
-          close(fds[i].fd);
-          conns_.erase(fds[i].fd);
-        }
-      }
-    }
-  }
+void SkeletonVan::arrived(std::unique_ptr<Frame> frame) {
+  std::lock_guard<std::mutex> lock(mu_);
+  inbox_.push_back(std::move(frame));
+  events_.notify_all();
 }
 
 }  // namespace skeleton

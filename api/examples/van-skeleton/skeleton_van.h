@@ -1,85 +1,65 @@
-// A minimal third-party van over plain TCP sockets, written only against
-// the Caravan SDK. Deliberately simple: send() writes the whole message
-// before it returns (the receiver's I/O thread always drains its sockets
-// into memory, so that never waits on the application), and one I/O thread
-// per instance accepts connections and reads frames.
+// A minimal third-party van of ABI 2.1 (caravan/plugin/van_v2.h) over plain
+// TCP sockets, written only against the Caravan SDK: what every van must do
+// and little more. This class is the ABI's side; tcp_links.h moves the
+// bytes. Deliberately simple:
+//  - send() writes the whole frame on the caller's thread, then queues the
+//    send's SENT event, which the engine gets from a later poll(), never
+//    from send() itself. The write waits only for the kernels and the wire,
+//    never for the peer's application: the receiver's I/O thread always
+//    drains its sockets into memory. A faster van hands what the kernel does
+//    not take at once to a thread of its own (plugins/van-tcp).
+//  - The I/O thread's whole frames wait in an inbox; poll() hands them out
+//    as RECEIVED events.
+//  - No lend and unlend (van_v2.h minor 1, optional): every message stays in
+//    this van's memory until release(), and the engine copies answers out of
+//    it. A van that can read a message wherever it likes should add them.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <string>
-#include <thread>
-#include <vector>
+#include <utility>
 
 #include "caravan/plugin/plugin_cxx.hpp"
-#include "caravan/plugin/van_v1.h"
+#include "caravan/plugin/van_v2.h"
+#include "caravan/plugin/van_v2_cxx.hpp"
+#include "tcp_links.h"
 
 namespace skeleton {
 
-// One message on the wire: this header, then the segments back to back.
-struct FrameHeader {
-  uint32_t magic;
-  uint32_t num_segments;
-  uint64_t lengths[CARAVAN_VAN_MAX_SEGMENTS_V1];
-};
-constexpr uint32_t kFrameMagic = 0x314b5653;  // "SVK1"
-
-// A received message and the memory its segments point into.
-struct Received {
-  std::unique_ptr<char[]> data;
-  std::string peer;
-  size_t num_segments = 0;
-  uint64_t lengths[CARAVAN_VAN_MAX_SEGMENTS_V1] = {};
-};
-
-// The outgoing path to one peer; its mutex keeps each frame whole.
-struct Link {
-  std::mutex mu;
-  int fd = -1;
-  std::string address;
-};
+// Its one parameter, CARAVAN_VAN_SKELETON_MAX_MESSAGE_BYTES: declared once,
+// so the descriptor's list and the value read cannot disagree.
+inline constexpr caravan::plugin::Param kMaxMessageBytes{"MAX_MESSAGE_BYTES", "4294967296",
+                                                         "largest message accepted, in bytes"};
+inline constexpr caravan_param_info kParams[] = {kMaxMessageBytes.info};
 
 class SkeletonVan {
- public:
-  explicit SkeletonVan(const caravan_host_v1* host);
-  ~SkeletonVan();
-
-  const caravan::plugin::Host& host() const { return host_; }
-  void properties(caravan_van_properties_v1* out) const;
-  void listen(const char* host, int port, char* addr_out, size_t addr_cap);
-  void connect(uint64_t peer, const char* address);
-  void disconnect(uint64_t peer);
-  caravan_status send(uint64_t peer, const caravan_segment_v1* segments, size_t num_segments,
-                      caravan_send_done_fn done, void* cookie);
-  caravan_status recv(int timeout_ms, caravan_van_message_v1* out);
-  void release(caravan_van_message_v1* message);
+  // Constructor (init), destructor (finalize) and the ABI's operations,
+  // which van_v2_cxx.hpp turns into the C table.
+  CARAVAN_VAN_V2_CLASS(SkeletonVan)
 
  private:
-  void io_loop();
-  bool read_frame(int fd, const std::string& peer);
+  class Call;
+  void arrived(std::unique_ptr<Frame> frame);
 
   caravan::plugin::Host host_;
-  size_t max_message_bytes_;
-  int wake_[2] = {-1, -1};
-  std::thread io_;
+  const size_t max_message_bytes_;
 
-  std::mutex mu_;  // guards everything below up to links_mu_
-  std::condition_variable cv_;
-  int listen_fd_ = -1;
-  std::map<int, std::string> conns_;  // accepted fd -> peer text
-  std::deque<std::unique_ptr<Received>> inbox_;
-  std::set<Received*> held_;
+  std::mutex mu_;                   // guards everything below up to links_
+  std::condition_variable events_;  // an event is queued, interrupt(), or finalize
+  std::condition_variable idle_;    // no send() or poll() is inside any more
+  std::deque<std::pair<uint64_t, caravan_status>> sent_;  // SENT events not yet polled
+  std::deque<std::unique_ptr<Frame>> inbox_;              // RECEIVED events not yet polled
+  std::set<Frame*> held_;                                 // handed out, not yet released
+  bool interrupted_ = false;
   bool closing_ = false;
-  int calls_in_flight_ = 0;  // send() and recv() finalize waits for
+  int calls_ = 0;  // send() and poll() calls inside, which finalize waits for
 
-  std::mutex links_mu_;
-  std::map<uint64_t, std::shared_ptr<Link>> links_;
+  // Last, so it goes first: its I/O thread hands frames to the members above.
+  TcpLinks links_;
 };
 
 }  // namespace skeleton

@@ -2,7 +2,8 @@
  * its table cut to that minor's size, and past that size entries that
  * abort. A job that runs over it shows that the engine loads the older
  * table and neither reads nor calls beyond struct_size. Built once per cut:
- *   CUT_MAJOR 1: ABI 1.0, the SDK's example van without send_slot;
+ *   CUT_MAJOR 1: ABI 1.0, the ABI 1 test van (van_v1_skeleton/) without
+ *     send_slot;
  *   CUT_MAJOR 2: ABI 2.0, the tcp van without lend and unlend. */
 #include <stdio.h>
 #include <stdlib.h>
