@@ -51,8 +51,9 @@ class KVEndpoint {
   ~KVEndpoint();
 
   void start();
-  // Stops receiving; requests from now on throw. Sends in flight go on
-  // until the van settles them.
+  // Stops receiving; requests from now on throw. Sends in flight stay
+  // with the van, which finishes or drops them; their handlers no longer
+  // run, since this endpoint's thread was the only one polling.
   void stop();
   int id() const { return my_id_; }  // this node's id
 

@@ -142,8 +142,9 @@ void Node::on_failure(const std::string& why) {
   metrics::registry().peers_lost.add();
   if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
   // A van may keep messages queued for a peer that died (and keep reading
-  // the caller's memory for them); closing every path settles them now, so
-  // no operation waits for a send that will never complete.
+  // the caller's memory for them); closing every path makes it drop them
+  // and report each as over (SENT with CLOSED, from a later poll), so no
+  // operation waits for a send that will never complete.
   if (van_) {
     for (int id : peers_) {
       try {

@@ -50,8 +50,9 @@ class Answers {
 
   KVEndpoint& kv_;
   const int num_workers_;
-  // Shared with the answers' send handlers, which the van may run after
-  // the server is gone (at close).
+  // Shared with the answers' send handlers: the van keeps each until the
+  // node's receiving thread polls its SENT event, or until the van closes,
+  // which is after the server is gone, so a handler may outlive the server.
   std::shared_ptr<Timeline> timeline_;
 };
 
