@@ -3,7 +3,7 @@
 # the same shaped links, in one invocation (docs/cluster-bench.md).
 #
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
-#          [--workloads 4M,64M,resnet50,bert-large,mlp] [--modes dedicated,colocated]
+#          [--workloads 4M,64M,resnet50,bert-large,mlp] [--modes dedicated,colocated,mixedK]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
 #          [--no-gloo] [--compress key=value,...] [--cpu]
@@ -20,6 +20,10 @@
 #              gradients as one fused buffer);
 #   dedicated  Caravan, one worker per worker host, one server per server host;
 #   colocated  Caravan, a worker and a server on each worker host.
+#   mixedK     Caravan, a worker and a server on each worker host and K
+#              dedicated server hosts besides, BYTEPS_ENABLE_MIXED_MODE=1:
+#              the dedicated servers hold the share x of the bytes that
+#              loads every link equally (engine/worker/server_shares.cc).
 # Workload mlp (or mlpW, layers W wide) trains a model instead, issue 34's
 # loop (bench/cluster/train.py: 6 x Linear(2048, 2048) with ReLU, batch 8,
 # SGD, one torch thread per process) with the interpreter that has torch:
@@ -31,7 +35,8 @@
 # workload / step time) of each, the ratio, and each one's fraction of its
 # link bound. The bounds: with dedicated servers each worker sends and
 # receives each byte once (bound = rate); a ring and colocated servers send
-# and receive 2(N-1)/N of it (bound = rate * N / (2(N-1))).
+# and receive 2(N-1)/N of it (bound = rate * N / (2(N-1))); mixed, the
+# busiest link carries x + 2(1-x)(N-1)/N of it (bound = rate / that).
 #
 # --trace DIR writes, per run, DIR/<rate>-<workload>-<system>.csv: every host
 # link's bytes sent and received, sampled every 0.1 s; .links: per host,
@@ -99,8 +104,19 @@ IFS=, read -ra rate_list <<<"$rates"
 IFS=, read -ra workload_list <<<"$workloads"
 IFS=, read -ra mode_list <<<"$modes"
 for m in "${mode_list[@]}"; do
-  [ "$m" = dedicated ] || [ "$m" = colocated ] || die "--modes: '$m' is not dedicated or colocated"
+  [ "$m" = dedicated ] || [ "$m" = colocated ] || [[ $m =~ ^mixed[0-9]+$ ]] ||
+    die "--modes: '$m' is not dedicated, colocated or mixedK (K dedicated server hosts)"
+  if [[ $m =~ ^mixed([0-9]+)$ ]]; then
+    [ "${BASH_REMATCH[1]}" -ge 1 ] && [ "${BASH_REMATCH[1]}" -le "$hosts" ] ||
+      die "--modes: $m wants 1 to --hosts ($hosts) dedicated server hosts"
+  fi
 done
+# The fraction of the bytes K dedicated servers hold beside N worker hosts
+# (dedicated_fraction in engine/worker/server_shares.cc), and the share of a
+# worker's bytes the busiest link then carries.
+mixed_x() { awk -v n="$1" -v k="$2" 'BEGIN { a = 2 * (n - 1) / n; x = a / (n / k + a - 1)
+  if (x > 1) x = 1; if (x < 0) x = 0; printf "%.6f", x }'; }
+mixed_load() { awk -v n="$1" -v x="$(mixed_x "$1" "$2")" 'BEGIN { printf "%.6f", x + 2 * (1 - x) * (n - 1) / n }'; }
 
 # Bytes per second of a tc rate (kbit, mbit, gbit or bit).
 rate_bytes() {
@@ -308,17 +324,24 @@ run_caravan() {  # $1 rate, $2 workload, $3 mode[+compressed|+ddp]; prints MB/s
     [ "$3" = "$mode+ddp" ] && worker_cmd=(env MASTER_ADDR="${addr[w0]}" MASTER_PORT=29500
                                           $(train_cmd "$2" caravan))
   fi
+  local servers=$hosts dedicated=0 mixed=()
+  if [[ $mode =~ ^mixed([0-9]+)$ ]]; then
+    dedicated=${BASH_REMATCH[1]} servers=$((hosts + dedicated)) mixed=(BYTEPS_ENABLE_MIXED_MODE=1)
+  fi
   local job=(env DMLC_PS_ROOT_URI="${addr[sch]}" DMLC_PS_ROOT_PORT=9100 DMLC_NUM_WORKER="$hosts"
-             DMLC_NUM_SERVER="$hosts" DMLC_INTERFACE=eth1 CARAVAN_OP_TIMEOUT="$deadline"
-             "${extra_env[@]}")
+             DMLC_NUM_SERVER="$servers" DMLC_INTERFACE=eth1 CARAVAN_OP_TIMEOUT="$deadline"
+             "${mixed[@]}" "${extra_env[@]}")
   started=()
   start_in sch "$work/$tag-sch.log" "${job[@]}" DMLC_ROLE=scheduler "$server_bin"
   for ((i = 0; i < hosts; i++)); do
     server_host=s$i
-    [ "$mode" = colocated ] && server_host=w$i
+    [ "$mode" = dedicated ] || server_host=w$i
     start_in "$server_host" "$work/$tag-server$i.log" "${job[@]}" DMLC_ROLE=server "$server_bin"
     start_in "w$i" "$work/$tag-worker$i.log" "${job[@]}" DMLC_ROLE=worker DMLC_WORKER_ID="$i" \
       "${worker_cmd[@]}" "${worker_args[@]}"
+  done
+  for ((i = 0; i < dedicated; i++)); do
+    start_in "s$i" "$work/$tag-server$((hosts + i)).log" "${job[@]}" DMLC_ROLE=server "$server_bin"
   done
   wait_started "$tag" || fail_run "$tag failed" "$work/$tag-*.log"
   result_field "$work/$tag-worker*.log" MBps || fail_run "$tag printed no result" "$work/$tag-*.log"
@@ -421,6 +444,8 @@ for rate in "${rate_list[@]}"; do
     for m in "${mode_list[@]}"; do
       bound=$bps
       [ "$m" = colocated ] && bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
+      [[ $m =~ ^mixed([0-9]+)$ ]] &&
+        bound=$(awk -v b="$bps" -v l="$(mixed_load "$n" "${BASH_REMATCH[1]}")" 'BEGIN { print b / l }')
       plain=""
       train_ddp=""
       [ -n "$(mlp_width "$w")" ] && train_ddp=1

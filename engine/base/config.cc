@@ -148,6 +148,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.server_sum_threads = static_cast<int>(env::integer("BYTEPS_SERVER_ENGINE_THREAD", 1, 256, 4));
   c.server_enable_schedule = env::boolean("BYTEPS_SERVER_ENABLE_SCHEDULE", false);
   c.enable_async = env::boolean("BYTEPS_ENABLE_ASYNC", false);
+  c.enable_mixed_mode = env::boolean("BYTEPS_ENABLE_MIXED_MODE", false);
   c.enable_ipc = env::boolean("BYTEPS_ENABLE_IPC", false);
   c.debug_sample_tensor = env::get("BYTEPS_DEBUG_SAMPLE_TENSOR").value_or("");
   c.connect_timeout_s = static_cast<int>(env::integer("CARAVAN_CONNECT_TIMEOUT", 1, 86400, 60));

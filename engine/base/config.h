@@ -57,6 +57,7 @@ struct JobConfig {
   int server_sum_threads = 4;           // BYTEPS_SERVER_ENGINE_THREAD
   bool server_enable_schedule = false;  // BYTEPS_SERVER_ENABLE_SCHEDULE
   bool enable_async = false;            // BYTEPS_ENABLE_ASYNC
+  bool enable_mixed_mode = false;       // BYTEPS_ENABLE_MIXED_MODE
   bool enable_ipc = false;              // BYTEPS_ENABLE_IPC
   std::string debug_sample_tensor;      // BYTEPS_DEBUG_SAMPLE_TENSOR: a tensor name
   int connect_timeout_s = 60;           // CARAVAN_CONNECT_TIMEOUT

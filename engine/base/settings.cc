@@ -46,6 +46,9 @@ const std::vector<Setting>& known_settings() {
       {"BYTEPS_SERVER_ENGINE_THREAD", "4", "summation threads per server"},
       {"BYTEPS_SERVER_ENABLE_SCHEDULE", "0", "1: serve the key with the fewest rounds first"},
       {"BYTEPS_ENABLE_ASYNC", "0", "1: asynchronous training"},
+      {"BYTEPS_ENABLE_MIXED_MODE", "0",
+       "1: servers on worker hosts and on hosts of their own hold the shares that load every "
+       "link equally"},
       {"BYTEPS_DEBUG_SAMPLE_TENSOR", "unset",
        "a tensor whose sample values are logged at each stage"},
       {"BYTEPS_ENABLE_IPC", "0",

@@ -27,9 +27,10 @@ struct Shared {
 // so the sender waited out CARAVAN_OP_TIMEOUT: "van message limit" is
 // compared too.
 constexpr Shared kShared[] = {
-    {"BYTEPS_ENABLE_ASYNC", true},     {"van", true},
-    {"van message limit", true},       {"BYTEPS_LOCAL_SIZE", false},
-    {"BYTEPS_PARTITION_BYTES", false}, {"BYTEPS_MIN_COMPRESS_BYTES", false},
+    {"BYTEPS_ENABLE_ASYNC", true},       {"van", true},
+    {"van message limit", true},         {"BYTEPS_LOCAL_SIZE", false},
+    {"BYTEPS_PARTITION_BYTES", false},   {"BYTEPS_MIN_COMPRESS_BYTES", false},
+    {"BYTEPS_ENABLE_MIXED_MODE", false},
 };
 
 // "BYTEPS_PARTITION_BYTES=1000", "BYTEPS_PARTITION_BYTES unset", "the van 'tcp'",
@@ -107,6 +108,7 @@ Settings shared_settings(const JobConfig& c, const std::string& van, size_t van_
       {"BYTEPS_PARTITION_BYTES",
        c.partition_bytes > 0 ? std::to_string(c.partition_bytes) : "unset"},
       {"BYTEPS_MIN_COMPRESS_BYTES", std::to_string(c.min_compress_bytes)},
+      {"BYTEPS_ENABLE_MIXED_MODE", c.enable_mixed_mode ? "1" : "0"},
   };
 }
 

@@ -5,6 +5,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/worker/partition_plan.h"
+#include "engine/worker/server_shares.h"
 
 namespace caravan {
 
@@ -19,15 +20,27 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
   options.on_failure = std::move(on_failure);
   node_ = std::make_unique<Node>(config, std::move(options));
   std::vector<ServerPeer> servers;
-  std::set<std::string> hosts;
+  std::set<std::string> hosts, worker_hosts;
+  int workers_here = 0;
+  for (const NodeInfo* n : node_->nodes_of(Role::kWorker)) {
+    worker_hosts.insert(n->host);
+    if (n->host == node_->self().host) ++workers_here;
+  }
+  std::vector<bool> colocated;
   for (const NodeInfo* n : node_->nodes_of(Role::kServer)) {
     servers.push_back(ServerPeer{n->id, n->describe(), n->host == node_->self().host});
     hosts.insert(n->host);
+    colocated.push_back(worker_hosts.count(n->host) > 0);
   }
-  int workers_here = 0;
-  for (const NodeInfo* n : node_->nodes_of(Role::kWorker)) {
-    hosts.insert(n->host);
-    if (n->host == node_->self().host) ++workers_here;
+  hosts.insert(worker_hosts.begin(), worker_hosts.end());
+  if (config.enable_mixed_mode) {
+    ServerShares mixed = mixed_mode_shares(colocated, worker_hosts.size());
+    for (size_t i = 0; i < mixed.shares.size(); ++i) servers[i].share = mixed.shares[i];
+    if (mixed.shares.empty()) {
+      CARAVAN_LOG(WARNING) << mixed.summary;
+    } else {
+      CARAVAN_VLOG(1) << mixed.summary;
+    }
   }
   // Every worker sees the same nodes, so all choose the same partitions
   // (and so the same keys).

@@ -19,9 +19,31 @@ uint64_t name_hash(const std::string& name) {
   return h;
 }
 
+namespace {
+
+// The server of partition i when servers hold uneven shares: partition i
+// sits at u = frac(u0 + i / golden ratio) on [0, 1), cut into one interval
+// a server, as long as its share. Consecutive partitions land far apart
+// (on other servers, as the even spread's round robin puts them), and any
+// run of them meets each server about in proportion to its share.
+int weighted_server(uint64_t h, size_t i, const std::vector<double>& shares) {
+  constexpr double kInverseGolden = 0.6180339887498949;
+  double u0 = static_cast<double>(h >> 11) * 0x1.0p-53;
+  double u = u0 + static_cast<double>(i) * kInverseGolden;
+  u -= static_cast<double>(static_cast<uint64_t>(u));
+  double end = 0;
+  for (size_t s = 0; s < shares.size(); ++s) {
+    end += shares[s];
+    if (u < end) return static_cast<int>(s);
+  }
+  return static_cast<int>(shares.size() - 1);  // rounding at the top end
+}
+
+}  // namespace
+
 std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
                                        size_t element_bytes, size_t partition_bytes,
-                                       int num_servers) {
+                                       int num_servers, const std::vector<double>& shares) {
   size_t elements = total_bytes / element_bytes;
   // A partition holds whole elements, at least one.
   size_t max_elems = std::max<size_t>(1, partition_bytes / element_bytes);
@@ -47,7 +69,8 @@ std::vector<Partition> plan_partitions(const std::string& name, size_t total_byt
     // a worker reported success for a sum of half a tensor.
     p.key = name_hash(name + "#" + std::to_string(i) +
                       (parts > 1 ? "/" + std::to_string(parts) : std::string()));
-    p.server = static_cast<int>((first + i) % static_cast<size_t>(num_servers));
+    p.server = shares.empty() ? static_cast<int>((first + i) % static_cast<size_t>(num_servers))
+                              : weighted_server(h, i, shares);
     p.offset = offset * element_bytes;
     p.bytes = n * element_bytes;
     offset += n;

@@ -44,10 +44,11 @@ inline size_t default_partition_bytes(bool job_spans_hosts) {
 constexpr size_t kCompressedPartitionBytes = kOneHostPartitionBytes;
 
 // Partition i's key is name_hash("<name>#<i>"), and "<name>#<i>/<count>"
-// when the tensor has several partitions.
+// when the tensor has several partitions. `shares`: by server rank, the
+// share of the bytes each should hold (server_shares.h); empty, even.
 std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
                                        size_t element_bytes, size_t partition_bytes,
-                                       int num_servers);
+                                       int num_servers, const std::vector<double>& shares = {});
 
 // 64-bit FNV-1a followed by a finaliser: stable across builds and hosts.
 uint64_t name_hash(const std::string& name);

@@ -35,6 +35,9 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers,
         return plan(name, count, dtype, broadcast, spec);
       }),
       sends_(config.scheduling_credit) {
+  for (const ServerPeer& s : servers_)
+    if (s.share > 0) shares_.push_back(s.share);
+  if (shares_.size() != servers_.size()) shares_.clear();
   observers_.push_back(&metrics_);
   if (timeline) {
     std::vector<std::string> names;
@@ -78,7 +81,7 @@ std::unique_ptr<TensorPlan> PushPullClient::plan(const std::string& name, size_t
   }
   plan->partitions = plan_partitions(name, bytes, dtype_size(dtype),
                                      compressed ? compressed_partition_bytes_ : partition_bytes_,
-                                     static_cast<int>(servers_.size()));
+                                     static_cast<int>(servers_.size()), shares_);
   if (compressed) {
     plan->payload = make_compressed_payload(*plan, *spec, plugin_path_);
   } else if (!lanes_.empty() && !broadcast) {

@@ -35,6 +35,7 @@ struct ServerPeer {
   // It advertises this worker's host: with BYTEPS_ENABLE_IPC, values may
   // go through shared memory if the server can map this worker's.
   bool same_host = false;
+  double share = 0;  // of the bytes it holds (server_shares.h); 0 for all: even
 };
 
 class PushPullClient {
@@ -102,7 +103,8 @@ class PushPullClient {
 
   KVEndpoint& kv_;
   const std::vector<ServerPeer> servers_;
-  const int rank_;  // this worker's
+  std::vector<double> shares_;  // the servers' shares, by rank; empty: even
+  const int rank_;              // this worker's
   const size_t partition_bytes_;
   const size_t compressed_partition_bytes_;  // of compressed tensors
   const int op_timeout_s_;

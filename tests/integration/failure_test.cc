@@ -332,6 +332,9 @@ INSTANTIATE_TEST_SUITE_P(
         Mismatch{"Async", "server 0", "BYTEPS_ENABLE_ASYNC", "1", "has BYTEPS_ENABLE_ASYNC=1"},
         Mismatch{"Partition", "worker 1", "BYTEPS_PARTITION_BYTES", "1000",
                  "has BYTEPS_PARTITION_BYTES=1000"},
+        // Workers that split keys otherwise push one key to different servers.
+        Mismatch{"MixedMode", "worker 1", "BYTEPS_ENABLE_MIXED_MODE", "1",
+                 "has BYTEPS_ENABLE_MIXED_MODE=1"},
         Mismatch{"HeartbeatOff", "worker 0", "PS_HEARTBEAT_INTERVAL", "0",
                  "has PS_HEARTBEAT_INTERVAL=0 (off) but the scheduler has PS_HEARTBEAT_INTERVAL=1"},
         Mismatch{"Van", "worker 1", "CARAVAN_VAN", nullptr, nullptr},

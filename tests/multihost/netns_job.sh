@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: netns_job.sh CARAVAN_SERVER SUM_CHECK_WORKER [wrong-interface]
+# usage: netns_job.sh CARAVAN_SERVER SUM_CHECK_WORKER [wrong-interface|mixed]
 #
 # A job spread over six "hosts": the scheduler, 2 servers and 3 workers each
 # in its own network namespace, joined by a Linux bridge that lives in a
@@ -18,6 +18,11 @@
 # is right) but none can reach another over the van. Start-up must fail
 # within CARAVAN_CONNECT_TIMEOUT, every server and worker exiting non-zero
 # (no signal) and naming the peer it could not reach over the van.
+#
+# With `mixed`, server 0 runs on worker 0's host (its namespace) and the
+# job runs once, on plain links, with BYTEPS_ENABLE_MIXED_MODE=1: server 1,
+# the dedicated one, must hold 40% of the bytes (3 worker hosts beside 1
+# server host, engine/worker/server_shares.cc) and every sum stay exact.
 #
 # Exits 77 (CTest: skipped) with the reason where namespaces, veths, bridges
 # or tbf cannot be set up here.
@@ -48,7 +53,12 @@ declare -A addr=([sched]=10.77.0.1 [s0]=10.77.0.11 [s1]=10.77.0.12
                  [w0]=10.77.0.21 [w1]=10.77.0.22 [w2]=10.77.0.23)
 declare -A decoy=([sched]=10.78.0.1 [s0]=10.78.0.11 [s1]=10.78.0.12
                   [w0]=10.78.0.21 [w1]=10.78.0.22 [w2]=10.78.0.23)
-ns_of() { echo "${prefix}$1"; }
+declare -A home=()  # a node that runs on another's host (namespace)
+if [ "$mode" = mixed ]; then
+  home[s0]=w0
+  addr[s0]=${addr[w0]}
+fi
+ns_of() { echo "${prefix}${home[$1]:-$1}"; }
 
 logdir=$(mktemp -d /tmp/netns_job.XXXXXX)
 source "$(dirname "$0")/../../scripts/lib/netns.sh"
@@ -68,6 +78,7 @@ setup() { netns_setup "$@"; }
 
 netns_switch "$switch_ns"
 for n in "${nodes[@]}"; do
+  [ -n "${home[$n]:-}" ] && continue
   ns=$(ns_of "$n")
   netns_add "$ns"
   setup ip -n "$ns" link add eth10 type veth peer name eth10p
@@ -131,7 +142,7 @@ run_job() {  # $1: phase name, used in log names
   start=$(date +%s.%N)
   worker_args=("$rounds" "$max_elements")
   start_nodes "$phase" "$job_deadline" DMLC_INTERFACE=eth1 CARAVAN_CONNECT_TIMEOUT=20 \
-    CARAVAN_OP_TIMEOUT=25
+    CARAVAN_OP_TIMEOUT=25 "${job_env[@]}"
   wait_nodes "$phase" "$job_deadline" || status=1
   for n in "${nodes[@]}"; do
     rc=${rc_of[$n]}
@@ -147,7 +158,7 @@ run_job() {  # $1: phase name, used in log names
       worker)
         grep -q "all sums exact" "$log" || fail "$phase: $n did not report exact sums"
         # BYTEPS_PARTITION_BYTES is unset: a job across hosts takes small partitions.
-        grep -q "partitions of at most 131072 bytes (BYTEPS_PARTITION_BYTES is not set; the job's servers and workers span 5 hosts)" "$log" ||
+        grep -q "partitions of at most 131072 bytes (BYTEPS_PARTITION_BYTES is not set; the job's servers and workers span $span_hosts hosts)" "$log" ||
           fail "$phase: $n did not choose the multi-host partition size"
         grep -q "joined the job as worker [0-9]* (pid [0-9]* at ${addr[$n]}," "$log" ||
           fail "$phase: $n did not join from its eth1 address ${addr[$n]}" ;;
@@ -207,6 +218,17 @@ run_wrong_interface_job() {
 if [ "$mode" = wrong-interface ]; then
   decoy_prefix=10.78.0.
   run_wrong_interface_job
+  echo "netns_job: OK"
+  exit 0
+fi
+
+job_env=() span_hosts=5
+if [ "$mode" = mixed ]; then
+  job_env=(BYTEPS_ENABLE_MIXED_MODE=1) span_hosts=4
+  run_job mixed
+  summary="mixed mode: dedicated servers (1) hold 40% of the bytes, servers on the 3 worker hosts (1) 60%"
+  grep -qF "$summary" "$logdir"/mixed-w*.log || fail "mixed: no worker said '$summary'"
+  echo "netns_job: mixed: $summary"
   echo "netns_job: OK"
   exit 0
 fi
