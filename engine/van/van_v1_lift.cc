@@ -68,6 +68,8 @@ struct Lift {
       e.message.peer = m.peer ? m.peer : "unknown";
       e.message.van_token = m.van_token;
       push(e);
+      std::lock_guard<std::mutex> lock(mu);
+      if (closing) return;  // finalize waits for this thread before it frees the van
     }
   }
 };
@@ -109,11 +111,13 @@ caravan_status lifted_finalize(void* ctx) {
     l->closing = true;
   }
   l->cv.notify_all();
-  // ABI 1 lets finalize run while recv() blocks: that recv returns CLOSED,
-  // and the done calls finalize makes for unsent messages land in the
-  // queue, which lives until the thread is joined.
-  caravan_status s = l->ops->finalize(l->van);
+  // The receiving thread ends first, within one recv slice: ABI 1 lets
+  // finalize run while recv() blocks, but the thread could also be between
+  // two calls, and a recv entered after finalize freed the instance read
+  // freed memory (ASan, VanConformance.v1skeleton). The done calls finalize
+  // makes for unsent messages land in the queue, which lives until delete.
   if (l->receiver.joinable()) l->receiver.join();
+  caravan_status s = l->ops->finalize(l->van);
   delete l;
   return s;
 }

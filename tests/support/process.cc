@@ -11,7 +11,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <random>
+#include <stdexcept>
 
 namespace caravan::test {
 
@@ -137,17 +140,47 @@ std::vector<std::pair<std::string, std::string>> node_env(const std::string& rol
           {"DMLC_NODE_HOST", "127.0.0.1"}};
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+namespace {
+
+// Whether a socket could bind the port on every address now.
+bool bindable(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   close(fd);
-  return ntohs(a.sin_port);
+  return ok;
+}
+
+}  // namespace
+
+// Below the ephemeral range: a port the kernel handed out for port 0 was
+// free when chosen, but any process's connect() or bind(0) could get it
+// before the job listened there. VanUcx.PsLite's scheduler failed so under
+// ASan ("cannot listen on 0.0.0.0:34917: Address already in use"; UCX opens
+// many connections). Below the range only tests choosing ports collide,
+// and they draw from about 20000 ports at random.
+int free_port() {
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  const int first = 10000, last = low - 1;
+  std::random_device seed;
+  std::mt19937 rng(seed() ^ static_cast<unsigned>(getpid()));
+  if (last - first >= 1000) {
+    std::uniform_int_distribution<int> pick(first, last);
+    for (int tries = 0; tries < 1000; ++tries) {
+      int port = pick(rng);
+      if (bindable(port)) return port;
+    }
+  }
+  throw std::runtime_error("free_port: no free port in " + std::to_string(first) + ".." +
+                           std::to_string(last) + " (below ip_local_port_range)");
 }
 
 int count_of(const std::string& text, const std::string& needle) {

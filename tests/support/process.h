@@ -60,7 +60,8 @@ ProcessSpec launch_spec(const std::string& launcher, int workers, int servers,
 // The environment a local job needs for one node, without any launcher.
 std::vector<std::pair<std::string, std::string>> node_env(const std::string& role, int port,
                                                           int workers, int servers);
-// A TCP port that was free a moment ago on 127.0.0.1.
+// A TCP port that was free a moment ago on every address, below the
+// kernel's ephemeral range.
 int free_port();
 
 // How often `needle` occurs in `text` (overlaps counted).
