@@ -1,5 +1,7 @@
 // Mixed mode (BYTEPS_ENABLE_MIXED_MODE): the shares of dedicated and
 // colocated servers, and partition plans that follow them.
+#include "engine/worker/server_shares.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "bench/model_layers.h"
 #include "engine/worker/partition_plan.h"
-#include "engine/worker/server_shares.h"
 
 namespace caravan {
 namespace {
@@ -51,8 +52,8 @@ TEST(ServerShares, ColocatedAndDedicatedServersShareByKind) {
 }
 
 TEST(ServerShares, OneKindOnlyIsEven) {
-  for (const std::vector<bool>& colocated : {std::vector<bool>{true, true},
-                                              std::vector<bool>{false, false}}) {
+  for (const std::vector<bool>& colocated :
+       {std::vector<bool>{true, true}, std::vector<bool>{false, false}}) {
     ServerShares s = mixed_mode_shares(colocated, 2);
     EXPECT_TRUE(s.shares.empty());
     EXPECT_NE(s.summary.find("even shares"), std::string::npos) << s.summary;
