@@ -659,13 +659,11 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
 
 // Builds the op's header (wire.h): the small segments ride in it, and the
 // largest goes alone as contiguous data, where the endpoint detects a lost
-// peer. UCX 1.13.1 mishandles two sends a lost peer cuts short: it leaks the
-// registration array of a purged I/O vector send (LeakSanitizer, in
-// NodeFailure.Killed*), and a closed shared memory endpoint (no peer
-// failure detection) loses a contiguous rendezvous send, whose request
-// ucp_worker_destroy then crashes reporting (Lending.AMessageCutShort...).
-// Over shared memory, I/O vectors it is: UCX copies them in fragments
-// where contiguous memory is read across processes (CMA) in one copy.
+// peer. An endpoint without (shared memory only) keeps I/O vectors: UCX
+// 1.13.1 loses a contiguous rendezvous send cut short by the endpoint's
+// close, and ucp_worker_destroy then crashes reporting its request
+// (Lending.AMessageCutShort...). There UCX copies I/O vectors in fragments
+// where it would read contiguous memory across processes (CMA) in one copy.
 void UcxVan::lay_out(SendOp& op, bool inline_small) {
   size_t n = op.head.num_segments;
   size_t head_bytes = wire_head_bytes(n);
