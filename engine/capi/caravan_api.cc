@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "caravan/caravan.h"
 #include "engine/base/config.h"
@@ -19,6 +20,9 @@
 
 struct caravan_handle_s {
   std::shared_ptr<caravan::Worker::Op> op;
+  // An allgather of a worker that does not shard (worker.h): a broadcast of
+  // each shard, `op` the first and these the others.
+  std::vector<std::shared_ptr<caravan::Worker::Op>> more;
   bool device = false;  // the DeviceStager's op
   // For telemetry (push_pulls only): recorded once, when seen done.
   std::string tensor;
@@ -170,9 +174,10 @@ int ask_worker(int (Worker::*question)() const) {
 
 // push_pull, or (`broadcast`) a broadcast from worker rank `root`,
 // asynchronously; `device`: data is in device memory, ordered on `stream`.
+// `sharded`: kSumShards or kGatherShards (then `broadcast` is false).
 int start(const char* name, void* data, size_t count, caravan_dtype dtype, int priority,
           bool broadcast, int root, caravan_handle* out, bool device = false,
-          void* stream = nullptr) {
+          void* stream = nullptr, int sharded = kSum) {
   return guarded([&]() -> int {
     if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
     *out = nullptr;
@@ -185,10 +190,38 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
                   std::string("broadcast of tensor '") + name + "' from rank " +
                       std::to_string(root) + ": the job has " + std::to_string(s->size()) +
                       " workers, ranks 0 to " + std::to_string(s->size() - 1));
-    if (!broadcast) root = kSum;
+    if (!broadcast) root = sharded;
+    if (sharded != kSum) {
+      const size_t size = static_cast<size_t>(s->size());
+      if (count % size != 0)
+        return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                    std::string(kind_name(kind_of(sharded))) + " of tensor '" + name +
+                        "': " + std::to_string(count) + " elements are no multiple of the job's " +
+                        std::to_string(size) + " workers (one equal shard each)");
+      if (!s->worker->shards()) {
+        // A job of one worker, or machines of several worker processes:
+        // the sum of the whole tensor holds every shard's sum, and a
+        // broadcast of each shard from its worker gathers them byte for
+        // byte.
+        auto h = std::make_unique<caravan_handle_s>();
+        if (sharded == kSumShards) {
+          h->op = s->worker->submit(name, data, count, dtype, priority, kSum);
+        } else {
+          const size_t shard = count / size;
+          for (size_t r = 0; r < size; ++r) {
+            auto op = s->worker->submit(std::string(name) + "@shard" + std::to_string(r),
+                                        static_cast<char*>(data) + r * shard * dtype_size(dtype),
+                                        shard, dtype, priority, static_cast<int>(r));
+            (r == 0 ? h->op : h->more.emplace_back()) = std::move(op);
+          }
+        }
+        *out = h.release();
+        return 0;
+      }
+    }
     auto h = std::make_unique<caravan_handle_s>();
     h->device = device;
-    if (!broadcast && s->telemetry) {
+    if (!broadcast && sharded == kSum && s->telemetry) {
       h->tensor = name;
       h->bytes = count * dtype_size(dtype);
       h->submitted = std::chrono::steady_clock::now();
@@ -302,6 +335,32 @@ int caravan_broadcast_device(const char* name, void* data, size_t count, caravan
   return caravan_wait(h);
 }
 
+int caravan_reduce_scatter_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                                 int priority, caravan_handle* out) {
+  return start(name, data, count, dtype, priority, false, kSum, out, false, nullptr, kSumShards);
+}
+
+int caravan_reduce_scatter(const char* name, void* data, size_t count, caravan_dtype dtype,
+                           int priority) {
+  caravan_handle h = nullptr;
+  int rc = caravan_reduce_scatter_async(name, data, count, dtype, priority, &h);
+  if (rc != 0) return rc;
+  return caravan_wait(h);
+}
+
+int caravan_allgather_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                            int priority, caravan_handle* out) {
+  return start(name, data, count, dtype, priority, false, kSum, out, false, nullptr, kGatherShards);
+}
+
+int caravan_allgather(const char* name, void* data, size_t count, caravan_dtype dtype,
+                      int priority) {
+  caravan_handle h = nullptr;
+  int rc = caravan_allgather_async(name, data, count, dtype, priority, &h);
+  if (rc != 0) return rc;
+  return caravan_wait(h);
+}
+
 int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
                            size_t num_params) {
   return guarded([&]() -> int {
@@ -333,6 +392,8 @@ int caravan_poll(caravan_handle h) {
     std::string error;
     int rc =
         h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
+    for (size_t i = 0; i < h->more.size() && rc == 1; ++i)
+      rc = s->worker->poll(*h->more[i], &error);
     if (rc == 1) count(*s, *h);
     return rc < 0 ? fail(rc, error) : rc;
   });
@@ -347,6 +408,15 @@ int caravan_wait(caravan_handle h) {
     std::string error;
     int rc = owned->device ? s->device_stager("").wait(*owned->op, &error)
                            : s->worker->wait(*owned->op, &error);
+    // Every one is waited for, so that none still writes into the tensor.
+    for (auto& op : owned->more) {
+      std::string why;
+      int each = s->worker->wait(*op, &why);
+      if (rc == 0 && each != 0) {
+        rc = each;
+        error = why;
+      }
+    }
     if (rc == 0) count(*s, *owned);
     return rc < 0 ? fail(rc, error) : 0;
   });

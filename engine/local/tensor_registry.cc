@@ -18,7 +18,9 @@ LocalTensor& TensorRegistry::start(const std::string& name, size_t count, int dt
   LocalTensor& t = *it->second;
   // The same words as the distributed path's, so a program sees the same
   // errors whichever way its job runs.
-  check_reuse(name, {t.broadcast, t.count, t.dtype}, t.in_flight, {broadcast, count, dtype});
+  auto kind = [](bool b) { return b ? OpKind::kBroadcast : OpKind::kPushPull; };
+  check_reuse(name, {kind(t.broadcast), t.count, t.dtype}, t.in_flight,
+              {kind(broadcast), count, dtype});
   if (t.failure_code != 0) throw Error(t.failure_code, t.failure);
   t.in_flight = true;
   ++t.rounds;

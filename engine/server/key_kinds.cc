@@ -75,8 +75,10 @@ class SumKind final : public KeyKind {
  private:
   void answer(const Round& done, uint64_t key, Answers::Traced traced) {
     const Blob& sum = done.values;
+    size_t pulls = 0;
+    for (const Waiter& w : done.waiting()) pulls += (w.head.flags & wire::kPull) ? 1 : 0;
     metrics::registry().server_rounds.add();
-    metrics::registry().server_answer_bytes.add(sum.len * done.waiting().size());
+    metrics::registry().server_answer_bytes.add(sum.len * pulls);
     // Every copy is made before the first answer goes out: once answered, a
     // worker may start its next round, overwriting its slot, which may be
     // the accumulator.
@@ -99,6 +101,8 @@ class SumKind final : public KeyKind {
     for (const Waiter& w : done.waiting()) {
       if (w.source.place)
         ctx_.answers.in_place(w.head, key, *w.source.place, traced);
+      else if (!(w.head.flags & wire::kPull))
+        ctx_.answers.values(w.head, key, Blob{}, traced);  // pushed only: the round is over
       else
         ctx_.answers.values(w.head, key, for_van, traced);
     }
@@ -236,6 +240,7 @@ class AsyncKind final : public KeyKind {
     ctx_.reducer.sum(store_.data, req.vals.data, req.vals.len / q.checked.element_bytes,
                      static_cast<caravan_dtype>(h.dtype));
     k.round.roll_over();  // every push is a round of its own: the count of pushes added
+    if (!(h.flags & wire::kPull)) return ctx_.answers.values(h, key, Blob{});  // pushed only
     if (q.source.place) {
       std::memcpy(q.source.slot.data, store_.data, k.bytes);
       CARAVAN_SAMPLE_LOG(h.flags & wire::kSample)

@@ -23,8 +23,14 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
     *why = "node " + std::to_string(h.sender) + " is not a worker of this job";
     return false;
   }
-  if ((h.flags & (wire::kPush | wire::kPull)) != (wire::kPush | wire::kPull)) {
+  if (!(h.flags & wire::kPush)) {
     *why = "this server only answers push_pull requests";
+    return false;
+  }
+  // A push without kPull (a reduce-scatter's partition of another worker's
+  // shard) is summed and answered without values: only as plain values.
+  if (!(h.flags & wire::kPull) && (h.flags & (wire::kBroadcast | wire::kShm | wire::kCompressed))) {
+    *why = "a push without pull is neither a broadcast nor compressed nor in shared memory";
     return false;
   }
   if (req.keys.len != sizeof(uint64_t)) {

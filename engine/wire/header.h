@@ -13,8 +13,9 @@ namespace caravan::wire {
 constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
 // 2: kAck and kWantAck (PS_RESEND). 3: kProbe. 4: kBroadcast.
 // 5: kCompressed (a server of 4 would sum compressed bytes as values).
-// 6: kBarrierWaiting.
-constexpr uint16_t kVersion = 6;
+// 6: kBarrierWaiting. 7: kPush without kPull (a reduce-scatter's push of
+// another worker's shard, answered without values).
+constexpr uint16_t kVersion = 7;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 

@@ -1,5 +1,7 @@
 #include "engine/worker/distributed_worker.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/base/error.h"
@@ -8,6 +10,25 @@
 #include "engine/worker/server_shares.h"
 
 namespace caravan {
+
+std::vector<int> home_servers(const std::vector<const NodeInfo*>& workers,
+                              const std::vector<const NodeInfo*>& servers, int num_workers) {
+  std::vector<int> homes(static_cast<size_t>(num_workers), -1);
+  std::map<std::string, std::vector<int>> servers_on;  // host -> server ranks
+  for (size_t s = 0; s < servers.size(); ++s)
+    servers_on[servers[s]->host].push_back(static_cast<int>(s));
+  std::vector<const NodeInfo*> by_rank = workers;
+  std::sort(by_rank.begin(), by_rank.end(),
+            [](const NodeInfo* a, const NodeInfo* b) { return a->rank < b->rank; });
+  std::map<std::string, size_t> seen;  // host -> its workers so far
+  for (const NodeInfo* w : by_rank) {
+    auto here = servers_on.find(w->host);
+    if (here == servers_on.end() || w->rank < 0 || w->rank >= num_workers) continue;
+    // Several workers on a host with several servers take turns.
+    homes[static_cast<size_t>(w->rank)] = here->second[seen[w->host]++ % here->second.size()];
+  }
+  return homes;
+}
 
 DistributedWorker::DistributedWorker(const JobConfig& config,
                                      std::function<void(const std::string&)> on_failure)
@@ -33,6 +54,8 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
     colocated.push_back(worker_hosts.count(n->host) > 0);
   }
   hosts.insert(worker_hosts.begin(), worker_hosts.end());
+  std::vector<int> homes = home_servers(node_->nodes_of(Role::kWorker),
+                                        node_->nodes_of(Role::kServer), config.num_workers);
   if (config.enable_mixed_mode) {
     ServerShares mixed = mixed_mode_shares(colocated, worker_hosts.size());
     for (size_t i = 0; i < mixed.shares.size(); ++i) servers[i].share = mixed.shares[i];
@@ -64,7 +87,8 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
   if (workers_here > 1) trace += "/worker" + std::to_string(node_->self().rank);
   client_ = std::make_unique<PushPullClient>(
       node_->kv(), std::move(servers), chosen,
-      Timeline::from_config(config, trace + "/0/comm.json", node_->self().describe()));
+      Timeline::from_config(config, trace + "/0/comm.json", node_->self().describe()),
+      std::move(homes));
 }
 
 DistributedWorker::~DistributedWorker() {

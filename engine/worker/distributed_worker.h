@@ -16,6 +16,12 @@
 
 namespace caravan {
 
+// By worker rank, the server rank that holds its reduce-scatter and
+// allgather shards (a server on its host; with several, the host's workers
+// take turns), or -1 where its host has none (plan_shards).
+std::vector<int> home_servers(const std::vector<const NodeInfo*>& workers,
+                              const std::vector<const NodeInfo*>& servers, int num_workers);
+
 class DistributedWorker final : public Worker {
  public:
   // Joins the job (up to CARAVAN_CONNECT_TIMEOUT); `on_failure` hears once
@@ -42,6 +48,7 @@ class DistributedWorker final : public Worker {
   }
   // Waits for the push_pulls in flight and passes the job's shutdown barrier.
   void leave() override;
+  bool shards() const override { return true; }
   int rank() const override { return node_->self().rank; }
   int size() const override { return size_; }
 

@@ -14,14 +14,46 @@ Operation::Operation(TensorPlan& plan, char* data, int root, int my_rank, int pr
     : plan_(plan),
       data_(data),
       root_(root),
-      sends_values_(root == kSum || root == my_rank),
-      gets_values_(root == kSum || root != my_rank),
+      my_rank_(my_rank),
       priority_(priority),
       round_(round),
       submitted_us_(Timeline::now_us()),
       flights_(plan.partitions.size()),
       counted_(plan.partitions.size(), false),
       open_(plan.partitions.size()) {}
+
+int Operation::source_of(size_t index) const {
+  switch (plan_.kind) {
+    case OpKind::kBroadcast:
+      return root_;
+    case OpKind::kAllgather:
+      return plan_.partitions[index].owner;
+    default:
+      return kSum;
+  }
+}
+
+bool Operation::sends_values(size_t index) const {
+  switch (plan_.kind) {
+    case OpKind::kBroadcast:
+    case OpKind::kAllgather:
+      return source_of(index) == my_rank_;
+    default:
+      return true;
+  }
+}
+
+bool Operation::gets_values(size_t index) const {
+  switch (plan_.kind) {
+    case OpKind::kBroadcast:
+    case OpKind::kAllgather:
+      return source_of(index) != my_rank_;
+    case OpKind::kReduceScatter:
+      return plan_.partitions[index].owner == my_rank_;
+    default:
+      return true;
+  }
+}
 
 bool Operation::begin_send(size_t index) {
   std::lock_guard<std::mutex> lock(mu_);

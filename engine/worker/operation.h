@@ -1,4 +1,4 @@
-// One push_pull (or broadcast) in progress: which tensor, the caller's
+// One push_pull (broadcast, reduce-scatter, allgather) in progress: which tensor, the caller's
 // buffer, and the flight of each of its partitions (partition_flight.h).
 // Its state is private and guarded by one mutex, never held while the
 // engine calls out (the van, a handler, an observer). The caller's thread
@@ -31,12 +31,20 @@ class Operation final : public Worker::Op {
   const Partition& partition(size_t index) const { return plan_.partitions[index]; }
   size_t partitions() const { return flights_.size(); }
   char* data() const { return data_; }
-  int root() const { return root_; }  // kSum, or the broadcast's root rank
-  // A broadcast's root sends its values and gets none back; the others
-  // send none and get the root's. A push_pull does both.
-  bool sends_values() const { return sends_values_; }
-  bool gets_values() const { return gets_values_; }
-  const char* what() const { return root_ == kSum ? "push_pull" : "broadcast"; }
+  int root() const { return root_; }  // as Worker::submit took it
+  OpKind kind() const { return plan_.kind; }
+  // Whether this worker sends partition `index`'s values, and gets values
+  // back. A push_pull does both. A broadcast's root sends its values and
+  // gets none back; the others send none and get the root's. An
+  // allgather is a broadcast of each partition from the rank whose shard
+  // holds it; a reduce-scatter, a push_pull of each partition whose sum
+  // only that rank gets back.
+  bool sends_values(size_t index) const;
+  bool gets_values(size_t index) const;
+  // The rank whose values partition `index` relays (a broadcast's root, or
+  // the owner of an allgather's shard); kSum where it is summed.
+  int source_of(size_t index) const;
+  const char* what() const { return kind_name(plan_.kind); }
   int priority() const { return priority_; }
   uint64_t round() const { return round_; }  // of its tensor: with the key, the compressors' seed
   Clock::time_point submitted() const { return submitted_; }
@@ -99,8 +107,7 @@ class Operation final : public Worker::Op {
   TensorPlan& plan_;
   char* const data_;
   const int root_;
-  const bool sends_values_;
-  const bool gets_values_;
+  const int my_rank_;
   const int priority_;
   const uint64_t round_;
   const Clock::time_point submitted_ = Clock::now();

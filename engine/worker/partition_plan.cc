@@ -79,4 +79,26 @@ std::vector<Partition> plan_partitions(const std::string& name, size_t total_byt
   return out;
 }
 
+std::vector<Partition> plan_shards(const std::string& name, size_t total_bytes,
+                                   size_t element_bytes, size_t partition_bytes, int num_servers,
+                                   const std::vector<double>& shares, int num_shards,
+                                   const std::vector<int>& homes) {
+  const size_t shard_bytes = total_bytes / static_cast<size_t>(num_shards);
+  const std::vector<double> even;
+  std::vector<Partition> out;
+  for (int r = 0; r < num_shards; ++r) {
+    const int home = homes.empty() ? -1 : homes[static_cast<size_t>(r)];
+    std::vector<Partition> shard =
+        plan_partitions(name + "@shard" + std::to_string(r), shard_bytes, element_bytes,
+                        partition_bytes, home >= 0 ? 1 : num_servers, home >= 0 ? even : shares);
+    for (Partition& p : shard) {
+      if (home >= 0) p.server = home;
+      p.offset += static_cast<size_t>(r) * shard_bytes;
+      p.owner = r;
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
 }  // namespace caravan

@@ -15,6 +15,7 @@ struct Partition {
   int server = 0;     // server rank
   size_t offset = 0;  // bytes from the tensor's start
   size_t bytes = 0;
+  int owner = -1;  // a reduce-scatter's or allgather's: the worker rank whose shard it is in
 };
 
 // Tensors at least this large are cut into a multiple of the server count,
@@ -49,6 +50,18 @@ constexpr size_t kCompressedPartitionBytes = kOneHostPartitionBytes;
 std::vector<Partition> plan_partitions(const std::string& name, size_t total_bytes,
                                        size_t element_bytes, size_t partition_bytes,
                                        int num_servers, const std::vector<double>& shares = {});
+
+// A reduce-scatter's or allgather's tensor: `num_shards` equal shards
+// (the caller checked that they are whole elements), each cut as
+// plan_partitions cuts a tensor named "<name>@shard<r>", each partition's
+// owner its shard's rank. Where `homes[r]` is a server rank (a server on
+// worker r's host), shard r lies on it whole: then worker r's own shard
+// never leaves its host, and the links carry what a ring would. Elsewhere
+// (`homes` empty, or -1) the shard spreads over the servers as a tensor.
+std::vector<Partition> plan_shards(const std::string& name, size_t total_bytes,
+                                   size_t element_bytes, size_t partition_bytes, int num_servers,
+                                   const std::vector<double>& shares, int num_shards,
+                                   const std::vector<int>& homes);
 
 // 64-bit FNV-1a followed by a finaliser: stable across builds and hosts.
 uint64_t name_hash(const std::string& name);

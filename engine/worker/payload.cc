@@ -14,18 +14,20 @@
 namespace caravan {
 
 bool Payload::lendable(const Operation& op, size_t index) const {
-  return op.gets_values() && op.partition(index).bytes >= kLendBytes;
+  return op.gets_values(index) && op.partition(index).bytes >= kLendBytes;
 }
 
 std::string Payload::check(const Operation& op, size_t index, const KVMessage& answer) const {
   if (answer.head.flags & wire::kCompressed) return "compressed values to an uncompressed push";
-  // A broadcast's root gets no values back; everyone else the partition.
-  size_t expected = op.gets_values() ? op.partition(index).bytes : 0;
+  // A broadcast's root gets no values back, nor does a reduce-scatter's
+  // worker for another's shard; everyone else the partition.
+  size_t expected = op.gets_values(index) ? op.partition(index).bytes : 0;
   if (answer.vals.len == expected) return "";
+  const int source = op.source_of(index);
   return std::to_string(answer.vals.len) + " bytes, expected " + std::to_string(expected) +
-         (op.root() == kSum ? ""
-                            : " (the broadcast's root, worker " + std::to_string(op.root()) +
-                                  ", has another count or dtype for it)");
+         (source == kSum ? ""
+                         : " (the " + std::string(op.what()) + "'s source of it, worker " +
+                               std::to_string(source) + ", has another count or dtype for it)");
 }
 
 namespace {
@@ -34,11 +36,11 @@ class ValuesPayload : public Payload {
  public:
   void fill(const Operation& op, size_t index, KVMessage& push) override {
     const Partition& part = op.partition(index);
-    if (op.sends_values()) push.vals = Blob{op.data() + part.offset, part.bytes, nullptr};
+    if (op.sends_values(index)) push.vals = Blob{op.data() + part.offset, part.bytes, nullptr};
   }
 
   void store(const Operation& op, size_t index, const KVMessage& answer) override {
-    if (!op.gets_values()) return;  // a broadcast's root keeps its own values
+    if (!op.gets_values(index)) return;  // e.g. a broadcast's root keeps its own values
     const Partition& part = op.partition(index);
     char* to = op.data() + part.offset;
     if (answer.vals.data == to) {

@@ -17,10 +17,13 @@ namespace caravan {
 using Then = PartitionFlight::Then;
 
 PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers,
-                               const JobConfig& config, std::unique_ptr<Timeline> timeline)
+                               const JobConfig& config, std::unique_ptr<Timeline> timeline,
+                               std::vector<int> homes)
     : kv_(kv),
       servers_(std::move(servers)),
       rank_((kv.id() - worker_id(0)) / 2),
+      num_workers_(config.num_workers),
+      homes_(std::move(homes)),
       partition_bytes_(static_cast<size_t>(config.partition_bytes)),
       compressed_partition_bytes_(static_cast<size_t>(config.compressed_partition_bytes
                                                           ? config.compressed_partition_bytes
@@ -30,10 +33,9 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers,
       async_(config.enable_async),
       plugin_path_(config.plugin_path),
       sample_tensor_(config.debug_sample_tensor),
-      tensors_([this](const std::string& name, size_t count, int dtype, bool broadcast,
-                      const CompressionSpec* spec) {
-        return plan(name, count, dtype, broadcast, spec);
-      }),
+      tensors_(
+          [this](const std::string& name, size_t count, int dtype, OpKind kind,
+                 const CompressionSpec* spec) { return plan(name, count, dtype, kind, spec); }),
       sends_(config.scheduling_credit) {
   for (const ServerPeer& s : servers_)
     if (s.share > 0) shares_.push_back(s.share);
@@ -61,32 +63,38 @@ PushPullClient::PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers,
 PushPullClient::~PushPullClient() = default;
 
 std::unique_ptr<TensorPlan> PushPullClient::plan(const std::string& name, size_t count, int dtype,
-                                                 bool broadcast, const CompressionSpec* spec) {
+                                                 OpKind kind, const CompressionSpec* spec) {
   auto plan = std::make_unique<TensorPlan>();
   plan->name = name;
   plan->count = count;
   plan->dtype = dtype;
-  plan->broadcast = broadcast;
+  plan->kind = kind;
   const size_t bytes = count * dtype_size(dtype);
   const bool asked = spec && spec->compressed();
-  if (asked && broadcast)
-    throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name +
-                                          "' has compression parameters, but a broadcast "
-                                          "sends values as they are; give it another name");
+  if (asked && kind != OpKind::kPushPull)
+    throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' has compression parameters, but a " +
+                                          kind_name(kind) +
+                                          " sends values as they are; give it another name");
   const bool compressed = asked && bytes >= min_compress_bytes_;
   if (asked && !compressed) {
     CARAVAN_LOG(INFO) << "tensor '" << name << "' (" << bytes
                       << " bytes) travels uncompressed: under BYTEPS_MIN_COMPRESS_BYTES="
                       << min_compress_bytes_;
   }
-  plan->partitions = plan_partitions(name, bytes, dtype_size(dtype),
-                                     compressed ? compressed_partition_bytes_ : partition_bytes_,
-                                     static_cast<int>(servers_.size()), shares_);
+  const int num_servers = static_cast<int>(servers_.size());
+  if (kind == OpKind::kReduceScatter || kind == OpKind::kAllgather)
+    plan->partitions = plan_shards(name, bytes, dtype_size(dtype), partition_bytes_, num_servers,
+                                   shares_, num_workers_, homes_);
+  else
+    plan->partitions = plan_partitions(name, bytes, dtype_size(dtype),
+                                       compressed ? compressed_partition_bytes_ : partition_bytes_,
+                                       num_servers, shares_);
   if (compressed) {
     plan->payload = make_compressed_payload(*plan, *spec, plugin_path_);
-  } else if (!lanes_.empty() && !broadcast) {
-    // A broadcast goes through the van: shared memory saves a copy of what
-    // every worker sends, and most workers send nothing.
+  } else if (!lanes_.empty() && kind == OpKind::kPushPull) {
+    // The others go through the van: shared memory saves a copy of what
+    // every worker sends and gets back, and their workers send or get
+    // nothing for most partitions.
     std::vector<ipc::WorkerLane*> lanes;
     for (auto& l : lanes_) lanes.push_back(l.get());
     plan->payload = make_slot_payload(*plan, lanes);
@@ -112,7 +120,7 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
                                                   std::function<void()> on_done, bool staged,
                                                   std::function<void(size_t index)> stored) {
   uint64_t round = 0;
-  TensorPlan& plan = tensors_.start(name, count, dtype, root != kSum, &round);
+  TensorPlan& plan = tensors_.start(name, count, dtype, kind_of(root), &round);
   auto op =
       std::make_shared<Operation>(plan, static_cast<char*>(data), root, rank_, priority, round);
   op->on_done = std::move(on_done);
@@ -168,10 +176,13 @@ void PushPullClient::send(const std::shared_ptr<Operation>& op, size_t index) {
   bool sample = !sample_tensor_.empty() && plan.name == sample_tensor_;
   auto key = std::make_shared<uint64_t>(part.key);
   KVMessage msg;
-  msg.head.flags = wire::kPush | wire::kPull | (sample ? wire::kSample : 0u);
-  if (op->root() != kSum) {
+  // Without kPull, the server answers once the round is summed, with no
+  // values: a reduce-scatter's partition of another worker's shard.
+  const bool pull = op->gets_values(index) || op->kind() != OpKind::kReduceScatter;
+  msg.head.flags = wire::kPush | (pull ? wire::kPull : 0u) | (sample ? wire::kSample : 0u);
+  if (int source = op->source_of(index); source != kSum) {
     msg.head.flags |= wire::kBroadcast;
-    msg.head.cmd = op->root();
+    msg.head.cmd = source;
   }
   msg.head.priority = op->priority();
   msg.head.dtype = static_cast<uint8_t>(plan.dtype);
@@ -312,7 +323,7 @@ int PushPullClient::wait(Operation& op, std::string* error) {
            std::to_string(n) + " partition" + (n == 1 ? "" : "s") + ")";
     return std::string(op.what()) + " of '" + op.tensor().name + "' timed out after " +
            std::to_string(op_timeout_s_) + " s (CARAVAN_OP_TIMEOUT) waiting for " + s +
-           (op.tensor().broadcast
+           (op.kind() == OpKind::kBroadcast
                 ? std::string()
                 : "; a server answers once every worker has pushed, so a worker that is "
                   "behind, stopped, or push_pulls this name with another size holds it up");

@@ -3,7 +3,11 @@
 // partition in the send order (send_queue.h), sends it to its server, and
 // stores the sums into the caller's buffer as they arrive. A broadcast
 // goes the same way, except that only its root sends values and only the
-// others get values back: the servers relay them without summing.
+// others get values back: the servers relay them without summing. A
+// reduce-scatter and an allgather cut the tensor into one shard a worker
+// (plan_shards); each partition of a reduce-scatter is summed as a
+// push_pull's but only its shard's worker gets the sum back, and each of an
+// allgather is broadcast from its shard's worker.
 //
 // A partition's life is its PartitionFlight (partition_flight.h), kept by
 // its Operation (operation.h); the timeline and the metrics watch the
@@ -44,13 +48,17 @@ class PushPullClient {
   // min_compress_bytes, enable_async, scheduling_credit,
   // debug_sample_tensor and enable_ipc from `config`. `timeline`: where
   // the stages of traced steps go (null: not tracing).
+  // `homes`: by worker rank, the server that holds that worker's shard of
+  // a reduce-scatter or allgather whole (one on its host), or -1 for none
+  // (plan_shards); empty: none anywhere.
   PushPullClient(KVEndpoint& kv, std::vector<ServerPeer> servers, const JobConfig& config,
-                 std::unique_ptr<Timeline> timeline = nullptr);
+                 std::unique_ptr<Timeline> timeline = nullptr, std::vector<int> homes = {});
   ~PushPullClient();
 
-  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
-  // (0..num_workers-1, checked by the caller); throws caravan::Error for
-  // misuse found up front. `on_done` runs on the receiving thread when the
+  // Starts what Worker::submit's `root` says (worker.h: a push_pull, a
+  // broadcast, a reduce-scatter or an allgather; the root rank or the
+  // count's shards checked by the caller); throws caravan::Error for misuse
+  // found up front. `on_done` runs on the receiving thread when the
   // operation ends.
   // With `staged`, no partition is sent until release() says its values
   // are in `data` (a device tensor being copied in), and `stored` hears of
@@ -79,7 +87,7 @@ class PushPullClient {
 
  private:
   // A tensor's plan at its first use (TensorTable::Planner).
-  std::unique_ptr<TensorPlan> plan(const std::string& name, size_t count, int dtype, bool broadcast,
+  std::unique_ptr<TensorPlan> plan(const std::string& name, size_t count, int dtype, OpKind kind,
                                    const CompressionSpec* spec);
   void queue(const std::shared_ptr<Operation>& op, size_t index);
   // Runs every send the queue lets go now, on the calling thread.
@@ -105,6 +113,8 @@ class PushPullClient {
   const std::vector<ServerPeer> servers_;
   std::vector<double> shares_;  // the servers' shares, by rank; empty: even
   const int rank_;              // this worker's
+  const int num_workers_;
+  const std::vector<int> homes_;  // by worker rank: its shards' server, or -1
   const size_t partition_bytes_;
   const size_t compressed_partition_bytes_;  // of compressed tensors
   const int op_timeout_s_;

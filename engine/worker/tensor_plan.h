@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/worker/partition_plan.h"
+#include "engine/worker/worker.h"
 
 namespace caravan {
 
@@ -18,7 +19,7 @@ struct TensorPlan {
   std::string name;
   size_t count = 0;
   int dtype = 0;
-  bool broadcast = false;  // fixed at first use: broadcast or push_pull
+  OpKind kind = OpKind::kPushPull;  // fixed at first use
   std::vector<Partition> partitions;
   std::unique_ptr<Payload> payload;
   // Guarded by the TensorTable's mutex:
@@ -30,10 +31,10 @@ struct TensorPlan {
 };
 
 // A tensor used again must be used as at first: throws caravan::Error,
-// MISMATCH (for broadcast or push_pull, count or dtype, as it `was`) or BUSY
+// MISMATCH (another kind of operation, count or dtype than it `was`) or BUSY
 // (an operation of it is in flight). The words every way of summing uses.
 struct TensorUse {
-  bool broadcast;
+  OpKind kind;
   size_t count;
   int dtype;
 };

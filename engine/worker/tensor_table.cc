@@ -10,13 +10,26 @@ namespace caravan {
 TensorPlan::TensorPlan() = default;
 TensorPlan::~TensorPlan() = default;
 
+const char* kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kPushPull:
+      return "push_pull";
+    case OpKind::kBroadcast:
+      return "broadcast";
+    case OpKind::kReduceScatter:
+      return "reduce_scatter";
+    case OpKind::kAllgather:
+      return "allgather";
+  }
+  return "?";
+}
+
 void check_reuse(const std::string& name, const TensorUse& was, bool in_flight,
                  const TensorUse& now) {
-  const char* kind = was.broadcast ? "broadcast" : "push_pull";
-  if (was.broadcast != now.broadcast)
+  const char* kind = kind_name(was.kind);
+  if (was.kind != now.kind)
     throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' was first used for " + kind +
-                                          ", now for " +
-                                          (now.broadcast ? "broadcast" : "push_pull") +
+                                          ", now for " + kind_name(now.kind) +
                                           "; give the two operations different names");
   if (was.count != now.count || was.dtype != now.dtype)
     throw Error(CARAVAN_ERR_MISMATCH, "tensor '" + name + "' was first used with " +
@@ -28,14 +41,14 @@ void check_reuse(const std::string& name, const TensorUse& was, bool in_flight,
                 "tensor '" + name + "' already has a " + kind + " in flight; wait for it first");
 }
 
-TensorPlan& TensorTable::start(const std::string& name, size_t count, int dtype, bool broadcast,
+TensorPlan& TensorTable::start(const std::string& name, size_t count, int dtype, OpKind kind,
                                uint64_t* round) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tensors_.find(name);
   if (it == tensors_.end()) {
     auto spec = compression_.find(name);
     std::unique_ptr<TensorPlan> plan =
-        plan_(name, count, dtype, broadcast, spec == compression_.end() ? nullptr : &spec->second);
+        plan_(name, count, dtype, kind, spec == compression_.end() ? nullptr : &spec->second);
     for (const Partition& p : plan->partitions) {
       auto [k, fresh] = keys_.emplace(p.key, name);
       if (!fresh) {
@@ -50,7 +63,7 @@ TensorPlan& TensorTable::start(const std::string& name, size_t count, int dtype,
     it = tensors_.emplace(name, std::move(plan)).first;
   }
   TensorPlan& t = *it->second;
-  check_reuse(name, {t.broadcast, t.count, t.dtype}, t.in_flight, {broadcast, count, dtype});
+  check_reuse(name, {t.kind, t.count, t.dtype}, t.in_flight, {kind, count, dtype});
   t.in_flight = true;
   ++in_flight_;
   *round = t.rounds++;

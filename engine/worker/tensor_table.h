@@ -21,15 +21,13 @@ class TensorTable {
  public:
   // Plans a tensor at its first use (`spec`: its declared compression, or
   // null). Runs under the table's lock; throws caravan::Error.
-  using Planner =
-      std::function<std::unique_ptr<TensorPlan>(const std::string& name, size_t count, int dtype,
-                                                bool broadcast, const CompressionSpec* spec)>;
+  using Planner = std::function<std::unique_ptr<TensorPlan>(
+      const std::string& name, size_t count, int dtype, OpKind kind, const CompressionSpec* spec)>;
   explicit TensorTable(Planner plan) : plan_(std::move(plan)) {}
 
   // The tensor, planned at its first use or checked against it (MISMATCH),
   // marked in flight (BUSY if it was); *round is this operation's round.
-  TensorPlan& start(const std::string& name, size_t count, int dtype, bool broadcast,
-                    uint64_t* round);
+  TensorPlan& start(const std::string& name, size_t count, int dtype, OpKind kind, uint64_t* round);
   // Its operation is over: the tensor is free for the next.
   void finish(TensorPlan& plan);
   // Waits until no operation is in flight; throws CARAVAN_ERR_TIMEOUT.

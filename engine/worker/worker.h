@@ -19,8 +19,23 @@ namespace caravan {
 struct JobConfig;
 class DeviceMemory;
 
-// Worker::submit's `root` for a push_pull: every worker gets the sum.
-constexpr int kSum = -1;
+// Worker::submit's `root`: a broadcast's root rank (0 or more), or one of
+// these. The sharded two take a tensor of size() equal shards, rank r's
+// being elements [r * count / size, (r + 1) * count / size).
+constexpr int kSum = -1;           // push_pull: every worker gets the sum
+constexpr int kSumShards = -2;     // every worker gets its own shard of the sum
+constexpr int kGatherShards = -3;  // every worker gives its shard and gets the others'
+
+// What a `root` asks for; a tensor name is used for one kind only.
+enum class OpKind { kPushPull, kBroadcast, kReduceScatter, kAllgather };
+inline OpKind kind_of(int root) {
+  return root >= 0               ? OpKind::kBroadcast
+         : root == kSumShards    ? OpKind::kReduceScatter
+         : root == kGatherShards ? OpKind::kAllgather
+                                 : OpKind::kPushPull;
+}
+// "push_pull", "broadcast", "reduce_scatter", "allgather": the C API's words.
+const char* kind_name(OpKind kind);
 
 class Worker {
  public:
@@ -32,9 +47,10 @@ class Worker {
 
   virtual ~Worker() = default;
 
-  // Starts a push_pull (root kSum) or a broadcast from worker rank `root`
-  // (0..size()-1, checked by the caller); throws caravan::Error for misuse
-  // found up front.
+  // Starts a push_pull (root kSum), a broadcast from worker rank `root`
+  // (0..size()-1, checked by the caller), a reduce-scatter or an allgather
+  // (count a multiple of size(), checked by the caller); throws
+  // caravan::Error for misuse found up front.
   virtual std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
                                      int priority, int root) = 0;
   // 1 done, 0 pending, or the negative error (message in *error).
@@ -89,6 +105,9 @@ class Worker {
   // worker, where the sum is the data itself): device memory needs no
   // staging then.
   virtual bool moves_values() const { return true; }
+  // Whether submit() takes kSumShards and kGatherShards; where not, the C
+  // API makes them of a push_pull of the whole tensor.
+  virtual bool shards() const { return false; }
 
   virtual int rank() const = 0;
   virtual int size() const = 0;

@@ -63,6 +63,34 @@ TEST_P(BroadcastJobTest, EveryWorkerGetsTheRootsBytes) {
 INSTANTIATE_TEST_SUITE_P(Shapes, BroadcastJobTest,
                          ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 2}), shape_name);
 
+class ShardedJobTest : public ::testing::TestWithParam<Shape> {};
+
+// Reduce-scatter and allgather (C API 1.4) of every dtype, shards cut into
+// partitions over every server: each worker's shard summed, every shard's
+// bytes gathered exactly.
+TEST_P(ShardedJobTest, EveryShardIsSummedAndGatheredExactly) {
+  ProcessResult r =
+      launch(GetParam(), {SHARDED_WORKER_BIN, "3"}, {{"BYTEPS_PARTITION_BYTES", "65536"}}, 240);
+  ASSERT_TRUE(Succeeded(r));
+  EXPECT_EQ(count_of(r.output, "every value right"), GetParam().workers) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ShardedJobTest,
+                         ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{3, 2}), shape_name);
+
+TEST(JobTest, ShardedMisuseReturnsErrorsAndTheJobCarriesOn) {
+  ProcessResult r = launch({2, 1}, {SHARDED_WORKER_BIN, "misuse"}, {}, 60);
+  ASSERT_TRUE(Succeeded(r));
+  EXPECT_EQ(count_of(r.output, "0 failures"), 2) << r.output;
+  EXPECT_NE(r.output.find("reduce_scatter of tensor 'bad.count': 3 elements are no multiple of "
+                          "the job's 2 workers"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("'summed.then.gathered' was first used for push_pull, now for allgather"),
+            std::string::npos)
+      << r.output;
+}
+
 // Asynchronous training's servers relay broadcasts too (BytePS starts an
 // asynchronous job by broadcasting the parameters).
 TEST(JobTest, BroadcastInAsynchronousMode) {

@@ -255,6 +255,27 @@ TEST(LocalBroadcast, EveryLocalRankOfEveryMachineGetsTheRootsBytes) {
   EXPECT_TRUE(shm_names(job.segment_prefix()).empty()) << joined(shm_names(job.segment_prefix()));
 }
 
+// Machines of several worker processes reduce-scatter as a push_pull of the
+// whole tensor and allgather as a broadcast of each shard (caravan.h): the
+// same results, every shard's bytes exact.
+TEST(LocalSharded, EveryLocalRankGetsItsShardSummedAndEveryShardGathered) {
+  ServerSide job(2, 1);
+  std::vector<std::unique_ptr<RunningProcess>> workers;
+  for (int m = 0; m < 2; ++m) {
+    for (int l = 0; l < 2; ++l) {
+      Env env = job.worker_env(m, 2, 1, l, 2);
+      env.push_back({"BYTEPS_PARTITION_BYTES", "65536"});
+      workers.push_back(
+          std::make_unique<RunningProcess>(worker_spec(SHARDED_WORKER_BIN, {"2", "200000"}, env)));
+    }
+  }
+  for (size_t i = 0; i < workers.size(); ++i)
+    expect_success_saying(workers[i]->wait(90),
+                          {"worker " + std::to_string(i) + " of 4: 2 rounds of " +
+                           "32 reduce_scatters and allgathers, every value right"});
+  job.expect_clean_exit(30);
+}
+
 // The three local ranks of the one machine of a job with no scheduler,
 // server or DMLC_PS_ROOT_* at all, each running sum_check_worker `args`.
 std::vector<std::unique_ptr<RunningProcess>> start_serverless_machine(

@@ -5,7 +5,8 @@
 
 namespace caravan::test {
 
-InProcessJob::InProcessJob(int num_workers, int num_servers, JobConfig config)
+InProcessJob::InProcessJob(int num_workers, int num_servers, JobConfig config,
+                           std::vector<int> homes)
     : config_(std::move(config)) {
   config_.num_workers = num_workers;
   config_.num_servers = num_servers;
@@ -30,7 +31,7 @@ InProcessJob::InProcessJob(int num_workers, int num_servers, JobConfig config)
     m.van = std::make_unique<FakeVan>(network_);
     m.van->listen("", 0);
     m.kv = std::make_unique<KVEndpoint>(*m.van, worker_id(r), [](KVMessage&&) {});
-    m.client = std::make_unique<PushPullClient>(*m.kv, addresses, config_);
+    m.client = std::make_unique<PushPullClient>(*m.kv, addresses, config_, nullptr, homes);
   }
   for (int s = 0; s < num_servers; ++s) {
     for (int w = 0; w < num_workers; ++w) {
@@ -61,11 +62,11 @@ InProcessJob::~InProcessJob() {
 
 std::vector<int> InProcessJob::push_pull_all(const std::string& name,
                                              std::vector<std::vector<float>>& data,
-                                             std::vector<std::string>* errors) {
+                                             std::vector<std::string>* errors, int root) {
   std::vector<std::shared_ptr<Operation>> ops;
   for (size_t w = 0; w < workers_.size(); ++w)
     ops.push_back(
-        workers_[w].client->submit(name, data[w].data(), data[w].size(), CARAVAN_FLOAT32, 0, kSum));
+        workers_[w].client->submit(name, data[w].data(), data[w].size(), CARAVAN_FLOAT32, 0, root));
   std::vector<int> codes;
   if (errors) errors->assign(workers_.size(), "");
   for (size_t w = 0; w < workers_.size(); ++w) {

@@ -21,7 +21,9 @@ class InProcessJob {
  public:
   // `config` gives the summation and push_pull settings (num_workers and
   // num_servers are set from the counts); partition_bytes 0 means 4096000.
-  InProcessJob(int num_workers, int num_servers, JobConfig config = {});
+  // `homes`: by worker rank, the server holding its shards (plan_shards).
+  InProcessJob(int num_workers, int num_servers, JobConfig config = {},
+               std::vector<int> homes = {});
   ~InProcessJob();
 
   PushPullClient& worker(int rank) { return *workers_[static_cast<size_t>(rank)].client; }
@@ -31,10 +33,11 @@ class InProcessJob {
   SumServer& server(int rank) { return *servers_[static_cast<size_t>(rank)].sum; }
   const JobConfig& config() const { return config_; }
 
-  // push_pull on every worker at once: data[w] is worker w's tensor.
-  // Returns each worker's result code; errors[w] its message.
+  // push_pull (or what `root` says: Worker::submit) on every worker at
+  // once: data[w] is worker w's tensor. Returns each worker's result code;
+  // errors[w] its message.
   std::vector<int> push_pull_all(const std::string& name, std::vector<std::vector<float>>& data,
-                                 std::vector<std::string>* errors = nullptr);
+                                 std::vector<std::string>* errors = nullptr, int root = kSum);
 
  private:
   struct Member {

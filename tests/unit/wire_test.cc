@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 6 at 4, type at 6
+  // magic "CRVN" at 0, version 7 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 6);
+  EXPECT_EQ(buf[4], 7);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -136,9 +136,9 @@ TEST(WireHeader, RejectsBadMagic) {
 TEST(WireHeader, RejectsOtherVersion) {
   uint8_t buf[kHeaderBytes];
   encode(sample(), buf);
-  buf[4] = 5;  // the version before BARRIER_WAITING: its scheduler would drop the question
+  buf[4] = 6;  // the version before push-only requests: its server would refuse them
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 5, this build speaks 6"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 6, this build speaks 7"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {

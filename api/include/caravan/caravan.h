@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 3
+#define CARAVAN_API_VERSION_MINOR 4
 
 /* Error codes (negative). */
 enum {
@@ -215,6 +215,38 @@ int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out);
  * (compression with BYTEPS_ENABLE_ASYNC=1). */
 int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
                            size_t num_params);
+
+/* ---- Since 1.4: reduce-scatter and allgather through the servers ---- */
+
+/* Both take a tensor of caravan_size() equal shards: `count` must be a
+ * multiple of the size, and rank r's shard is elements
+ * [r * count / size, (r + 1) * count / size) of `data`. Every worker calls
+ * with the same name, count and dtype; a name is used for one kind of
+ * operation only. Where a server runs on a worker's host, that worker's
+ * shard is held by it, so the worker's own shard never crosses the network
+ * and the links carry what a ring's would; elsewhere each shard spreads
+ * over the servers. Errors as caravan_push_pull(), and INVALID_ARGUMENT
+ * when count is no multiple of the size. */
+
+/* Sums `data` over all workers, and leaves in this worker's shard of
+ * `data` the sum of that shard: each worker sends its whole tensor once
+ * and gets back only its shard of the sum (the servers answer the other
+ * partitions without values). The other shards of `data` hold either
+ * their values as given or their sums: a job whose machines run several
+ * worker processes (BYTEPS_LOCAL_SIZE > 1) sums the whole tensor. */
+int caravan_reduce_scatter_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                                 int priority, caravan_handle* out);
+int caravan_reduce_scatter(const char* name, void* data, size_t count, caravan_dtype dtype,
+                           int priority);
+
+/* Copies each worker's shard of `data` into that shard of `data` on every
+ * other worker: each worker sends only its shard, and gets the others'
+ * (the servers relay them without summing, any dtype). On return every
+ * worker's `data` holds every shard, byte for byte. */
+int caravan_allgather_async(const char* name, void* data, size_t count, caravan_dtype dtype,
+                            int priority, caravan_handle* out);
+int caravan_allgather(const char* name, void* data, size_t count, caravan_dtype dtype,
+                      int priority);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string

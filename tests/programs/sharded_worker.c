@@ -1,0 +1,226 @@
+/* A worker written against caravan.h alone, in C: reduce-scatters and
+ * allgathers (C API 1.4) tensors of every dtype and several sizes, every
+ * round, and checks each result exactly. A reduce-scatter must leave this
+ * worker's shard summed and the rest as it was (or summed, as machines of
+ * several worker processes do, caravan.h); an allgather must leave
+ * every shard's bytes exactly as its worker gave them, arbitrary bit
+ * patterns (-0.0, signalling NaNs with payloads) included, which a gather
+ * made as a sum with zeros would change.
+ * Usage: sharded_worker [rounds] [max_elements]
+ *        sharded_worker misuse   (the errors of the two calls)
+ * Exit 0 when every value was right; 1 with a message naming the first
+ * wrong element or byte otherwise. */
+#include <caravan/caravan.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Byte i of the shard values `rank` gives in `round`: a hash, so every bit
+ * pattern occurs. */
+static uint8_t byte_of(int rank, int round, size_t tensor, size_t i) {
+  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (uint64_t)(rank + 1) * 0xBF58476D1CE4E5B9ull ^
+               (uint64_t)(round + 1) * 0x94D049BB133111EBull ^ (uint64_t)tensor << 40;
+  x ^= x >> 31;
+  x *= 0xD6E8FEB86659FD93ull;
+  x ^= x >> 29;
+  return (uint8_t)x;
+}
+
+/* Small integers in every dtype: sums of a few workers are exact. */
+static void put(void* p, size_t i, caravan_dtype t, int v) {
+  switch (t) {
+    case CARAVAN_FLOAT32:
+      ((float*)p)[i] = (float)v;
+      break;
+    case CARAVAN_FLOAT64:
+      ((double*)p)[i] = (double)v;
+      break;
+    case CARAVAN_INT32:
+      ((int32_t*)p)[i] = v;
+      break;
+    case CARAVAN_INT64:
+      ((int64_t*)p)[i] = v;
+      break;
+    case CARAVAN_UINT8:
+      ((uint8_t*)p)[i] = (uint8_t)v;
+      break;
+    case CARAVAN_INT8:
+      ((int8_t*)p)[i] = (int8_t)v;
+      break;
+    case CARAVAN_FLOAT16:
+    case CARAVAN_BFLOAT16: {
+      /* v is 0..15: exact in both; built from the float32 bits. */
+      float f = (float)v;
+      uint32_t b;
+      memcpy(&b, &f, 4);
+      uint16_t h;
+      if (t == CARAVAN_BFLOAT16) {
+        h = (uint16_t)(b >> 16);
+      } else {
+        h = v == 0 ? 0 : (uint16_t)((((b >> 23) & 0xFF) - 127 + 15) << 10 | ((b >> 13) & 0x3FF));
+      }
+      ((uint16_t*)p)[i] = h;
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+static int small(int rank, int round, size_t i) {
+  return (int)((size_t)rank + (size_t)round + i) % 3;
+}
+
+static int misuse(int rank, int size) {
+  int failures = 0;
+  float v[8] = {0};
+  if (size > 1) {
+    size_t odd = (size_t)size + 1;
+    int rc = caravan_reduce_scatter("bad.count", v, odd, CARAVAN_FLOAT32, 0);
+    if (rc != CARAVAN_ERR_INVALID_ARGUMENT) {
+      printf("FAIL count %zu: rc %d\n", odd, rc);
+      ++failures;
+    } else {
+      printf("ok count: %s\n", caravan_strerror(rc));
+    }
+  }
+  int rc = caravan_push_pull("summed.then.gathered", v, 8, CARAVAN_FLOAT32, 0);
+  if (rc != 0) {
+    printf("FAIL push_pull: %s\n", caravan_strerror(rc));
+    ++failures;
+  }
+  rc = caravan_allgather("summed.then.gathered", v, 8, CARAVAN_FLOAT32, 0);
+  if (rc != CARAVAN_ERR_MISMATCH) {
+    printf("FAIL allgather of a push_pull tensor: rc %d\n", rc);
+    ++failures;
+  } else {
+    printf("ok kind mismatch: %s\n", caravan_strerror(rc));
+  }
+  /* The job carries on: a good allgather after the errors. */
+  float g[64];
+  size_t n = (size_t)size * 8;
+  for (size_t i = 0; i < n; ++i) g[i] = i / 8 == (size_t)rank ? (float)i : -1.0f;
+  rc = caravan_allgather("good.after.errors", g, n, CARAVAN_FLOAT32, 0);
+  for (size_t i = 0; rc == 0 && i < n; ++i)
+    if (g[i] != (float)i) {
+      printf("FAIL allgather after errors: element %zu is %g\n", i, g[i]);
+      ++failures;
+      break;
+    }
+  if (rc != 0) {
+    printf("FAIL allgather after errors: %s\n", caravan_strerror(rc));
+    ++failures;
+  }
+  printf("worker %d of %d: %d failures\n", rank, size, failures);
+  return failures == 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  int rc = caravan_init();
+  if (rc != 0) {
+    fprintf(stderr, "caravan_init: %s\n", caravan_strerror(rc));
+    return 1;
+  }
+  int rank = caravan_rank(), size = caravan_size();
+  if (argc > 1 && strcmp(argv[1], "misuse") == 0) {
+    int status = size <= 8 ? misuse(rank, size) : 1;
+    rc = caravan_shutdown();
+    if (rc != 0) fprintf(stderr, "caravan_shutdown: %s\n", caravan_strerror(rc));
+    return status != 0 || rc != 0;
+  }
+  int rounds = argc > 1 ? atoi(argv[1]) : 2;
+  size_t max_elements = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : 1000000;
+  /* Elements per shard; the tensor holds one shard a worker. */
+  const size_t shards[] = {1, 7, 33337, 250000};
+  enum { kSizes = sizeof shards / sizeof shards[0], kTensors = kSizes * CARAVAN_DTYPE_COUNT };
+  uint8_t* rs[kTensors];
+  uint8_t* ag[kTensors];
+  size_t counts[kTensors];
+  for (size_t j = 0; j < kTensors; ++j) {
+    size_t shard = shards[j % kSizes];
+    while (shard > 1 && shard * (size_t)size > max_elements) shard /= 2;
+    counts[j] = shard * (size_t)size;
+    size_t bytes = counts[j] * caravan_dtype_size((caravan_dtype)(j / kSizes));
+    rs[j] = malloc(bytes);
+    ag[j] = malloc(bytes);
+  }
+  int failures = 0;
+  for (int round = 0; round < rounds && failures == 0; ++round) {
+    caravan_handle h_rs[kTensors], h_ag[kTensors];
+    for (size_t j = 0; j < kTensors; ++j) {
+      caravan_dtype t = (caravan_dtype)(j / kSizes);
+      size_t count = counts[j], shard = count / (size_t)size, es = caravan_dtype_size(t);
+      for (size_t i = 0; i < count; ++i) put(rs[j], i, t, small(rank, round, i));
+      memset(ag[j], 0xA5, count * es); /* not this worker's: overwritten */
+      for (size_t i = 0; i < shard * es; ++i)
+        ag[j][(size_t)rank * shard * es + i] = byte_of(rank, round, j, i);
+      char name[64];
+      snprintf(name, sizeof name, "rs.%s.%zu", caravan_dtype_name(t), count);
+      rc = caravan_reduce_scatter_async(name, rs[j], count, t, (int)j, &h_rs[j]);
+      if (rc == 0) {
+        snprintf(name, sizeof name, "ag.%s.%zu", caravan_dtype_name(t), count);
+        rc = caravan_allgather_async(name, ag[j], count, t, (int)j, &h_ag[j]);
+      }
+      if (rc != 0) {
+        fprintf(stderr, "worker %d: %s: %s\n", rank, name, caravan_strerror(rc));
+        return 1;
+      }
+    }
+    for (size_t j = 0; j < kTensors; ++j) {
+      caravan_dtype t = (caravan_dtype)(j / kSizes);
+      size_t count = counts[j], shard = count / (size_t)size, es = caravan_dtype_size(t);
+      rc = caravan_wait(h_rs[j]);
+      int rc2 = caravan_wait(h_ag[j]);
+      if (rc != 0 || rc2 != 0) {
+        fprintf(stderr, "worker %d: tensor %zu: %s\n", rank, j,
+                caravan_strerror(rc != 0 ? rc : rc2));
+        return 1;
+      }
+      uint8_t want[8], sum[8];
+      for (size_t i = 0; i < count && !failures; ++i) {
+        int v = 0;
+        for (int w = 0; w < size; ++w) v += small(w, round, i);
+        put(sum, 0, t, v);
+        /* Other shards: as given, or (machines of several processes) summed. */
+        if (i / shard != (size_t)rank) {
+          v = small(rank, round, i);
+          if (memcmp(sum, rs[j] + i * es, es) == 0) continue;
+        }
+        put(want, 0, t, v);
+        if (memcmp(want, rs[j] + i * es, es) != 0) {
+          fprintf(
+              stderr,
+              "worker %d round %d: reduce_scatter of %s[%zu]: element %zu is wrong (want %d%s)\n",
+              rank, round, caravan_dtype_name(t), count, i, v,
+              i / shard == (size_t)rank ? ", the sum" : ", as it was or the sum");
+          ++failures;
+        }
+      }
+      for (size_t i = 0; i < count * es && !failures; ++i) {
+        int owner = (int)(i / (shard * es));
+        uint8_t b = byte_of(owner, round, j, i % (shard * es));
+        if (ag[j][i] != b) {
+          fprintf(stderr,
+                  "worker %d round %d: allgather of %s[%zu]: byte %zu (worker %d's shard) is "
+                  "0x%02x, not 0x%02x\n",
+                  rank, round, caravan_dtype_name(t), count, i, owner, ag[j][i], b);
+          ++failures;
+        }
+      }
+    }
+  }
+  for (size_t j = 0; j < kTensors; ++j) {
+    free(rs[j]);
+    free(ag[j]);
+  }
+  rc = caravan_shutdown();
+  if (rc != 0) {
+    fprintf(stderr, "caravan_shutdown: %s\n", caravan_strerror(rc));
+    return 1;
+  }
+  if (failures) return 1;
+  printf("worker %d of %d: %d rounds of %d reduce_scatters and allgathers, every value right\n",
+         rank, size, rounds, (int)kTensors);
+  return 0;
+}
