@@ -55,6 +55,10 @@ _SIGNATURES = {
     "caravan_get_pushpull_stats": ([_c_str, _c_ptr], 2),
     "caravan_declare_tensor":
         ([_c_str, ctypes.POINTER(_c_str), ctypes.POINTER(_c_str), _c_size], 3),
+    "caravan_reduce_scatter": ([_c_str, _c_ptr, _c_size, _c_int, _c_int], 4),
+    "caravan_reduce_scatter_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 4),
+    "caravan_allgather": ([_c_str, _c_ptr, _c_size, _c_int, _c_int], 4),
+    "caravan_allgather_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 4),
 }
 
 

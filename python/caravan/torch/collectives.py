@@ -42,6 +42,9 @@ class _Channel:
     def push_pull(self, tensor, average, part):
         return ops.push_pull_async_inplace(tensor, average=average, name=self.base + part)
 
+    def sharded(self, kind, tensor, part):
+        return ops.sharded_async_inplace(kind, tensor, self.base + part)
+
 
 class PlanHandle(ops.Handle):
     """The handle of a collective made of several operations: poll() and
@@ -230,7 +233,10 @@ def reducescatter_async(tensor, name=None, op=Average):
         whole = t.clone(memory_format=torch.contiguous_format).view(-1)
         rows = plans.split_rows(t.size(0), ch.size)
         row = math.prod(t.shape[1:])
-        mine = yield from plans.reduce_scatter(ch, whole, average, [n * row for n in rows])
+        # Horovod's split may be uneven, and ranks with other first
+        # dimensions are told by the servers: a push_pull of the whole.
+        mine = yield from plans.reduce_scatter(ch, whole, average, [n * row for n in rows],
+                                               shard=False)
         return mine.view((rows[ch.rank],) + tuple(t.shape[1:])).clone()
 
     return _start("reducescatter", name, plan)

@@ -451,6 +451,28 @@ def _broadcast_start(tensor, root_rank, name, priority, inplace, blocking=False)
                   (root_rank, int(priority)), dtype, count, blocking=blocking)
 
 
+def sharded_async_inplace(kind, tensor, name, priority=0):
+    """Starts a reduce-scatter (`kind` "reduce_scatter": this worker's shard
+    of `tensor` becomes the shard's sum) or an allgather ("allgather": every
+    worker's shard of `tensor` lands in that shard everywhere) through the
+    servers, in place (C API 1.4). `tensor` holds size() equal shards along
+    its flattened elements; CPU memory only (no device form yet). An
+    allgather of a dtype Caravan cannot sum travels as bytes."""
+    what = "%s of tensor '%s'" % (kind, name)
+    _check_tensor(tensor, what, name)
+    _require_init(what)
+    if tensor.is_cuda:
+        raise UnsupportedTensorError("%s: CUDA tensors are not sharded through the servers yet; "
+                                     "use push_pull or broadcast" % what)
+    dtype, count = _CARAVAN_DTYPES.get(tensor.dtype), None
+    if dtype is None and kind == "allgather":
+        dtype, count = _capi.UINT8, tensor.numel() * tensor.element_size()
+    elif dtype is None:
+        dtype = _caravan_dtype(tensor, what, name)  # raises, naming the dtype
+    return _start("caravan_%s_async" % kind, tensor, name, what, True, 1, (int(priority),),
+                  dtype, count)
+
+
 def broadcast_async(tensor, root_rank, name=None, priority=0):
     """Starts copying worker `root_rank`'s `tensor` to every worker, into a
     new tensor; returns a handle. Every worker calls it with the same name

@@ -12,8 +12,9 @@ rest runs wherever the caller drives it (a blocking finish(), a completion
 thread, a polling driver).
 
 A channel names the operations of one call: `channel.broadcast(tensor,
-root, part)` and `channel.push_pull(tensor, average, part)` start them in
-place and return their handles; `part` tells the operations of one call
+root, part)`, `channel.push_pull(tensor, average, part)` and
+`channel.sharded(kind, tensor, part)` (a reduce-scatter or allgather through
+the servers) start them in place and return their handles; `part` tells the operations of one call
 apart ("/meta", "/from2", ...). A name keeps one element count and dtype
 for the whole job, so a part whose size may change from call to call
 carries its size.
@@ -275,10 +276,42 @@ def split_rows(first, n):
     return [first // n + (1 if r < first % n else 0) for r in range(n)]
 
 
-def reduce_scatter(channel, whole, average, counts, part=""):
+def shardable(tensor):
+    """Whether the servers can reduce-scatter and allgather `tensor` (C API
+    1.4): host memory (device tensors have no sharded form yet)."""
+    return not tensor.is_cuda
+
+
+def reduce_scatter(channel, whole, average, counts, part="", shard=True):
     """`whole` (flat, contiguous, this plan's to overwrite) summed over the
-    ranks (averaged), rank r keeping elements counts[r] (in order): one
-    push_pull of the whole tensor."""
-    yield [channel.push_pull(whole, average, part)]
+    ranks (averaged), rank r keeping elements counts[r] (in order). Equal
+    counts in host memory, with `shard`: one reduce-scatter through the
+    servers (each rank gets only its part back); otherwise one push_pull of
+    the whole tensor. A caller whose ranks may disagree on the counts
+    without being told (no exchange of shapes first) passes shard=False:
+    ranks that took different ways would wait for each other's keys until
+    the timeout, where a push_pull's server names the different sizes."""
     start = sum(counts[:channel.rank])
-    return whole[start:start + counts[channel.rank]]
+    mine = whole[start:start + counts[channel.rank]]
+    if shard and len(set(counts)) == 1 and shardable(whole):
+        yield [channel.sharded("reduce_scatter", whole, part + "/shards")]
+        if average and whole.is_floating_point():
+            mine.div_(channel.size)
+        elif average:
+            mine.div_(channel.size, rounding_mode="floor")
+        return mine
+    yield [channel.push_pull(whole, average, part)]
+    return mine
+
+
+def gather_into(channel, flat, tensor, part=""):
+    """`flat` (1-D, contiguous, size() times `tensor`'s elements) <- every
+    rank's `tensor` in rank order: one allgather through the servers in host
+    memory (each rank sends its part once), else one broadcast from each
+    rank."""
+    parts = list(flat.chunk(channel.size))
+    if not shardable(flat):
+        return (yield from gather_same(channel, parts, tensor.reshape(-1), part))
+    parts[channel.rank].copy_(tensor.reshape(-1))
+    yield [channel.sharded("allgather", flat, part + "/shards")]
+    return parts

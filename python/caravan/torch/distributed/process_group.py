@@ -132,6 +132,9 @@ class _Channel:
         return ops.push_pull_async_inplace(tensor, average=average,
                                            name=self._name(part, tensor))
 
+    def sharded(self, kind, tensor, part):
+        return ops.sharded_async_inplace(kind, tensor, self._name(part, tensor))
+
 
 def _shape(tensor, free_first=False):
     dims = [str(d) for d in tensor.shape]
@@ -422,7 +425,10 @@ class ProcessGroupCaravan(dist.ProcessGroup):
 
         def plan(ch):
             for i, (outputs, t) in enumerate(zip(output_tensors, input_tensors)):
-                yield from plans.gather_same(ch, outputs, t, _part(i, input_tensors))
+                flat = torch.empty(t.numel() * self._size, dtype=t.dtype, device=t.device)
+                parts = yield from plans.gather_into(ch, flat, t, _part(i, input_tensors))
+                for out, got in zip(outputs, parts):
+                    out.copy_(got.view(out.shape))
             return output_tensors
 
         return self._work(self._collective("allgather", ("all_gather", input_tensors, False),
@@ -437,8 +443,8 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         def plan(ch):
             staging = None if output.is_contiguous() else \
                 torch.empty(output.numel(), dtype=output.dtype, device=output.device)
-            parts = list((output if staging is None else staging).view(-1).chunk(self._size))
-            yield from plans.gather_same(ch, parts, input.reshape(-1))
+            yield from plans.gather_into(ch, (output if staging is None else staging).view(-1),
+                                         input)
             if staging is not None:
                 output.copy_(staging.view(output.shape))
             return [output]
