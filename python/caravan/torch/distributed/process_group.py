@@ -187,6 +187,19 @@ class _Completer:
             self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
             self._thread.start()
 
+    def hand_over(self):
+        """Called as a collective starts. On this thread, a callback of a
+        future this thread fulfils starts it, and may wait for it, or for
+        its slot, there (PowerSGD's hook all_reduces P and Q inside its
+        callbacks and waits): the collectives go on on a new thread, and
+        this one ends once the callback returns (else it would wait for
+        itself)."""
+        if threading.current_thread() is not self._thread:
+            return
+        with self._lock:
+            self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
+            self._thread.start()
+
     def _run(self):
         me = threading.current_thread()
         while True:
@@ -204,6 +217,8 @@ class _Completer:
                     return  # abandoned while it waited
                 self.current = None
             _settle(future, result=plan.result, error=error)
+            if self._thread is not me:
+                return  # a callback handed the collectives over (hand_over)
 
 
 class _Watch:
@@ -355,6 +370,7 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         returns the future of its result. `signature` (what, tensors,
         whether their first dimension may differ) is what the ranks compare
         when it is slow to finish."""
+        self._completer.hand_over()  # before waiting for the slot: see hand_over
         with self._lock:
             seq = self._seq
             self._seq += 1
