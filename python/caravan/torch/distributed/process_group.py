@@ -70,6 +70,12 @@ class _Work(dist._Work):
     def get_future(self):
         return self._future
 
+    def result(self):
+        # The collective's tensors, as torch's own Works give them: DDP's join
+        # hook reads the flag it all_reduced with work.result() (the base
+        # class's raises "result() not implemented").
+        return self._future.value()
+
     def is_completed(self):
         return self._future.done()
 
