@@ -46,6 +46,7 @@ import time
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
+from torch.distributed.algorithms import join as _join
 
 from ...errors import CaravanError, MismatchError
 from .. import ops
@@ -103,6 +104,7 @@ def _torch_calls_python_work():
 
 _PYTHON_WORK_EVERYWHERE = _torch_calls_python_work()
 _TORCH_API_FILE = dist.distributed_c10d.__file__.rstrip("c")
+_TORCH_JOIN_FILE = _join.__file__.rstrip("c")
 
 
 def _work_for(future, caller):
@@ -110,8 +112,19 @@ def _work_for(future, caller):
     wait(); torch's own future-wrapping Work does not (it only records
     it), but torch's C++ code (DDP's parameter checks and broadcasts) can
     wait on it. Without the trampoline, the _Work goes to callers in
-    Python (torch.distributed's functions), the other to C++."""
-    if _PYTHON_WORK_EVERYWHERE or caller.f_code.co_filename.rstrip("c") == _TORCH_API_FILE:
+    Python (torch.distributed's functions), the other to C++.
+
+    One Work of a Python caller goes on to C++, so it is torch's with any
+    torch: the all_reduce Join.notify_join_context starts in every DDP
+    forward under Join, which DDP hands to its reducer; with
+    divide_by_initial_world_size=False the reducer waits on it and reads
+    its result() in C++ (a _Work there never finishes in torch 1.13)."""
+    if caller.f_code.co_filename.rstrip("c") == _TORCH_API_FILE:
+        outer = caller.f_back
+        if outer is None or outer.f_code.co_name != "notify_join_context" or \
+                outer.f_code.co_filename.rstrip("c") != _TORCH_JOIN_FILE:
+            return _Work(future)
+    elif _PYTHON_WORK_EVERYWHERE:
         return _Work(future)
     return _create_work_from_future(future)
 
