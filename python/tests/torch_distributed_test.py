@@ -6,12 +6,17 @@ gloo group of the same ranks computes the reference of each collective.
 
     torch_distributed_test.py collectives   every collective, every dtype, vs gloo
     torch_distributed_test.py ddp           DDP training: the same parameters as over gloo
+    torch_distributed_test.py scripts       DDP as scripts use it (unused parameters, no_sync,
+                                            PowerSGD and fp16 hooks, Join, SyncBatchNorm):
+                                            the same parameters as over gloo
     torch_distributed_test.py errors        what is refused, and how it is named
     torch_distributed_test.py timeout       init_process_group(timeout=2 s) bounds a collective
     torch_distributed_test.py mismatch      ranks that pass different shapes or dtypes are named
     torch_distributed_test.py monitored     monitored_barrier names the ranks that did not arrive
-Exit 0 when every check passed; each failure is printed first.
+Exit 0 when every check passed; each failure is printed first (scripts
+prints every check: PASS, FAIL, or SKIP with the reason).
 """
+import copy
 import datetime
 import sys
 import time
@@ -176,7 +181,6 @@ def ddp(rank, size, gloo):
     base = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     g = torch.Generator().manual_seed(rank)
     data = [(torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)) for _ in range(5)]
-    import copy
     ours = train(copy.deepcopy(base), None, data)
     theirs = train(copy.deepcopy(base), gloo, data)
     worst = max((a - b).abs().max().item() for a, b in zip(ours, theirs))
@@ -190,6 +194,180 @@ def ddp(rank, size, gloo):
     nn.functional.mse_loss(ddp_model(x), y).backward()
     check(all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters()),
           "DDP with fp16_compress_hook")
+
+
+def named(ok, what):
+    """A check of the scripts mode, printed whether it passes or not."""
+    check(ok, what)
+    if ok:
+        print("rank %d: PASS %s" % (dist.get_rank(), what), flush=True)
+
+
+class Branches(nn.Module):
+    """A trunk and head `a`, always used, head `b`, used when forward is
+    told to, and (with_never) head `never`, never used."""
+
+    def __init__(self, with_never):
+        super().__init__()
+        self.trunk, self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 4), nn.Linear(32, 4)
+        if with_never:
+            self.never = nn.Linear(32, 4)
+
+    def forward(self, x, use_b):
+        h = torch.relu(self.trunk(x))
+        return self.a(h) + self.b(h) if use_b else self.a(h)
+
+
+def starts_equal(model, gloo):
+    """Whether `model` has rank 0's parameters and buffers (through gloo)."""
+    mine = torch.cat([t.detach().reshape(-1).double() for t in model.state_dict().values()])
+    rank0s = mine.clone()
+    dist.broadcast(rank0s, 0, group=gloo)
+    return torch.equal(mine, rank0s)
+
+
+def same_as_gloo(what, base, run, gloo, tolerance=1e-5):
+    """`run(model, group)` trains a copy of `base` over the caravan group
+    (group None) and another over gloo: their parameters and buffers must
+    end within `tolerance`, and have moved. Returns what each run returned."""
+    check(starts_equal(base, gloo), "%s: the ranks start from different parameters" % what)
+    models = [copy.deepcopy(base), copy.deepcopy(base)]
+    got = [run(models[0], None), run(models[1], gloo)]
+    ours, theirs, first = [[t.detach().double() for t in m.state_dict().values()]
+                           for m in models + [base]]
+    worst = max((a - b).abs().max().item() for a, b in zip(ours, theirs))
+    moved = max((a - b).abs().max().item() for a, b in zip(theirs, first))
+    named(worst <= tolerance and moved > 1e-3,
+          "%s: within %g of gloo's (worst %.3g; moved %.3g)" % (what, tolerance, worst, moved))
+    return got
+
+
+def scripts(rank, size, gloo):
+    """DDP as training scripts use it, over caravan and over gloo in the
+    same job, from the same parameters on every rank: they must end with
+    the same parameters. Each rank has its own data."""
+    from torch.distributed.algorithms import Join
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
+
+    g = torch.Generator().manual_seed(rank)
+    data = [(torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)) for _ in range(8)]
+    loss = nn.functional.mse_loss
+
+    def sgd(model):
+        return torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    # 1. find_unused_parameters: head b used by one rank a step, and every
+    # (size + 1)th step by none; head never, never used.
+    for what, with_never, use_b in (
+            ("a head unused on some steps and ranks", False,
+             lambda step: step % (size + 1) == rank),
+            ("a parameter never used", True, lambda step: True)):
+        def unused(model, group):
+            ddp = nn.parallel.DistributedDataParallel(model, process_group=group,
+                                                      find_unused_parameters=True)
+            opt = sgd(model)
+            for step, (x, y) in enumerate(data[:6]):
+                opt.zero_grad()
+                loss(ddp(x, use_b(step)), y).backward()
+                opt.step()
+
+        torch.manual_seed(0)
+        same_as_gloo("find_unused_parameters=True, " + what, Branches(with_never), unused, gloo)
+
+    torch.manual_seed(0)
+    base = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+
+    # 2. Gradient accumulation: two micro-batches a step, the first under no_sync.
+    def accumulating(model, group):
+        ddp = nn.parallel.DistributedDataParallel(model, process_group=group)
+        opt = sgd(model)
+        for step in range(4):
+            opt.zero_grad()
+            (x1, y1), (x2, y2) = data[2 * step], data[2 * step + 1]
+            with ddp.no_sync():
+                loss(ddp(x1), y1).backward()
+            loss(ddp(x2), y2).backward()
+            opt.step()
+
+    same_as_gloo("no_sync, two micro-batches a step", base, accumulating, gloo)
+
+    # 3. Comm hooks, each with its own state and the group passed explicitly.
+    def hooked(hook, state_of):
+        def run(model, group):
+            group = group or dist.distributed_c10d._get_default_group()
+            state = state_of(group)
+            ddp = nn.parallel.DistributedDataParallel(model, process_group=group)
+            ddp.register_comm_hook(state, hook)
+            opt = sgd(model)
+            for x, y in data[:6]:
+                opt.zero_grad()
+                loss(ddp(x), y).backward()
+                opt.step()
+            return state
+        return run
+
+    def power(group):
+        # Compresses from the third step on (the first two are plain all_reduces).
+        return powerSGD.PowerSGDState(process_group=group, matrix_approximation_rank=1,
+                                      start_powerSGD_iter=2, random_seed=0)
+
+    # (Not batched_powerSGD_hook: torch 1.13's fails an assertion in
+    # _orthogonalize once it compresses, whatever the backend.)
+    states = same_as_gloo("PowerSGD (powerSGD_hook)", base,
+                          hooked(powerSGD.powerSGD_hook, power), gloo)
+    rates = [s.compression_stats()[0] for s in states]
+    named(all(r > 1 for r in rates), "PowerSGD compressed: %d steps, %s fewer elements "
+          "(caravan, gloo)" % (states[0].iter, " and ".join("%.1fx" % r for r in rates)))
+    # float16 sums of two ranks round once, in any order; of three, twice,
+    # in the order the ranks are added (pushes as they reach the server,
+    # gloo's ring in its own order): a float16 rounding apart, which after
+    # a few steps is ~5e-5 here, as far as float16 is from float32.
+    same_as_gloo("fp16_compress_hook", base,
+                 hooked(default_hooks.fp16_compress_hook, lambda group: group), gloo,
+                 tolerance=1e-5 if size == 2 else 2 ** -10)
+
+    # 4. Uneven inputs: rank r has 3 + r batches; DDP is the Joinable.
+    for divide in (True, False):
+        def uneven(model, group):
+            ddp = nn.parallel.DistributedDataParallel(model, process_group=group)
+            opt = sgd(model)
+            with Join([ddp], divide_by_initial_world_size=divide):
+                for x, y in data[:3 + rank]:
+                    opt.zero_grad()
+                    loss(ddp(x), y).backward()
+                    opt.step()
+
+        same_as_gloo("Join, 3 to %d batches a rank, divide_by_initial_world_size=%s" %
+                     (2 + size, divide), base, uneven, gloo)
+
+    # 5. SyncBatchNorm (convert_sync_batchnorm), where torch runs it on CPU
+    # tensors: torch 1.13 runs it on GPUs only, whatever the backend.
+    refusals = []
+    for group in (None, gloo):
+        try:
+            nn.SyncBatchNorm(8, process_group=group)(torch.randn(8, 8))
+        except (ValueError, RuntimeError) as e:
+            refusals.append(str(e))
+    if len(refusals) == 2 and refusals[0] == refusals[1]:
+        print("rank %d: SKIP SyncBatchNorm: torch %s refuses it on CPU tensors with either "
+              "backend: %r" % (rank, torch.__version__, refusals[0]), flush=True)
+    elif refusals:
+        check(False, "SyncBatchNorm: refused with one backend only: %s" % refusals)
+    else:
+        def synced(model, group):
+            nn.SyncBatchNorm.convert_sync_batchnorm(model, process_group=group)  # in place
+            ddp = nn.parallel.DistributedDataParallel(model, process_group=group)
+            opt = sgd(model)
+            for x, y in data[:4]:
+                opt.zero_grad()
+                loss(ddp(x), y).backward()
+                opt.step()
+
+        torch.manual_seed(0)
+        same_as_gloo("SyncBatchNorm", nn.Sequential(nn.Linear(16, 8), nn.BatchNorm1d(8),
+                                                    nn.ReLU(), nn.Linear(8, 4)), synced, gloo)
+    dist.barrier(group=gloo)
 
 
 def errors(rank, size, gloo):
@@ -314,8 +492,8 @@ def main():
     rank, size = dist.get_rank(), dist.get_world_size()
     check(dist.get_backend() == "caravan", "the default group's backend is caravan")
     gloo = dist.new_group(backend="gloo")
-    {"collectives": collectives, "ddp": ddp, "errors": errors, "timeout": timeout,
-     "mismatch": mismatch, "monitored": monitored}[mode](rank, size, gloo)
+    {"collectives": collectives, "ddp": ddp, "scripts": scripts, "errors": errors,
+     "timeout": timeout, "mismatch": mismatch, "monitored": monitored}[mode](rank, size, gloo)
     print("rank %d of %d: %s: %s" % (rank, size, mode,
                                      "%d failures" % len(failures) if failures else "all right"),
           flush=True)

@@ -46,6 +46,7 @@ import time
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import _create_work_from_future
+from torch.distributed.algorithms import join as _join
 
 from ...errors import CaravanError, MismatchError
 from .. import ops
@@ -69,6 +70,12 @@ class _Work(dist._Work):
 
     def get_future(self):
         return self._future
+
+    def result(self):
+        # The collective's tensors, as torch's own Works give them: DDP's join
+        # hook reads the flag it all_reduced with work.result() (the base
+        # class's raises "result() not implemented").
+        return self._future.value()
 
     def is_completed(self):
         return self._future.done()
@@ -97,6 +104,7 @@ def _torch_calls_python_work():
 
 _PYTHON_WORK_EVERYWHERE = _torch_calls_python_work()
 _TORCH_API_FILE = dist.distributed_c10d.__file__.rstrip("c")
+_TORCH_JOIN_FILE = _join.__file__.rstrip("c")
 
 
 def _work_for(future, caller):
@@ -104,8 +112,19 @@ def _work_for(future, caller):
     wait(); torch's own future-wrapping Work does not (it only records
     it), but torch's C++ code (DDP's parameter checks and broadcasts) can
     wait on it. Without the trampoline, the _Work goes to callers in
-    Python (torch.distributed's functions), the other to C++."""
-    if _PYTHON_WORK_EVERYWHERE or caller.f_code.co_filename.rstrip("c") == _TORCH_API_FILE:
+    Python (torch.distributed's functions), the other to C++.
+
+    One Work of a Python caller goes on to C++, so it is torch's with any
+    torch: the all_reduce Join.notify_join_context starts in every DDP
+    forward under Join, which DDP hands to its reducer; with
+    divide_by_initial_world_size=False the reducer waits on it and reads
+    its result() in C++ (a _Work there never finishes in torch 1.13)."""
+    if caller.f_code.co_filename.rstrip("c") == _TORCH_API_FILE:
+        outer = caller.f_back
+        if outer is None or outer.f_code.co_name != "notify_join_context" or \
+                outer.f_code.co_filename.rstrip("c") != _TORCH_JOIN_FILE:
+            return _Work(future)
+    elif _PYTHON_WORK_EVERYWHERE:
         return _Work(future)
     return _create_work_from_future(future)
 
@@ -190,6 +209,19 @@ class _Completer:
             self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
             self._thread.start()
 
+    def hand_over(self):
+        """Called as a collective starts. On this thread, a callback of a
+        future this thread fulfils starts it, and may wait for it, or for
+        its slot, there (PowerSGD's hook all_reduces P and Q inside its
+        callbacks and waits): the collectives go on on a new thread, and
+        this one ends once the callback returns (else it would wait for
+        itself)."""
+        if threading.current_thread() is not self._thread:
+            return
+        with self._lock:
+            self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
+            self._thread.start()
+
     def _run(self):
         me = threading.current_thread()
         while True:
@@ -207,6 +239,8 @@ class _Completer:
                     return  # abandoned while it waited
                 self.current = None
             _settle(future, result=plan.result, error=error)
+            if self._thread is not me:
+                return  # a callback handed the collectives over (hand_over)
 
 
 class _Watch:
@@ -358,6 +392,7 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         returns the future of its result. `signature` (what, tensors,
         whether their first dimension may differ) is what the ranks compare
         when it is slow to finish."""
+        self._completer.hand_over()  # before waiting for the slot: see hand_over
         with self._lock:
             seq = self._seq
             self._seq += 1
