@@ -1,8 +1,8 @@
 // caravan-cluster-worker: the Caravan side of the emulated-cluster benchmark
-// (bench/cluster/run.sh). Each iteration push_pulls every tensor of the
-// workload, in backward order with BytePS priorities (layers nearer the
-// input higher), waits for all, and checks every element; rank 0 prints
-// the median step time. Run as every worker of a job.
+// (bench/cluster/run.sh). Each iteration push_pulls (or reduce-scatters or
+// allgathers: workload.h) every tensor of the workload, in backward order with BytePS priorities
+// (layers nearer the input higher), waits for all, and checks every element; rank 0 prints the
+// median step time. Run as every worker of a job.
 // --compress key=value,... declares every tensor with those compression
 // parameters (docs/compression.md): the values are then gradient-like and
 // the results only checked to be finite.
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       if (compress.on())
         source.fill(i, grads[i].data());
       else
-        fill(grads[i].data(), grads[i].size(), rank, it);
+        fill_for(o.collective, grads[i].data(), grads[i].size(), rank, workers, it);
     }
     if (it >= o.warmup) window.prep_cpu_s += Window::thread_cpu() - prep0;
     if (o.aligned) {
@@ -72,16 +72,21 @@ int main(int argc, char** argv) {
            "caravan_push_pull (step barrier)");
     }
     auto t0 = Clock::now();
-    for (size_t i = 0; i < o.layers.size(); ++i)
-      must(caravan_push_pull_async(o.layers[i].name.c_str(), grads[i].data(), grads[i].size(),
-                                   CARAVAN_FLOAT32, static_cast<int>(i), &handles[i]),
-           "caravan_push_pull_async");
+    for (size_t i = 0; i < o.layers.size(); ++i) {
+      auto start = o.collective == Collective::kReduceScatter ? caravan_reduce_scatter_async
+                   : o.collective == Collective::kAllgather   ? caravan_allgather_async
+                                                              : caravan_push_pull_async;
+      must(start(o.layers[i].name.c_str(), grads[i].data(), grads[i].size(), CARAVAN_FLOAT32,
+                 static_cast<int>(i), &handles[i]),
+           "starting the step's operation");
+    }
     for (auto& h : handles) must(caravan_wait(h), "caravan_wait");
     double s = std::chrono::duration<double>(Clock::now() - t0).count();
     prep0 = Window::thread_cpu();
     for (size_t i = 0; i < o.layers.size(); ++i) {
       if (!compress.on()) {
-        check(kProg, grads[i].data(), grads[i].size(), o.layers[i].name, rank, workers, it);
+        check_for(o.collective, kProg, grads[i].data(), grads[i].size(), o.layers[i].name, rank,
+                  workers, it);
         continue;
       }
       for (float v : grads[i])  // an approximation of the sum: finite is what can be checked

@@ -2,11 +2,14 @@
 // (bench/cluster/run.sh): Gloo's ring allreduce (the algorithm PyTorch's
 // Gloo backend runs on CPU tensors) over its TCP transport, one rank per
 // host. A model's gradients go as one fused buffer, the most favourable
-// case for a ring. Every element of every result is checked; rank 0 prints
+// case for a ring. Workloads rsNM and agNM run Gloo's reduce-scatter and
+// allgather instead. Every element of every result is checked; rank 0 prints
 // the median time in the same form as caravan-cluster-worker.
 //   caravan-gloo-ring --rank R --size N --store DIR --iface IF --workload W
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
     for (int it = 0; it < o.warmup + o.iters; ++it) {
       if (it == o.warmup) window.start = Window::wall();
       double prep0 = Window::thread_cpu();
-      fill(buf.data(), buf.size(), rank, it);
+      fill_for(o.collective, buf.data(), buf.size(), rank, size, it);
       if (it >= o.warmup) window.prep_cpu_s += Window::thread_cpu() - prep0;
       if (o.aligned) {
         gloo::BarrierOptions barrier(context);
@@ -83,21 +87,50 @@ int main(int argc, char** argv) {
         gloo::barrier(barrier);
       }
       auto t0 = Clock::now();
-      gloo::AllreduceOptions opts(context);
-      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-      opts.setOutput(buf.data(), buf.size());
-      opts.setReduceFunction(&sum_floats);
-      opts.setTag(static_cast<uint32_t>(it));
-      gloo::allreduce(opts);
+      if (o.collective == Collective::kAllgather) {
+        Shard mine = shard_of(buf.size(), rank, size);
+        gloo::AllgatherOptions opts(context);
+        opts.setInput(buf.data() + mine.begin, mine.end - mine.begin);
+        opts.setOutput(buf.data(), buf.size());
+        opts.setTag(static_cast<uint32_t>(it));
+        gloo::allgather(opts);
+      } else if (o.collective == Collective::kReduceScatter) {
+        // Gloo's reduce-scatter is halving-doubling, which sends and
+        // receives (N-1)/N of the tensor per rank as a ring would.
+        std::vector<int> shards(static_cast<size_t>(size),
+                                static_cast<int>(buf.size() / static_cast<size_t>(size)));
+        gloo::ReduceScatterHalvingDoubling<float> rs(context, {buf.data()},
+                                                     static_cast<int>(buf.size()), shards);
+        rs.run();
+      } else {
+        gloo::AllreduceOptions opts(context);
+        opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+        opts.setOutput(buf.data(), buf.size());
+        opts.setReduceFunction(&sum_floats);
+        opts.setTag(static_cast<uint32_t>(it));
+        gloo::allreduce(opts);
+      }
       double s = std::chrono::duration<double>(Clock::now() - t0).count();
       prep0 = Window::thread_cpu();
-      check(kProg, buf.data(), buf.size(), o.workload, rank, size, it);
+      if (o.collective == Collective::kReduceScatter) {
+        // Gloo leaves this rank's part of the sum at the buffer's start.
+        Shard mine = shard_of(buf.size(), rank, size);
+        std::memmove(buf.data() + mine.begin, buf.data(), (mine.end - mine.begin) * sizeof(float));
+      }
+      check_for(o.collective, kProg, buf.data(), buf.size(), o.workload, rank, size, it);
       if (it >= o.warmup) {
         window.prep_cpu_s += Window::thread_cpu() - prep0;
         seconds.push_back(s);
       }
     }
     window.end = Window::wall();
+    {
+      // No rank leaves while another still waits for its last messages
+      // (the reduce-scatter's closing notifications).
+      gloo::BarrierOptions done(context);
+      done.setTag(2000000);
+      gloo::barrier(done);
+    }
     if (rank == 0)
       print_result("gloo-ring", o, size, static_cast<double>(elements) * sizeof(float), seconds,
                    window);

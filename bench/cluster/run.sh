@@ -3,7 +3,8 @@
 # the same shaped links, in one invocation (docs/cluster-bench.md).
 #
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
-#          [--workloads 4M,64M,resnet50,bert-large,mlp] [--modes dedicated,colocated,mixedK]
+#          [--workloads 4M,64M,resnet50,bert-large,mlp,rs64M,ag64M]
+#          [--modes dedicated,colocated,mixedK]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
 #          [--no-gloo] [--compress key=value,...] [--cpu]
@@ -24,6 +25,12 @@
 #              dedicated server hosts besides, BYTEPS_ENABLE_MIXED_MODE=1:
 #              the dedicated servers hold the share x of the bytes that
 #              loads every link equally (engine/worker/server_shares.cc).
+# Workloads rsNM and agNM reduce-scatter or allgather one tensor of N MiB
+# (one equal shard a worker) instead of allreducing it: Gloo's
+# reduce-scatter and allgather against Caravan's through the servers (C API
+# 1.4); their bounds are the bytes each link must carry, (N-1)/N of the
+# tensor per rank for a ring (and colocated servers), the whole tensor from
+# each worker for a reduce-scatter through dedicated servers.
 # Workload mlp (or mlpW, layers W wide) trains a model instead, issue 34's
 # loop (bench/cluster/train.py: 6 x Linear(2048, 2048) with ReLU, batch 8,
 # SGD, one torch thread per process) with the interpreter that has torch:
@@ -430,7 +437,17 @@ for rate in "${rate_list[@]}"; do
       resnet50) wb=102228128 ;;
       bert-large) wb=1340567552 ;;
       mlp*) wb=$(( 6 * ($(mlp_width "$w") + 1) * $(mlp_width "$w") * 4 )) ;;
+      rs*|ag*) t=${w:2}; wb=$(( ${t%M} * 1048576 )) ;;
       *) wb=$(( ${w%M} * 1048576 )) ;;
+    esac
+    # A ring's reduce-scatter or allgather sends and receives (N-1)/N of the
+    # tensor per rank, as do colocated servers holding each worker's shard
+    # on its host; dedicated servers' allgather too, but their reduce-scatter
+    # sends the whole tensor from each worker (caravan.h).
+    gloo_bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
+    sharded=""
+    case $w in rs*|ag*) sharded=${w:0:2}
+      gloo_bound=$(awk -v b="$bps" -v n="$n" 'BEGIN { print b * n / (n - 1) }') ;;
     esac
     deadline=$(awk -v b="$wb" -v r="$bps" -v k="$((iters + warmup))" 'BEGIN { printf "%d", 60 + 8 * k * 2 * b / r }')
     [ -n "$(mlp_width "$w")" ] && deadline=$((deadline + 20 * (iters + warmup)))  # the model's compute
@@ -446,6 +463,10 @@ for rate in "${rate_list[@]}"; do
       [ "$m" = colocated ] && bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
       [[ $m =~ ^mixed([0-9]+)$ ]] &&
         bound=$(awk -v b="$bps" -v l="$(mixed_load "$n" "${BASH_REMATCH[1]}")" 'BEGIN { print b / l }')
+      if [ -n "$sharded" ]; then
+        [[ $m =~ ^mixed ]] && die "--workloads $w: mixed modes are for allreduces"
+        [ "$m" = colocated ] || [ "$sharded" = ag ] && bound=$gloo_bound
+      fi
       plain=""
       train_ddp=""
       [ -n "$(mlp_width "$w")" ] && train_ddp=1
@@ -455,7 +476,7 @@ for rate in "${rate_list[@]}"; do
         [ "$variant" = "$m+compressed" ] && label="$m+$compressor"
         [ "$variant" = "$m+ddp" ] && label="$m+ddp"
         awk -v r="$rate" -v w="$w" -v m="$label" -v c="$mbps" -v g="$gloo_mbps" -v b="$bound" \
-          -v p="$plain" -v gb="$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')" 'BEGIN {
+          -v p="$plain" -v gb="$gloo_bound" 'BEGIN {
             vs = (p == "") ? "" : sprintf("%.2fx", c / p)
             if (g == "") printf "%-8s %-11s %-17s %12.1f %12s %7s %14.2f %12s %s\n", r, w, m, c, "-", "-", c * 1e6 / b, "-", vs
             else printf "%-8s %-11s %-17s %12.1f %12.1f %7.2f %14.2f %12.2f %s\n", r, w, m, c, g, c / g, c * 1e6 / b, g * 1e6 / gb, vs }'

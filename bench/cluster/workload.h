@@ -15,8 +15,15 @@
 
 namespace cluster_bench {
 
+// What each step does with the workload: an allreduce (push_pull), or,
+// for a workload named rsNM or agNM, a reduce-scatter or an allgather of
+// one tensor of N MiB in one equal shard a rank (C API 1.4).
+enum class Collective { kAllreduce, kReduceScatter, kAllgather };
+
 struct Options {
-  std::string workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large"
+  std::string
+      workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large", "rs64M", "ag64M"
+  Collective collective = Collective::kAllreduce;
   int iters = 5, warmup = 1;
   // --aligned 1: every step starts once all ranks are ready (a barrier,
   // outside the timed part), so the figures leave out the ranks' own skew.
@@ -25,7 +32,8 @@ struct Options {
 };
 
 inline const char* kWorkloads =
-    "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large";
+    "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large; rsNM and agNM: a "
+    "reduce-scatter or an allgather of N MiB";
 
 [[noreturn]] inline void usage_error(const char* prog, const std::string& why) {
   std::fprintf(stderr, "%s: %s\nusage: %s --workload W [--iters N] [--warmup N] ...\n  W: %s\n",
@@ -74,7 +82,14 @@ Options parse(const char* prog, int argc, char** argv, Extra extra) {
   }
   if (o.workload.empty()) usage_error(prog, "--workload is required");
   if (o.iters < 1) usage_error(prog, "--iters must be at least 1");
-  o.layers = workload_layers(prog, o.workload);
+  std::string tensor = o.workload;
+  if (tensor.rfind("rs", 0) == 0 || tensor.rfind("ag", 0) == 0) {
+    o.collective = tensor[0] == 'r' ? Collective::kReduceScatter : Collective::kAllgather;
+    tensor = tensor.substr(2);
+    if (tensor == "resnet50" || tensor == "bert-large")
+      usage_error(prog, "--workload '" + o.workload + "': shard one tensor (rsNM, agNM)");
+  }
+  o.layers = workload_layers(prog, tensor);
   return o;
 }
 
@@ -97,6 +112,48 @@ inline void check(const char* prog, const float* v, size_t n, const std::string&
                    iter, name.c_str(), i, v[i], want);
       std::exit(1);
     }
+}
+
+// A reduce-scatter or allgather step's values: rank r's shard of the
+// tensor (n elements, `workers` equal shards).
+struct Shard {
+  size_t begin, end;
+};
+inline Shard shard_of(size_t n, int rank, int workers) {
+  size_t each = n / static_cast<size_t>(workers);
+  return {each * static_cast<size_t>(rank), each * static_cast<size_t>(rank + 1)};
+}
+
+// Before a step: an allreduce's and a reduce-scatter's every element is the
+// rank's contribution; an allgather's own shard is, the rest a value no
+// rank contributes.
+inline void fill_for(Collective c, float* v, size_t n, int rank, int workers, int iter) {
+  if (c != Collective::kAllgather) return fill(v, n, rank, iter);
+  std::fill(v, v + n, -1.0f);
+  Shard s = shard_of(n, rank, workers);
+  std::fill(v + s.begin, v + s.end, contribution(rank, iter));
+}
+
+// After a step: an allreduce's every element is the sum, a reduce-scatter's
+// own shard; each shard of an allgather is its rank's contribution.
+inline void check_for(Collective c, const char* prog, const float* v, size_t n,
+                      const std::string& name, int rank, int workers, int iter) {
+  if (c == Collective::kAllreduce) return check(prog, v, n, name, rank, workers, iter);
+  for (int r = 0; r < workers; ++r) {
+    if (c == Collective::kReduceScatter && r != rank) continue;
+    Shard s = shard_of(n, r, workers);
+    float want = contribution(r, iter);
+    if (c == Collective::kReduceScatter) {
+      want = 0;
+      for (int w = 0; w < workers; ++w) want += contribution(w, iter);
+    }
+    for (size_t i = s.begin; i < s.end; ++i)
+      if (v[i] != want) {
+        std::fprintf(stderr, "%s: rank %d iteration %d: %s[%zu] (shard %d) = %g, expected %g\n",
+                     prog, rank, iter, name.c_str(), i, r, v[i], want);
+        std::exit(1);
+      }
+  }
 }
 
 inline double median(std::vector<double> v) {
