@@ -10,7 +10,10 @@ and scheduling noise hit every method alike:
           memory (the C API's own round trip, with the least Python there can be);
   layer   caravan.torch.push_pull_inplace(t, average=False), the whole layer:
           dtype and device checks, name, handle, wait;
-  average caravan.torch.push_pull(t) (a new tensor, averaged), what scripts call.
+  average caravan.torch.push_pull(t) (a new tensor, averaged), what scripts call;
+  c10d    with --c10d, torch.distributed.all_reduce(t) through the "caravan"
+          backend (init_process_group("caravan") joins the same job): the
+          process group's Work, future and completion thread, what DDP users call.
 Each figure is the median of many round trips; the overhead is the layer's
 median minus the C API's.
 """
@@ -33,9 +36,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bytes", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=3000, help="round trips per method")
+    ap.add_argument("--c10d", action="store_true",
+                    help="also time torch.distributed.all_reduce through the caravan backend")
     args = ap.parse_args()
 
     bps.init()
+    if args.c10d:
+        import torch.distributed as dist
+        import caravan.torch.distributed  # noqa: F401  registers "caravan", fills env://
+        dist.init_process_group("caravan")
     count = args.bytes // 4
     t = torch.ones(count)
     push_pull = _capi.library().function("caravan_push_pull")
@@ -55,6 +64,11 @@ def main():
 
     methods = [("C API through ctypes", c_api), ("caravan.torch.push_pull_inplace", layer),
                ("caravan.torch.push_pull (average)", average)]
+    if args.c10d:
+        def c10d():
+            dist.all_reduce(t)
+
+        methods.append(("torch.distributed.all_reduce (caravan)", c10d))
     samples = {n: [] for n, _ in methods}
     for n, f in methods:  # warm-up: first use declares each tensor
         for _ in range(20):
@@ -73,6 +87,8 @@ def main():
             print(f"{n:36s} {med[n]:8.1f} us   {med[n] - base:+7.1f} us")
         print(f"Python layer overhead per push_pull: {med[methods[1][0]] - base:.1f} us "
               f"(push_pull with averaging and a new tensor: {med[methods[2][0]] - base:.1f} us)")
+        if args.c10d:
+            print(f"torch.distributed.all_reduce overhead: {med[methods[3][0]] - base:.1f} us")
     bps.shutdown()
 
 
