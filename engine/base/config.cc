@@ -153,6 +153,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.debug_sample_tensor = env::get("BYTEPS_DEBUG_SAMPLE_TENSOR").value_or("");
   c.connect_timeout_s = static_cast<int>(env::integer("CARAVAN_CONNECT_TIMEOUT", 1, 86400, 60));
   c.op_timeout_s = static_cast<int>(env::integer("CARAVAN_OP_TIMEOUT", 1, 7 * 86400, 600));
+  c.resume_timeout_s = static_cast<int>(env::integer("CARAVAN_RESUME_TIMEOUT", 1, 7 * 86400, 600));
   c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));
   c.heartbeat_timeout_s = static_cast<int>(env::integer("PS_HEARTBEAT_TIMEOUT", 1, 86400, 20));
   int resend_timeout = static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));

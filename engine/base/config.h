@@ -61,6 +61,7 @@ struct JobConfig {
   bool enable_ipc = false;              // BYTEPS_ENABLE_IPC
   std::string debug_sample_tensor;      // BYTEPS_DEBUG_SAMPLE_TENSOR: a tensor name
   int connect_timeout_s = 60;           // CARAVAN_CONNECT_TIMEOUT
+  int resume_timeout_s = 600;           // CARAVAN_RESUME_TIMEOUT
   int op_timeout_s = 600;               // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;         // PS_HEARTBEAT_INTERVAL (0 = off)
   int heartbeat_timeout_s = 20;         // PS_HEARTBEAT_TIMEOUT

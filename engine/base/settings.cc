@@ -75,6 +75,8 @@ const std::vector<Setting>& known_settings() {
       {"CARAVAN_CONNECT_TIMEOUT", "60",
        "seconds for start-up: scheduler, registration, van probes"},
       {"CARAVAN_OP_TIMEOUT", "600", "seconds a push_pull, barrier or shutdown may wait"},
+      {"CARAVAN_RESUME_TIMEOUT", "600",
+       "seconds servers and the scheduler wait, after a suspend, for the workers to resume"},
       {"CARAVAN_JOB_TOKEN", "unset: no authentication", "the job's shared secret"},
       {"PS_HEARTBEAT_INTERVAL", "2", "seconds between heartbeats (0: off)"},
       {"PS_RESEND", "0", "1: acknowledge every data message and resend it when none comes"},

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -258,8 +259,14 @@ int caravan_init(void) {
   });
 }
 
-int caravan_shutdown(void) {
-  return guarded([]() -> int {
+namespace {
+
+// Set by caravan_suspend for caravan_resume. Guarded by g_mu.
+std::optional<Suspended> g_suspended;
+
+// caravan_shutdown, and caravan_suspend when `suspend`.
+int leave_job(bool suspend) {
+  return guarded([suspend]() -> int {
     std::shared_ptr<State> s;
     {
       std::lock_guard<std::mutex> lock(g_mu);
@@ -268,13 +275,41 @@ int caravan_shutdown(void) {
     if (!s) return not_initialized();
     int rc = 0;
     try {
-      s->worker->leave();
+      Suspended was{s->worker->rank(), s->worker->local_size(), false};
+      if (suspend) was.in_job = s->worker->suspend();
+      if (!suspend) s->worker->leave();
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (suspend) g_suspended = was;
     } catch (const Error& e) {
       rc = fail(e.code(), e.what());
     }
     s.reset();
     return rc;
   });
+}
+
+}  // namespace
+
+int caravan_shutdown(void) { return leave_job(false); }
+
+int caravan_suspend(void) { return leave_job(true); }
+
+int caravan_resume(int num_workers, int num_servers, int rank) {
+  int rc = guarded([&]() -> int {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_resume(): this worker is in the job");
+    if (!g_suspended)
+      return fail(CARAVAN_ERR_STATE, "caravan_resume(): caravan_suspend() was not called");
+    prepare_resume(*g_suspended, num_workers, num_servers, rank);
+    return 0;
+  });
+  if (rc != 0) return rc;
+  rc = caravan_init();
+  if (rc == 0) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_suspended.reset();
+  }
+  return rc;
 }
 
 int caravan_rank(void) { return ask_worker(&Worker::rank); }

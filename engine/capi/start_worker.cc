@@ -1,5 +1,9 @@
 #include "engine/capi/start_worker.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 #include "engine/base/config.h"
 #include "engine/base/env.h"
 #include "engine/base/error.h"
@@ -35,6 +39,22 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out) {
   if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
   Log::set_node_label("worker 0");
   return std::make_unique<SoloWorker>();
+}
+
+void prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank) {
+  if (num_workers < 1 || num_servers < 0)
+    throw Error(CARAVAN_ERR_INVALID_ARGUMENT,
+                "caravan_resume(num_workers=" + std::to_string(num_workers) +
+                    ", num_servers=" + std::to_string(num_servers) +
+                    "): the job needs at least one worker and no negative count of servers");
+  int wanted = rank >= 0 ? rank : was.rank;
+  // As in BytePS's resume(), which sets the variables it is given.
+  ::setenv("DMLC_NUM_WORKER", std::to_string(num_workers).c_str(), 1);
+  ::setenv("DMLC_NUM_SERVER", std::to_string(num_servers).c_str(), 1);
+  ::setenv("DMLC_WORKER_ID", std::to_string(wanted / std::max(was.local_size, 1)).c_str(), 1);
+  // The servers and scheduler wait for this worker even when it is now the
+  // only one, which would otherwise train alone.
+  if (was.in_job) ::setenv("BYTEPS_FORCE_DISTRIBUTED", "1", 1);
 }
 
 }  // namespace caravan

@@ -16,4 +16,17 @@ struct JobConfig;
 // `config`, when given, receives the job's configuration as read.
 std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr);
 
+// What caravan_suspend leaves for caravan_resume.
+struct Suspended {
+  int rank = 0;
+  int local_size = 1;
+  bool in_job = false;  // the job had servers, which wait for the resume
+};
+
+// Sets this process's environment for the start_worker() of a resume:
+// DMLC_NUM_WORKER and DMLC_NUM_SERVER, DMLC_WORKER_ID for the rank asked
+// (`rank` < 0: the one it had), and, when the servers wait, joining them
+// whatever the count. Throws caravan::Error on a negative count.
+void prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank);
+
 }  // namespace caravan

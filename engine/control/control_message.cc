@@ -67,6 +67,11 @@ constexpr int kAllGroups = kSchedulerGroup + kServerGroup + kWorkerGroup;
 
 bool check_group(const wire::Header& h, std::string* why) {
   bool final = h.flags & wire::kFinal;
+  if ((h.flags & wire::kSuspend) && (!final || h.type == wire::Type::kBarrierWaiting)) {
+    *why = std::string(control_type_name(h.type)) +
+           " with the suspend flag but not as the shutdown barrier";
+    return false;
+  }
   if (h.cmd < (final ? 0 : 1) || h.cmd > kAllGroups) {
     *why = std::string(control_type_name(h.type)) + " for node group " + std::to_string(h.cmd) +
            ", which is no combination of scheduler (1), servers (2) and workers (4)";
@@ -128,9 +133,10 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
                "ends the job)";
         return false;
       }
-      if (head.cmd != 0 && head.cmd != kAbortRefused) {
+      if (head.cmd != 0 && head.cmd != kAbortRefused && head.cmd != kAbortNotNeeded) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " (0: the job ended, " +
-               std::to_string(kAbortRefused) + ": this node is refused)";
+               std::to_string(kAbortRefused) + ": this node is refused, " +
+               std::to_string(kAbortNotNeeded) + ": the job resumed without this server)";
         return false;
       }
       out->text.assign(body.begin(), body.end());

@@ -24,6 +24,9 @@ enum class ControlReceiver { kScheduler, kNode };
 // ABORT's head.cmd: the job ended (0), or only the receiving connection
 // is refused (this value) while the job goes on.
 constexpr int32_t kAbortRefused = 1;
+// ABORT's head.cmd after a suspend: the workers resumed with fewer
+// servers, and this server, not among them, leaves cleanly.
+constexpr int32_t kAbortNotNeeded = 2;
 
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).
 constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "engine/base/error.h"
+#include "engine/base/log.h"
 #include "engine/wire/bytes.h"
 
 namespace caravan {
@@ -87,7 +88,7 @@ std::vector<NodeInfo> decode_node_table(const std::vector<uint8_t>& body) {
   return nodes;
 }
 
-void assign_ranks(std::vector<NodeInfo>& nodes, int num_servers, int num_workers) {
+void assign_ranks(std::vector<NodeInfo>& nodes, int num_servers, int num_workers, bool resuming) {
   for (Role role : {Role::kServer, Role::kWorker}) {
     int count = role == Role::kServer ? num_servers : num_workers;
     const char* var = role == Role::kServer ? "CARAVAN_SERVER_ID" : "DMLC_WORKER_ID";
@@ -100,6 +101,16 @@ void assign_ranks(std::vector<NodeInfo>& nodes, int num_servers, int num_workers
     std::map<int, NodeInfo*> taken;
     for (auto* n : group) {
       if (n->preferred_rank < 0) continue;
+      if (resuming && (n->preferred_rank >= count || taken.count(n->preferred_rank))) {
+        CARAVAN_LOG(WARNING) << "scheduler: " << n->describe() << " asked for rank "
+                             << n->preferred_rank << " on resuming, which "
+                             << (n->preferred_rank >= count
+                                     ? "is out of range 0.." + std::to_string(count - 1)
+                                     : "is taken by " + taken[n->preferred_rank]->describe())
+                             << "; it gets a free rank";
+        n->preferred_rank = -1;
+        continue;
+      }
       if (n->preferred_rank >= count)
         throw config_error(std::string(var) + "=" + std::to_string(n->preferred_rank) + " of " +
                            n->describe() + " is out of range 0.." + std::to_string(count - 1));

@@ -45,7 +45,11 @@ std::vector<NodeInfo> decode_node_table(const std::vector<uint8_t>& body);
 
 // Ranks: preferred ranks are honoured; the rest are filled in order of
 // (host, van address), so the assignment is deterministic. Throws a config
-// error naming the conflicting nodes.
-void assign_ranks(std::vector<NodeInfo>& nodes, int num_servers, int num_workers);
+// error naming the conflicting nodes, unless `resuming`: after a suspend a
+// node asks for its old rank (or the one resume() named), and one that is
+// taken or out of the new range is a wish, not an error: it gets a free
+// rank, said in a warning.
+void assign_ranks(std::vector<NodeInfo>& nodes, int num_servers, int num_workers,
+                  bool resuming = false);
 
 }  // namespace caravan

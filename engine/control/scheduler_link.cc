@@ -90,6 +90,7 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
     case wire::Type::kBarrierDone: {
       std::lock_guard<std::mutex> lock(mu_);
       barriers_done_[(head.flags & wire::kFinal) ? -1 : head.cmd]++;
+      if (head.flags & wire::kFinal) suspended_ = head.flags & wire::kSuspend;
       cv_.notify_all();
       break;
     }
@@ -100,7 +101,14 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
       break;
     }
     case wire::Type::kAbort:
-      if (head.cmd == kAbortRefused)
+      if (head.cmd == kAbortNotNeeded) {
+        // Only a registering server hears this, and it leaves cleanly:
+        // join() throws LeftOutOfJob, no failure to report.
+        std::lock_guard<std::mutex> lock(mu_);
+        not_needed_ = true;
+        if (failure_.empty()) failure_ = msg.text;
+        cv_.notify_all();
+      } else if (head.cmd == kAbortRefused)
         fail("the scheduler at " + scheduler_name() + " refused this node: " + msg.text,
              CARAVAN_ERR_CONFIG);
       else
@@ -160,7 +168,7 @@ void SchedulerLink::authenticate(long long deadline_ms) {
                   << " and this node proved to each other that they have CARAVAN_JOB_TOKEN";
 }
 
-std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
+std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
   long long deadline = net::now_ms() + 1000LL * config_.connect_timeout_s;
   std::string err;
   int fd = net::connect_tcp(config_.root_uri, config_.root_port, deadline, &err);
@@ -192,10 +200,14 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
   // are missing. A node that gave up first made the scheduler blame it
   // ("lost server ... during start-up") and named nobody, so a registered
   // node waits that long from now, and a little more.
+  // After a suspend, the scheduler waits CARAVAN_RESUME_TIMEOUT from the
+  // suspend for the workers to resume, and so does this node.
   constexpr auto kAfterTheScheduler = std::chrono::seconds(5);
+  int wait_s = resuming ? config_.resume_timeout_s : config_.connect_timeout_s;
   std::unique_lock<std::mutex> lock(mu_);
-  bool ok = cv_.wait_for(lock, std::chrono::seconds(config_.connect_timeout_s) + kAfterTheScheduler,
+  bool ok = cv_.wait_for(lock, std::chrono::seconds(wait_s) + kAfterTheScheduler,
                          [&] { return have_table_ || !failure_.empty(); });
+  if (not_needed_) throw LeftOutOfJob(failure_);
   if (!failure_.empty()) throw Error(failure_code_, failure_);
   if (!ok && !heard_)
     throw Error(CARAVAN_ERR_TIMEOUT,
@@ -205,6 +217,12 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
                     std::to_string(config_.connect_timeout_s) +
                     " s (CARAVAN_CONNECT_TIMEOUT), not even a heartbeat: is it a Caravan "
                     "scheduler?");
+  if (!ok && resuming)
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                "the scheduler at " + scheduler_name() +
+                    " did not resume the suspended job within " + std::to_string(wait_s) +
+                    " s (CARAVAN_RESUME_TIMEOUT, and 5 s more) of this node's registration, nor "
+                    "end it naming the missing nodes");
   if (!ok)
     throw Error(CARAVAN_ERR_TIMEOUT,
                 "the scheduler at " + scheduler_name() + " did not complete start-up within " +
@@ -218,7 +236,7 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self) {
   return table_;
 }
 
-void SchedulerLink::barrier(int group, bool final, int timeout_s) {
+bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) {
   int key = final ? -1 : group;
   std::unique_lock<std::mutex> lock(mu_);
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
@@ -229,6 +247,7 @@ void SchedulerLink::barrier(int group, bool final, int timeout_s) {
   h.sender = my_id_;
   h.cmd = group;
   h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
+  if (final && suspend) h.flags |= wire::kSuspend;
   if (!hub_.send(conn_, h, {}))
     throw Error(CARAVAN_ERR_PEER_LOST, "lost the scheduler at " + scheduler_name());
   lock.lock();
@@ -243,6 +262,7 @@ void SchedulerLink::barrier(int group, bool final, int timeout_s) {
                                          " is still waiting for " + waiting);
   }
   if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  return final && suspended_;
 }
 
 std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock, int group,

@@ -13,6 +13,7 @@
 
 #include "caravan/caravan.h"
 #include "engine/base/config.h"
+#include "engine/base/error.h"
 #include "engine/base/job_token.h"
 #include "engine/control/control_auth.h"
 #include "engine/control/control_hub.h"
@@ -20,6 +21,13 @@
 #include "engine/control/node_info.h"
 
 namespace caravan {
+
+// Thrown by SchedulerLink::join when the workers resumed a suspended job
+// with fewer servers than this one: it leaves cleanly.
+class LeftOutOfJob : public Error {
+ public:
+  explicit LeftOutOfJob(const std::string& why) : Error(CARAVAN_OK, why) {}
+};
 
 class SchedulerLink {
  public:
@@ -32,13 +40,17 @@ class SchedulerLink {
 
   // Connects, answers the CARAVAN_JOB_TOKEN challenge when the job has a
   // token, registers `self` and waits for the node table (deadline:
-  // CARAVAN_CONNECT_TIMEOUT). Returns the table; fills self.id and rank.
-  std::vector<NodeInfo> join(NodeInfo& self);
+  // CARAVAN_CONNECT_TIMEOUT; after a suspend, CARAVAN_RESUME_TIMEOUT as
+  // `resuming` says). Returns the table; fills self.id and rank.
+  std::vector<NodeInfo> join(NodeInfo& self, bool resuming = false);
   // After join(), with a token: the job nonce the scheduler vouched for.
   const auth::Nonce& job_nonce() const { return auth_->job_nonce(); }
   // Waits until every node of `group` arrived (final: the shutdown barrier
   // of all nodes). timeout_s < 0 waits as long as the job is alive.
-  void barrier(int group, bool final, int timeout_s);
+  // `suspend` (with final) asks that the job be suspended, not ended.
+  // Returns whether the shutdown barrier completed as a suspend (some
+  // worker asked for one): the job goes on with whoever resumes.
+  bool barrier(int group, bool final, int timeout_s, bool suspend = false);
   // Ends the job for every node, with `why` (this node's own failure: the
   // others would otherwise hear only that its connection closed), and
   // blocks until the scheduler has answered with the job's ABORT, up to
@@ -75,6 +87,8 @@ class SchedulerLink {
   std::vector<NodeInfo> table_;
   int my_id_ = 0;
   std::map<int, int> barriers_done_;            // group (-1: shutdown) -> count
+  bool suspended_ = false;                      // the shutdown barrier completed as a suspend
+  bool not_needed_ = false;                     // ABORT kAbortNotNeeded
   std::map<int, std::string> barrier_waiting_;  // group (-1: shutdown) -> the answer
   bool closing_ = false;
   bool ended_job_ = false;  // end_job() sent ABORT

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
@@ -65,6 +68,9 @@ int SchedulerService::node_of(int conn) const {
 std::string SchedulerService::missing_summary() const {
   int servers = 0, workers = 0;
   for (auto& [c, n] : pending_) (n.role == Role::kServer ? servers : workers)++;
+  if (!counts_known_)
+    return "no worker has resumed the suspended job yet (the first brings the counts); " +
+           std::to_string(servers) + " server(s) registered again";
   std::string s = "registered " + std::to_string(servers) + " of " +
                   std::to_string(config_.num_servers) + " servers (DMLC_NUM_SERVER) and " +
                   std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
@@ -168,11 +174,34 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
     hub_.hang_up(conn);
     return;
   }
+  // A server that was in the job before a suspend registers without the
+  // counts, which the resumed workers (or nodes new to the job) bring.
+  bool brings_counts = std::any_of(n.settings.begin(), n.settings.end(),
+                                   [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+  bool rejoining_server = suspends_ > 0 && n.role == Role::kServer && !brings_counts;
+  int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
+  if (table_sent_ && rejoining_server) {
+    // The job resumed before this server was back, and without it.
+    CARAVAN_VLOG(1) << "scheduler: the job resumed without " << n.describe();
+    send_abort(conn, kAbortNotNeeded,
+               "the job resumed with " + std::to_string(want) + " server(s) (DMLC_NUM_SERVER)");
+    hub_.hang_up(conn);
+    return;
+  }
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
+  if (!counts_known_ && brings_counts) take_counts_from(n);
+  want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   int have = 0;
   for (auto& [c, p] : pending_) have += p.role == n.role;
-  int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
-  if (have >= want)
+  if (counts_known_ && have >= want && rejoining_server) {
+    CARAVAN_VLOG(1) << "scheduler: the job resumed with " << want << " server(s); " << n.describe()
+                    << " is not needed";
+    send_abort(conn, kAbortNotNeeded,
+               "the job resumed with " + std::to_string(want) + " server(s) (DMLC_NUM_SERVER)");
+    hub_.hang_up(conn);
+    return;
+  }
+  if (counts_known_ && have >= want)
     return refuse_node(std::string("the job already has its ") + std::to_string(want) + " " +
                        role_name(n.role) + "s (" +
                        (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
@@ -184,14 +213,67 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   // The whole job ends: its nodes could only run with wrong sums or wait.
   if (!conflict.empty()) return abort_job(conflict);
   CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
-  if (static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers) send_table();
+  send_table_if_complete();
+}
+
+void SchedulerService::send_table_if_complete() {
+  if (counts_known_ &&
+      static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers)
+    send_table();
+}
+
+void SchedulerService::take_counts_from(const NodeInfo& node) {
+  for (const auto& [k, v] : node.settings) {
+    char* end = nullptr;
+    long count = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end || count < 0 || count > (1 << 20)) continue;  // kept as they were
+    if (k == "DMLC_NUM_WORKER") config_.num_workers = static_cast<int>(count);
+    if (k == "DMLC_NUM_SERVER") config_.num_servers = static_cast<int>(count);
+  }
+  counts_known_ = true;
+  CARAVAN_VLOG(1) << "scheduler: " << node.describe() << " resumes the job with "
+                  << config_.num_workers << " worker(s) (DMLC_NUM_WORKER) and "
+                  << config_.num_servers << " server(s) (DMLC_NUM_SERVER)";
+  // The servers that registered again keep their ranks where they fit;
+  // the others leave.
+  std::vector<std::pair<int, int>> servers;  // (preferred rank, conn)
+  for (auto& [c, p] : pending_)
+    if (p.role == Role::kServer)
+      servers.emplace_back(p.preferred_rank < 0 ? INT_MAX : p.preferred_rank, c);
+  std::sort(servers.begin(), servers.end());
+  for (size_t i = static_cast<size_t>(std::max(config_.num_servers, 0)); i < servers.size(); ++i) {
+    int c = servers[i].second;
+    CARAVAN_VLOG(1) << "scheduler: " << pending_[c].describe() << " is not needed";
+    send_abort(c, kAbortNotNeeded,
+               "the job resumed with " + std::to_string(config_.num_servers) +
+                   " server(s) (DMLC_NUM_SERVER)");
+    hub_.hang_up(c);
+    pending_.erase(c);
+    last_seen_.erase(c);
+  }
+}
+
+void SchedulerService::begin_reforming() {
+  ++suspends_;
+  reforming_ = true;
+  counts_known_ = false;
+  suspend_asked_ = false;
+  table_sent_ = false;
+  nodes_.clear();
+  barrier_arrived_.clear();
+  gave_up_.clear();
+  resume_deadline_ =
+      std::chrono::steady_clock::now() + std::chrono::seconds(config_.resume_timeout_s);
+  CARAVAN_VLOG(1) << "scheduler: the job is suspended (suspend " << suspends_ << "); waiting up to "
+                  << config_.resume_timeout_s
+                  << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
 }
 
 void SchedulerService::send_table() {
   std::vector<NodeInfo> all;
   for (auto& [c, n] : pending_) all.push_back(n);
   try {
-    assign_ranks(all, config_.num_servers, config_.num_workers);
+    assign_ranks(all, config_.num_servers, config_.num_workers, reforming_);
   } catch (const Error& e) {
     abort_job(e.what());
     return;
@@ -209,6 +291,10 @@ void SchedulerService::send_table() {
     hub_.send(conn, h, body);
   }
   table_sent_ = true;
+  if (reforming_) {
+    CARAVAN_VLOG(1) << "scheduler: the job resumed with " << all.size() << " nodes";
+  }
+  reforming_ = false;
   CARAVAN_VLOG(1) << "scheduler: all " << all.size() << " nodes registered; node table sent";
   cv_.notify_all();
 }
@@ -218,6 +304,13 @@ void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
   if (id == 0) return evict(conn, "a barrier from a connection that is no node of the job (yet)");
   bool final = head.flags & wire::kFinal;
   int key = final ? -1 : head.cmd;
+  if (final && (head.flags & wire::kSuspend)) {
+    if (participant_)
+      return abort_job(nodes_[conn].describe() +
+                       " asked to suspend the job, which a job whose scheduler takes part (the "
+                       "ps-lite form) cannot do");
+    suspend_asked_ = true;
+  }
   barrier_arrived_[key].insert(id);
   complete_barrier_if_ready(key, head.cmd, final);
 }
@@ -282,11 +375,16 @@ void SchedulerService::complete_barrier_if_ready(int key, int group, bool final)
   h.sender = kSchedulerId;
   h.cmd = group;
   h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
+  bool suspend = final && suspend_asked_;
+  if (suspend) h.flags |= wire::kSuspend;
   for (auto& [c, n] : nodes_)
     if (arrived.count(n.id)) hub_.send(c, h, {});
   if (arrived.count(kSchedulerId)) local_done_[key]++;
   barrier_arrived_.erase(key);
-  if (final) finished_ = true;
+  if (suspend)
+    begin_reforming();
+  else if (final)
+    finished_ = true;
   cv_.notify_all();
 }
 
@@ -384,7 +482,14 @@ std::vector<NodeInfo> SchedulerService::wait_table() {
 
 int SchedulerService::finish() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return finished_ || !failure_.empty(); });
+  for (;;) {
+    cv_.wait(lock, [&] { return finished_ || reforming_ || !failure_.empty(); });
+    if (finished_ || !failure_.empty()) break;
+    if (!cv_.wait_until(lock, resume_deadline_, [&] { return !reforming_ || !failure_.empty(); }))
+      abort_job("the suspended job was not resumed within " +
+                std::to_string(config_.resume_timeout_s) +
+                " s (CARAVAN_RESUME_TIMEOUT): " + missing_summary());
+  }
   if (!failure_.empty()) {
     lock.unlock();
     heartbeat_.stop();

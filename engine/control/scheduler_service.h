@@ -80,6 +80,16 @@ class SchedulerService {
   // ABORT of `kind` (0: the job ended, kAbortRefused) with `text` to `conn`.
   void send_abort(int conn, int32_t kind, const std::string& text);
   std::string missing_summary() const;
+  // The shutdown barrier completed as a suspend: forget this generation's
+  // nodes (their connections close next, which is no loss) and wait up to
+  // CARAVAN_RESUME_TIMEOUT for the next one. Caller holds mu_.
+  void begin_reforming();
+  // After a suspend, the first node to register with counts (a resumed
+  // worker, or a node new to the job) brings them: servers beyond the new
+  // count are told they are not needed. Caller holds mu_.
+  void take_counts_from(const NodeInfo& node);
+  // A registration complete: the table goes out. Caller holds mu_.
+  void send_table_if_complete();
   int node_of(int conn) const;
 
   JobConfig config_;
@@ -96,6 +106,13 @@ class SchedulerService {
   // conn -> the nodes it was told its timed-out barrier waits for
   std::map<int, std::string> gave_up_;
   bool finished_ = false;  // the shutdown barrier completed
+  // caravan_suspend: some worker asked that this shutdown barrier suspend
+  // the job; then, until the next table, the scheduler re-forms it.
+  bool suspend_asked_ = false;
+  bool reforming_ = false;
+  bool counts_known_ = true;  // false after a suspend until a worker registers
+  std::chrono::steady_clock::time_point resume_deadline_;
+  int suspends_ = 0;
   std::string failure_;
   bool participant_ = false;
   NodeInfo self_;

@@ -286,7 +286,14 @@ int LocalWorker::wait(Op& base, std::string* error) {
   return finish_on_device(op, true, error);
 }
 
-void LocalWorker::leave() {
+void LocalWorker::leave() { leave_machine(false); }
+
+bool LocalWorker::suspend() {
+  leave_machine(true);
+  return member_ != nullptr;
+}
+
+void LocalWorker::leave_machine(bool suspend) {
   try {
     drain();
     group_->leave_barrier(config_.op_timeout_s);
@@ -298,7 +305,8 @@ void LocalWorker::leave() {
   }
   // The machine is done: from here a failure is only the job's.
   group_->mark_left();
-  if (member_) member_->leave();
+  if (member_ && suspend) member_->suspend();
+  if (member_ && !suspend) member_->leave();
 }
 
 }  // namespace caravan

@@ -57,6 +57,7 @@ class LocalWorker final : public Worker {
   // used (every local rank runs the same script); the others check theirs.
   void declare_compression(const std::string& name, const TensorParamList& params) override;
   void leave() override;
+  bool suspend() override;
   int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
   int size() const override { return num_machines_ * group_->local_size(); }
   int local_rank() const override { return group_->local_rank(); }
@@ -65,6 +66,9 @@ class LocalWorker final : public Worker {
  private:
   struct LocalOp;
   struct DeviceSide;
+  // leave() and suspend(): the machine's barrier, then local rank 0 leaves
+  // (or suspends) the job of servers.
+  void leave_machine(bool suspend);
   std::shared_ptr<LocalOp> start_op(const std::string& name, size_t count, int dtype, int priority,
                                     int root);
   // Device ops (local_device.cc):

@@ -17,6 +17,7 @@ class SoloWorker final : public Worker {
   int poll(Op& op, std::string* error) override;
   int wait(Op& op, std::string* error) override;
   void leave() override {}
+  bool suspend() override { return false; }
   bool moves_values() const override { return false; }
   int rank() const override { return 0; }
   int size() const override { return 1; }

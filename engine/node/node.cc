@@ -42,9 +42,18 @@ void Node::join(NodeOptions& options) {
   self_.preferred_rank = config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
   self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
+  if (options.resuming) {
+    // The workers that resume bring the job's new counts.
+    auto& st = self_.settings;
+    st.erase(std::remove_if(st.begin(), st.end(),
+                            [](const auto& kv) {
+                              return kv.first == "DMLC_NUM_WORKER" || kv.first == "DMLC_NUM_SERVER";
+                            }),
+             st.end());
+  }
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
-  table_ = link_.join(self_);
+  table_ = link_.join(self_, options.resuming);
   Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
   kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
@@ -157,11 +166,12 @@ void Node::on_failure(const std::string& why) {
   if (failure_observer_) failure_observer_(why);
 }
 
-void Node::leave(int timeout_s) {
-  link_.barrier(kServerGroup + kWorkerGroup, true, timeout_s);
+bool Node::leave(int timeout_s, bool suspend) {
+  bool suspended = link_.barrier(kServerGroup + kWorkerGroup, true, timeout_s, suspend);
   kv_->stop();
   link_.close();
-  CARAVAN_VLOG(1) << "left the job";
+  CARAVAN_VLOG(1) << (suspended ? "left the job, which is suspended" : "left the job");
+  return suspended;
 }
 
 }  // namespace caravan

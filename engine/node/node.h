@@ -24,6 +24,9 @@ struct NodeOptions {
   // Connect to every node, the scheduler included (the ps-lite form);
   // otherwise workers connect only to servers and servers to workers.
   bool full_mesh = false;
+  // A server joining again after the job was suspended: the counts are
+  // the resumed workers' to say, and it waits up to CARAVAN_RESUME_TIMEOUT.
+  bool resuming = false;
 };
 
 class Node {
@@ -35,8 +38,10 @@ class Node {
   ~Node();
 
   // The shutdown barrier of every node; timeout_s < 0 waits as long as the
-  // job is alive. Then stops receiving and hangs up.
-  void leave(int timeout_s);
+  // job is alive. Then stops receiving and hangs up. `suspend` asks that
+  // the job be suspended rather than ended; returns whether it was (some
+  // worker asked), in which case the servers and scheduler stay up.
+  bool leave(int timeout_s, bool suspend = false);
   // A barrier of `group` (kServerGroup, kWorkerGroup, kSchedulerGroup,
   // summed).
   void barrier(int group, int timeout_s) { link_.barrier(group, false, timeout_s); }

@@ -7,6 +7,7 @@
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/metrics_server.h"
+#include "engine/control/scheduler_link.h"
 #include "engine/control/scheduler_service.h"
 #include "engine/node/node.h"
 #include "engine/reducer/reducer.h"
@@ -20,29 +21,41 @@ int run_scheduler(const JobConfig& config) {
   return service.run();
 }
 
-int run_server(const JobConfig& config) {
-  auto reducer = open_reducer(config.reducer, config.plugin_path);
+namespace {
+
+// One generation of the job as a server: joins, sums until the job ends
+// or is suspended, and leaves. Sets *suspended and, for the next
+// generation, *rank.
+int serve(const JobConfig& joined_with, Reducer& reducer, bool resuming, bool* suspended,
+          int* rank) {
+  JobConfig config = joined_with;
   std::unique_ptr<SumServer> server;
   std::mutex server_mu;
   std::condition_variable server_ready;
   // Workers may send as soon as the start-up barrier opens, which is
   // before the Node constructor returns and `server` exists.
   NodeOptions options;
+  options.resuming = resuming;
   options.on_request = [&](KVMessage&& req) {
     std::unique_lock<std::mutex> lock(server_mu);
     server_ready.wait(lock, [&] { return server != nullptr; });
     server->handle(std::move(req));
   };
   Node node(config, std::move(options));
+  // After a suspend the counts are those the workers resumed with.
+  config.num_workers = static_cast<int>(node.nodes_of(Role::kWorker).size());
+  config.num_servers = static_cast<int>(node.nodes_of(Role::kServer).size());
+  *rank = node.self().rank;
   {
     std::lock_guard<std::mutex> lock(server_mu);
-    server = std::make_unique<SumServer>(node.kv(), *reducer, config);
+    server = std::make_unique<SumServer>(node.kv(), reducer, config);
   }
   server_ready.notify_all();
-  CARAVAN_LOG(INFO) << "serving with reducer " << reducer->description();
+  CARAVAN_LOG(INFO) << "serving " << config.num_workers << " workers with reducer "
+                    << reducer.description();
   int rc = 0;
   try {
-    node.leave(-1);
+    *suspended = node.leave(-1);
   } catch (const Error& e) {
     CARAVAN_LOG(ERROR) << e.what();
     rc = 1;
@@ -55,6 +68,29 @@ int run_server(const JobConfig& config) {
   std::lock_guard<std::mutex> lock(server_mu);
   server.reset();
   return rc;
+}
+
+}  // namespace
+
+int run_server(const JobConfig& config) {
+  auto reducer = open_reducer(config.reducer, config.plugin_path);
+  JobConfig next = config;
+  for (bool resuming = false;; resuming = true) {
+    bool suspended = false;
+    int rank = -1;
+    int rc = 0;
+    try {
+      rc = serve(next, *reducer, resuming, &suspended, &rank);
+    } catch (const LeftOutOfJob& e) {
+      CARAVAN_VLOG(1) << "leaving: " << e.what();
+      return 0;
+    }
+    if (rc != 0 || !suspended) return rc;
+    // The same rank again where the resumed job has room for it.
+    next.preferred_rank = rank;
+    CARAVAN_VLOG(1) << "the job is suspended; waiting up to " << config.resume_timeout_s
+                    << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
+  }
 }
 
 int run_role_from_env(const char* program) {

@@ -69,6 +69,10 @@ enum Flags : uint32_t {
   // bits), which the server checks. The answer carries the flag too: its
   // vals are the sum, compressed.
   kCompressed = 1u << 10,
+  // Control plane, with kFinal: the barrier suspends the job rather than
+  // ending it (caravan_suspend). Servers and the scheduler stay up and
+  // wait for the workers to resume with new counts.
+  kSuspend = 1u << 11,
 };
 
 struct Header {

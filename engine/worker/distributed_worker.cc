@@ -103,6 +103,12 @@ void DistributedWorker::leave() {
   node_->leave(op_timeout_s_);
 }
 
+bool DistributedWorker::suspend() {
+  client_->drain();
+  node_->leave(op_timeout_s_, true);
+  return true;
+}
+
 namespace {
 
 Operation& operation_of(Worker::Op& op) {

@@ -48,6 +48,7 @@ class DistributedWorker final : public Worker {
   }
   // Waits for the push_pulls in flight and passes the job's shutdown barrier.
   void leave() override;
+  bool suspend() override;
   bool shards() const override { return true; }
   int rank() const override { return node_->self().rank; }
   int size() const override { return size_; }

@@ -67,6 +67,10 @@ class Worker {
   // Waits for the operations in flight, then leaves the job; throws
   // caravan::Error (the process is out of the job either way).
   virtual void leave() = 0;
+  // As leave(), but a job of servers is suspended rather than ended
+  // (caravan_suspend). Returns whether this worker was in a job of servers,
+  // which then waits for workers to resume it. Throws caravan::Error.
+  virtual bool suspend() = 0;
 
   // A push_pull (or broadcast) whose values are copied in from device
   // memory partition by partition while earlier partitions travel

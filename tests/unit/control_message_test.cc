@@ -226,8 +226,31 @@ TEST(ControlMessage, AnAbortEndsTheJobOrRefusesOneNode) {
   ControlMessage msg;
   std::string why;
   EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
-  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 2));
-  EXPECT_NE(why.find("an ABORT of kind 2"), std::string::npos) << why;
+  h.cmd = kAbortNotNeeded;  // after a suspend: the job resumed without this server
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
+  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 3));
+  EXPECT_NE(why.find("an ABORT of kind 3"), std::string::npos) << why;
+  // Only a scheduler tells a node it is not needed.
+  why =
+      refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}, kAbortNotNeeded));
+  EXPECT_NE(why.find("from a node"), std::string::npos) << why;
+}
+
+TEST(ControlMessage, OnlyTheShutdownBarrierSuspends) {
+  wire::Header h;
+  h.type = wire::Type::kBarrier;
+  h.cmd = kServerGroup + kWorkerGroup;
+  h.flags = wire::kFinal | wire::kSuspend;
+  ControlMessage msg;
+  std::string why;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
+  h.type = wire::Type::kBarrierDone;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {}, &msg, &why)) << why;
+  h.flags = wire::kSuspend;  // an ordinary barrier cannot
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kNode, h, {}, &msg, &why));
+  EXPECT_NE(why.find("suspend flag"), std::string::npos) << why;
+  h.type = wire::Type::kBarrier;
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why));
 }
 
 TEST(ControlMessage, RefusesBarrierGroupsThatDoNotExist) {

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 4
+#define CARAVAN_API_VERSION_MINOR 5
 
 /* Error codes (negative). */
 enum {
@@ -247,6 +247,30 @@ int caravan_allgather_async(const char* name, void* data, size_t count, caravan_
                             int priority, caravan_handle* out);
 int caravan_allgather(const char* name, void* data, size_t count, caravan_dtype dtype,
                       int priority);
+
+/* ---- Since 1.5: suspend and resume (BytePS's elastic API) ---- */
+
+/* Waits for this worker's operations in flight, then leaves the job at the
+ * shutdown barrier as caravan_shutdown() does, except that the job is
+ * suspended rather than ended: its servers and scheduler stay up and wait
+ * (CARAVAN_RESUME_TIMEOUT seconds, default 600) for workers to resume it,
+ * possibly with other counts. If any worker suspends, the barrier
+ * suspends the job; a worker that calls caravan_shutdown() at that barrier
+ * leaves it. Not in a job whose scheduler takes part (ps-lite programs).
+ * Errors as caravan_shutdown(). */
+int caravan_suspend(void);
+
+/* Joins the suspended job again, as caravan_init() does, with the job now
+ * `num_workers` machines (DMLC_NUM_WORKER) and `num_servers` servers
+ * (DMLC_NUM_SERVER): both variables are set in this process's
+ * environment. `rank` >= 0 asks for that rank (BytePS's global_rank), -1
+ * for the rank this worker had; a rank that is taken or out of range is
+ * not an error: the worker gets a free one (caravan_rank() says which).
+ * Servers beyond the new count leave; new servers and workers started
+ * with the new counts join. Tensors start again from their first round,
+ * and compression parameters must be declared again. Errors as
+ * caravan_init(); STATE when this process has not suspended. */
+int caravan_resume(int num_workers, int num_servers, int rank);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string

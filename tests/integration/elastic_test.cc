@@ -1,0 +1,131 @@
+// Suspend and resume (caravan_suspend, caravan_resume; BytePS's elastic
+// API) with real processes: the servers and the scheduler stay up across a
+// suspend, take the counts the workers resume with, servers beyond the
+// new count leave cleanly, and workers and servers started during the
+// suspend join. Every sum is checked by elastic_worker against the
+// workers of its phase.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace caravan::test {
+namespace {
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+class ElasticJob {
+ public:
+  explicit ElasticJob(std::string phases, Env extra = {})
+      : port_(free_port()), phases_(std::move(phases)), extra_(std::move(extra)) {
+    scheduler = start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {});
+  }
+  ProcessSpec spec(const std::string& role, const std::string& bin, int workers, int servers,
+                   const Env& more) const {
+    ProcessSpec s;
+    s.argv = {bin};
+    s.timeout_s = 120;
+    // The scheduler's counts are those of the first phase; later nodes
+    // come with their phase's.
+    s.set_env = node_env(role, port_, workers ? workers : first(0), servers ? servers : first(1));
+    s.set_env.push_back({"CARAVAN_RESUME_TIMEOUT", "60"});
+    s.set_env.push_back({"PS_VERBOSE", "1"});  // the INFO lines said when servers leave
+    s.set_env.push_back({"BYTEPS_PARTITION_BYTES", "4096"});  // several partitions a tensor
+    s.set_env.insert(s.set_env.end(), extra_.begin(), extra_.end());
+    s.set_env.insert(s.set_env.end(), more.begin(), more.end());
+    return s;
+  }
+  std::unique_ptr<RunningProcess> start(const std::string& role, const std::string& bin,
+                                        int workers, int servers, const Env& more) {
+    return std::make_unique<RunningProcess>(spec(role, bin, workers, servers, more));
+  }
+  std::unique_ptr<RunningProcess> server(int workers, int servers, const Env& more = {}) {
+    return start("server", CARAVAN_SERVER_BIN, workers, servers, more);
+  }
+  std::unique_ptr<RunningProcess> worker(int workers, int servers, int first_phase,
+                                         const Env& more = {}) {
+    ProcessSpec s = spec("worker", ELASTIC_WORKER_BIN, workers, servers, more);
+    s.argv = {ELASTIC_WORKER_BIN, phases_, std::to_string(first_phase)};
+    return std::make_unique<RunningProcess>(s);
+  }
+  std::unique_ptr<RunningProcess> scheduler;
+
+ private:
+  // The first phase's workers (what 0) or servers (1).
+  int first(int what) const {
+    int w = 0, s = 0;
+    sscanf(phases_.c_str(), "%dx%d", &w, &s);
+    return what == 0 ? w : s;
+  }
+  int port_;
+  std::string phases_;
+  Env extra_;
+};
+
+void expect_clean_exit(RunningProcess& p, const std::string& who, const std::string& says = "") {
+  ProcessResult r = p.wait(90);
+  EXPECT_EQ(r.exit_code, 0) << who << ":\n" << r.output;
+  if (!says.empty()) {
+    EXPECT_NE(r.output.find(says), std::string::npos) << who << ":\n" << r.output;
+  }
+}
+
+// 2 workers and 2 servers; then 1 and 1 (worker 1 leaves, server 1 is not
+// needed); then 3 and 2, with two workers and a server started while the
+// job is suspended.
+TEST(ElasticTest, SuspendShrinksAndGrowsTheJob) {
+  ElasticJob job("2x2,1x1,3x2");
+  auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
+  auto server1 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "1"}});
+  auto worker0 = job.worker(2, 2, 0, {{"DMLC_WORKER_ID", "0"}});
+  auto worker1 = job.worker(2, 2, 0, {{"DMLC_WORKER_ID", "1"}});
+  ASSERT_TRUE(worker0->wait_for_output("suspended after phase 1 as rank 0", 90))
+      << worker0->output();
+  // Started only now: while the job runs, a node beyond its counts is
+  // refused.
+  auto server2 = job.server(3, 2);
+  auto worker2 = job.worker(3, 2, 2);
+  auto worker3 = job.worker(3, 2, 2);
+  expect_clean_exit(*worker0, "worker 0", "3 phases checked as rank 0");
+  expect_clean_exit(*worker1, "worker 1", "leaving: phase 1 has 1 workers");
+  expect_clean_exit(*worker2, "worker 2", "3 phases checked");
+  expect_clean_exit(*worker3, "worker 3", "3 phases checked");
+  expect_clean_exit(*server0, "server 0");
+  expect_clean_exit(*server1, "server 1", "leaving: the job resumed with 1 server(s)");
+  expect_clean_exit(*server2, "server 2");
+  expect_clean_exit(*job.scheduler, "scheduler", "the job resumed with");
+}
+
+// Every worker suspends and none resumes: the servers and the scheduler
+// wait CARAVAN_RESUME_TIMEOUT, then end, saying so.
+TEST(ElasticTest, ASuspendNobodyResumesEndsAtTheDeadline) {
+  ElasticJob job("2x1,2x1", {{"CARAVAN_RESUME_TIMEOUT", "3"}});
+  auto server = job.server(0, 0);
+  // Worker 1 suspends and leaves (the next phase has 1 worker); worker 0
+  // has one phase only and shuts down at the same barrier: none resumes.
+  ProcessSpec s = job.spec("worker", ELASTIC_WORKER_BIN, 2, 1, {});
+  s.argv = {ELASTIC_WORKER_BIN, "2x1,1x1"};
+  s.set_env.push_back({"DMLC_WORKER_ID", "1"});
+  RunningProcess leaver(s);
+  s.argv = {ELASTIC_WORKER_BIN, "2x1"};  // one phase: this one shuts down at the barrier
+  s.set_env.back().second = "0";
+  RunningProcess stayer(s);
+  ProcessResult l = leaver.wait(90), st = stayer.wait(90);
+  // The job was suspended (one worker asked): the other's shutdown left it.
+  EXPECT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_NE(l.output.find("leaving"), std::string::npos) << l.output;
+  EXPECT_EQ(st.exit_code, 0) << st.output;
+  ProcessResult sch = job.scheduler->wait(60), srv = server->wait(60);
+  EXPECT_EQ(sch.exit_code, 1) << sch.output;
+  EXPECT_NE(sch.output.find("not resumed within 3 s (CARAVAN_RESUME_TIMEOUT)"), std::string::npos)
+      << sch.output;
+  EXPECT_NE(srv.exit_code, 0) << srv.output;
+  EXPECT_NE(srv.output.find("not resumed within 3 s"), std::string::npos) << srv.output;
+}
+
+}  // namespace
+}  // namespace caravan::test
