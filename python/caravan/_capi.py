@@ -59,6 +59,8 @@ _SIGNATURES = {
     "caravan_reduce_scatter_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 4),
     "caravan_allgather": ([_c_str, _c_ptr, _c_size, _c_int, _c_int], 4),
     "caravan_allgather_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 4),
+    "caravan_suspend": ([], 5),
+    "caravan_resume": ([_c_int, _c_int, _c_int], 5),
 }
 
 

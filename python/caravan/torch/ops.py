@@ -51,6 +51,12 @@ class _Session:
         self.group_size = 0  # push_pull_group_sync_inplace's count: its position
         self.group_count = 0  # among byteps_torch_set_num_grads' gradients
         self.atexit_registered = False
+        self.suspended = False
+        self.shape_when_suspended = {}  # caravan_rank ... caravan_local_size, as suspend() left
+        self.declared = {}  # name -> declare()'s parameters, in first order, for resume()
+
+    def restart_names(self):
+        self.unnamed = {kind: itertools.count() for kind in self.unnamed}
 
 
 _session = _Session()
@@ -108,16 +114,21 @@ def shutdown():
     with _session.lock:
         if not _session.initialized and _session.atexit_registered:
             return  # shut down already: a second call is harmless, as in BytePS
-        _require_init("caravan.torch.shutdown()")
-        _session.initialized = False
-        orphans, _session.in_flight = _session.in_flight, set()
-        try:
-            _capi.call("caravan_shutdown", what="caravan.torch.shutdown()")
-        finally:
-            for h in orphans:
-                h._fail(NotInitializedError(
-                    "%s: shutdown() was called before the handle was synchronized" % h._what,
-                    tensor_name=h.name))
+        _leave("caravan_shutdown", "shutdown()")
+
+
+def _leave(function, what):
+    """shutdown() and suspend(), with the session's lock held."""
+    _require_init("caravan.torch." + what)
+    _session.initialized = False
+    orphans, _session.in_flight = _session.in_flight, set()
+    try:
+        _capi.call(function, what="caravan.torch." + what)
+    finally:
+        for h in orphans:
+            h._fail(NotInitializedError(
+                "%s: %s was called before the handle was synchronized" % (h._what, what),
+                tensor_name=h.name))
 
 
 def is_initialized():
@@ -127,6 +138,10 @@ def is_initialized():
 
 
 def _query(fn, what):
+    if _session.suspended:
+        # As BytePS's: between suspend() and resume() the job's shape is
+        # the one this worker left (scripts log with local_rank() there).
+        return _session.shape_when_suspended[fn]
     _require_init(what)
     return _capi.call(fn, what=what)
 
@@ -163,6 +178,7 @@ def declare(name, **kwargs):
     if not kwargs:
         return 0
     _require_init("caravan.torch.declare()")
+    _session.declared.setdefault(name, dict(kwargs))
     keys = [k.encode("utf-8") for k in kwargs]
     values = [param_text(v).encode("utf-8") for v in kwargs.values()]
     _capi.call("caravan_declare_tensor", name.encode("utf-8"),
@@ -172,13 +188,50 @@ def declare(name, **kwargs):
 
 
 def suspend():
-    raise NotImplementedError(
-        "caravan.torch.suspend(): elastic training (suspend/resume) is not supported by Caravan")
+    """BytePS's suspend(), for elastic training: waits for this worker's
+    operations in flight and leaves the job at a barrier of every node, as
+    shutdown() does, but the servers and the scheduler stay up (up to
+    CARAVAN_RESUME_TIMEOUT seconds, default 600) for the workers to
+    resume() it, with the same or other counts. A worker that shuts down
+    instead leaves the job. Until resume(), rank(), size(), local_rank()
+    and local_size() answer as before the suspend, as BytePS's do.
+    docs/elastic.md."""
+    with _session.lock:
+        _require_init("caravan.torch.suspend()")
+        shape = {fn: _capi.call(fn, what="caravan.torch.suspend()") for fn in
+                 ("caravan_rank", "caravan_size", "caravan_local_rank", "caravan_local_size")}
+        _leave("caravan_suspend", "suspend()")
+        _session.suspended = True
+        _session.shape_when_suspended = shape
 
 
 def resume(num_workers, num_servers, global_rank=None, context=None):
-    raise NotImplementedError(
-        "caravan.torch.resume(): elastic training (suspend/resume) is not supported by Caravan")
+    """BytePS's resume(): joins the suspended job again, now of
+    `num_workers` machines and `num_servers` servers (set as DMLC_NUM_WORKER
+    and DMLC_NUM_SERVER in this process, as BytePS does). `global_rank` asks
+    for a rank (None: the one this worker had); one that another worker
+    holds, or beyond the new size, is given up for a free one, with a
+    warning, so rank() is the answer. Tensors start again from their first
+    round (unnamed ones from their first name), and every tensor declared
+    with compression parameters is declared again, in its first order.
+    `context` is accepted for BytePS compatibility and ignored, as there."""
+    with _session.lock:
+        if _session.initialized:
+            raise CaravanError("caravan.torch.resume(): this worker is in the job; "
+                               "call suspend() first")
+        if not _session.suspended:
+            raise CaravanError("caravan.torch.resume(): suspend() was not called")
+        rank = -1 if global_rank is None else int(global_rank)
+        _capi.call("caravan_resume", int(num_workers), int(num_servers), rank,
+                   what="caravan.torch.resume(%d, %d, %r)" % (num_workers, num_servers,
+                                                               global_rank))
+        _session.suspended = False
+        _session.size = _capi.call("caravan_size", what="caravan.torch.resume()")
+        _session.initialized = True
+        _session.restart_names()
+        declared = list(_session.declared.items())
+    for name, params in declared:
+        declare(name, **params)
 
 
 def async_mode():
