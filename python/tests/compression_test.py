@@ -19,7 +19,7 @@ from torch import nn
 
 import byteps.torch as bps
 from caravan.errors import CaravanError
-from jobcheck import check, done
+from jobcheck import check, done, step_with_reference
 
 STEPS = 150
 LOCAL_BATCH = 32
@@ -80,13 +80,8 @@ def train(case):
         start = loss_of(model, x_eval, y_eval).item()
     for step in range(STEPS):
         x, y = batch(step, size * LOCAL_BATCH, w)
-        shard = slice(rank * LOCAL_BATCH, (rank + 1) * LOCAL_BATCH)
-        optimizer.zero_grad()
-        loss_of(model, x[shard], y[shard]).backward()
-        optimizer.step()
-        ref_optimizer.zero_grad()
-        loss_of(reference, x, y).backward()
-        ref_optimizer.step()
+        step_with_reference(model, optimizer, reference, ref_optimizer, loss_of, x, y, rank,
+                            LOCAL_BATCH)
     with torch.no_grad():
         got = loss_of(model, x_eval, y_eval).item()
         want = loss_of(reference, x_eval, y_eval).item()

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 import byteps.torch as bps
-from jobcheck import check, check_equal, done
+from jobcheck import check, check_equal, done, step_with_reference
 
 STEPS = 4
 LOCAL_BATCH = 4
@@ -50,13 +50,8 @@ def same_everywhere(model, step):
 def train(model, optimizer, reference, ref_optimizer, first_step, rank, size):
     for step in range(first_step, first_step + STEPS):
         x, y = global_batch(step, size)
-        shard = slice(rank * LOCAL_BATCH, (rank + 1) * LOCAL_BATCH)
-        optimizer.zero_grad()
-        loss_of(model, x[shard], y[shard]).backward()
-        optimizer.step()
-        ref_optimizer.zero_grad()
-        loss_of(reference, x, y).backward()
-        ref_optimizer.step()
+        step_with_reference(model, optimizer, reference, ref_optimizer, loss_of, x, y, rank,
+                            LOCAL_BATCH)
         same_everywhere(model, step)
     for (name, p), ref in zip(model.named_parameters(), reference.parameters()):
         check_equal(p.detach(), ref.detach(), "rank %d, parameter %s after step %d on %d workers"

@@ -55,3 +55,16 @@ def check_raises(kinds, fn, *fragments):
 def done(rank, what):
     print("rank %d: %s: all checks passed (%s)" % (rank, what, interpreter()),
           flush=True)
+
+
+def step_with_reference(model, optimizer, reference, ref_optimizer, loss_of, x, y, rank,
+                        local_batch):
+    """One data-parallel step: this worker on its shard of the global batch
+    (x, y), the reference on all of it."""
+    shard = slice(rank * local_batch, (rank + 1) * local_batch)
+    optimizer.zero_grad()
+    loss_of(model, x[shard], y[shard]).backward()
+    optimizer.step()
+    ref_optimizer.zero_grad()
+    loss_of(reference, x, y).backward()
+    ref_optimizer.step()
