@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <tuple>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
@@ -68,9 +69,16 @@ int SchedulerService::node_of(int conn) const {
 std::string SchedulerService::missing_summary() const {
   int servers = 0, workers = 0;
   for (auto& [c, n] : pending_) (n.role == Role::kServer ? servers : workers)++;
-  if (!counts_known_)
-    return "no worker has resumed the suspended job yet (the first brings the counts); " +
-           std::to_string(servers) + " server(s) registered again";
+  if (reforming_) {
+    std::string s = counts_known_
+                        ? std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
+                              " workers (DMLC_NUM_WORKER) resumed"
+                        : "no worker has resumed the suspended job yet (the first "
+                          "brings the counts)";
+    s += "; " + std::to_string(servers) + " server(s) registered again";
+    for (auto& [key, name] : returning_) s += "; waiting for " + name + " to register again";
+    return s;
+  }
   std::string s = "registered " + std::to_string(servers) + " of " +
                   std::to_string(config_.num_servers) + " servers (DMLC_NUM_SERVER) and " +
                   std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
@@ -190,18 +198,14 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   }
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
   if (!counts_known_ && brings_counts) take_counts_from(n);
+  if (rejoining_server) returning_.erase(server_key(n));
   want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   int have = 0;
   for (auto& [c, p] : pending_) have += p.role == n.role;
-  if (counts_known_ && have >= want && rejoining_server) {
-    CARAVAN_VLOG(1) << "scheduler: the job resumed with " << want << " server(s); " << n.describe()
-                    << " is not needed";
-    send_abort(conn, kAbortNotNeeded,
-               "the job resumed with " + std::to_string(want) + " server(s) (DMLC_NUM_SERVER)");
-    hub_.hang_up(conn);
-    return;
-  }
-  if (counts_known_ && have >= want)
+  // While the job re-forms, which servers stay is decided once all are in
+  // (send_table_if_complete).
+  bool counted = !(reforming_ && n.role == Role::kServer);
+  if (counted && counts_known_ && have >= want)
     return refuse_node(std::string("the job already has its ") + std::to_string(want) + " " +
                        role_name(n.role) + "s (" +
                        (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
@@ -216,10 +220,45 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   send_table_if_complete();
 }
 
+std::string SchedulerService::server_key(const NodeInfo& n) {
+  return n.host + "/" + std::to_string(n.pid);
+}
+
 void SchedulerService::send_table_if_complete() {
-  if (counts_known_ &&
-      static_cast<int>(pending_.size()) == config_.num_servers + config_.num_workers)
-    send_table();
+  int servers = 0, workers = 0;
+  for (auto& [c, p] : pending_) (p.role == Role::kServer ? servers : workers)++;
+  if (!counts_known_ || workers != config_.num_workers) return;
+  if (!reforming_) {
+    if (servers == config_.num_servers) send_table();
+    return;
+  }
+  // Re-forming: every server of the last generation is back (or given up
+  // on), so which stay does not depend on who came back first: those of
+  // the last generation, lowest ranks first, then new ones.
+  if (!returning_.empty() || servers < config_.num_servers) return;
+  std::vector<std::tuple<bool, int, int>> ranked;  // (new, preferred rank, conn)
+  for (auto& [c, p] : pending_) {
+    if (p.role != Role::kServer) continue;
+    bool fresh = std::any_of(p.settings.begin(), p.settings.end(),
+                             [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+    ranked.emplace_back(fresh, p.preferred_rank < 0 ? INT_MAX : p.preferred_rank, c);
+  }
+  std::sort(ranked.begin(), ranked.end());
+  std::string counts = std::to_string(config_.num_servers) + " server(s) (DMLC_NUM_SERVER)";
+  for (size_t i = static_cast<size_t>(config_.num_servers); i < ranked.size(); ++i) {
+    auto [fresh, rank, c] = ranked[i];
+    if (fresh) {
+      refuse(c, pending_[c].describe() + ": the job already has its " + counts,
+             "the job already has its " + counts);
+    } else {
+      CARAVAN_VLOG(1) << "scheduler: " << pending_[c].describe() << " is not needed";
+      send_abort(c, kAbortNotNeeded, "the job resumed with " + counts);
+      hub_.hang_up(c);
+      last_seen_.erase(c);
+    }
+    pending_.erase(c);
+  }
+  send_table();
 }
 
 void SchedulerService::take_counts_from(const NodeInfo& node) {
@@ -234,23 +273,6 @@ void SchedulerService::take_counts_from(const NodeInfo& node) {
   CARAVAN_VLOG(1) << "scheduler: " << node.describe() << " resumes the job with "
                   << config_.num_workers << " worker(s) (DMLC_NUM_WORKER) and "
                   << config_.num_servers << " server(s) (DMLC_NUM_SERVER)";
-  // The servers that registered again keep their ranks where they fit;
-  // the others leave.
-  std::vector<std::pair<int, int>> servers;  // (preferred rank, conn)
-  for (auto& [c, p] : pending_)
-    if (p.role == Role::kServer)
-      servers.emplace_back(p.preferred_rank < 0 ? INT_MAX : p.preferred_rank, c);
-  std::sort(servers.begin(), servers.end());
-  for (size_t i = static_cast<size_t>(std::max(config_.num_servers, 0)); i < servers.size(); ++i) {
-    int c = servers[i].second;
-    CARAVAN_VLOG(1) << "scheduler: " << pending_[c].describe() << " is not needed";
-    send_abort(c, kAbortNotNeeded,
-               "the job resumed with " + std::to_string(config_.num_servers) +
-                   " server(s) (DMLC_NUM_SERVER)");
-    hub_.hang_up(c);
-    pending_.erase(c);
-    last_seen_.erase(c);
-  }
 }
 
 void SchedulerService::begin_reforming() {
@@ -259,6 +281,11 @@ void SchedulerService::begin_reforming() {
   counts_known_ = false;
   suspend_asked_ = false;
   table_sent_ = false;
+  returning_.clear();
+  for (auto& [c, n] : nodes_)
+    if (n.role == Role::kServer) returning_[server_key(n)] = n.describe();
+  returning_deadline_ =
+      std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
   nodes_.clear();
   barrier_arrived_.clear();
   gave_up_.clear();
@@ -485,10 +512,22 @@ int SchedulerService::finish() {
   for (;;) {
     cv_.wait(lock, [&] { return finished_ || reforming_ || !failure_.empty(); });
     if (finished_ || !failure_.empty()) break;
-    if (!cv_.wait_until(lock, resume_deadline_, [&] { return !reforming_ || !failure_.empty(); }))
-      abort_job("the suspended job was not resumed within " +
-                std::to_string(config_.resume_timeout_s) +
-                " s (CARAVAN_RESUME_TIMEOUT): " + missing_summary());
+    auto until =
+        returning_.empty() ? resume_deadline_ : std::min(resume_deadline_, returning_deadline_);
+    if (cv_.wait_until(lock, until, [&] { return !reforming_ || !failure_.empty(); })) continue;
+    if (std::chrono::steady_clock::now() < resume_deadline_) {
+      std::string who;
+      for (auto& [key, name] : returning_) who += (who.empty() ? "" : ", ") + name;
+      CARAVAN_LOG(WARNING) << "scheduler: going on without " << who
+                           << ", which did not register again within " << config_.connect_timeout_s
+                           << " s of the suspend (CARAVAN_CONNECT_TIMEOUT)";
+      returning_.clear();
+      send_table_if_complete();
+      continue;
+    }
+    abort_job("the suspended job was not resumed within " +
+              std::to_string(config_.resume_timeout_s) +
+              " s (CARAVAN_RESUME_TIMEOUT): " + missing_summary());
   }
   if (!failure_.empty()) {
     lock.unlock();

@@ -85,11 +85,15 @@ class SchedulerService {
   // CARAVAN_RESUME_TIMEOUT for the next one. Caller holds mu_.
   void begin_reforming();
   // After a suspend, the first node to register with counts (a resumed
-  // worker, or a node new to the job) brings them: servers beyond the new
-  // count are told they are not needed. Caller holds mu_.
+  // worker, or a node new to the job) brings them. Caller holds mu_.
   void take_counts_from(const NodeInfo& node);
-  // A registration complete: the table goes out. Caller holds mu_.
+  // A registration complete: the table goes out. After a suspend, once
+  // every server of the last generation is back (or CARAVAN_CONNECT_TIMEOUT
+  // passed): servers beyond the new count leave, the last generation's
+  // lowest ranks staying first, then new servers. Caller holds mu_.
   void send_table_if_complete();
+  // A server across a suspend: its host and pid.
+  static std::string server_key(const NodeInfo& n);
   int node_of(int conn) const;
 
   JobConfig config_;
@@ -112,6 +116,10 @@ class SchedulerService {
   bool reforming_ = false;
   bool counts_known_ = true;  // false after a suspend until a worker registers
   std::chrono::steady_clock::time_point resume_deadline_;
+  // The servers of the last generation not yet registered again (key:
+  // server_key, value: described), and until when they are waited for.
+  std::map<std::string, std::string> returning_;
+  std::chrono::steady_clock::time_point returning_deadline_;
   int suspends_ = 0;
   std::string failure_;
   bool participant_ = false;

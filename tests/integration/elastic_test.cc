@@ -94,10 +94,41 @@ TEST(ElasticTest, SuspendShrinksAndGrowsTheJob) {
   expect_clean_exit(*worker1, "worker 1", "leaving: phase 1 has 1 workers");
   expect_clean_exit(*worker2, "worker 2", "3 phases checked");
   expect_clean_exit(*worker3, "worker 3", "3 phases checked");
+  // The scheduler waits for both servers to register again, whichever
+  // comes first, and keeps the lower rank.
   expect_clean_exit(*server0, "server 0");
   expect_clean_exit(*server1, "server 1", "leaving: the job resumed with 1 server(s)");
   expect_clean_exit(*server2, "server 2");
   expect_clean_exit(*job.scheduler, "scheduler", "the job resumed with");
+}
+
+// Machines of two worker processes (BYTEPS_LOCAL_SIZE=2) suspend and
+// resume as machines: machine 1 leaves, then a new machine 1 joins.
+TEST(ElasticTest, MachinesOfLocalGroupsLeaveAndJoinWhole) {
+  ElasticJob job("2x1,1x1,2x1");
+  auto server = job.server(0, 0);
+  auto process = [&](int machine, int local_rank, int workers, int first_phase) {
+    return job.worker(workers, 1, first_phase,
+                      {{"DMLC_WORKER_ID", std::to_string(machine)},
+                       {"BYTEPS_LOCAL_SIZE", "2"},
+                       {"BYTEPS_LOCAL_RANK", std::to_string(local_rank)}});
+  };
+  std::vector<std::unique_ptr<RunningProcess>> first, second;
+  for (int machine : {0, 1})
+    for (int local : {0, 1}) first.push_back(process(machine, local, 2, 0));
+  ASSERT_TRUE(first[0]->wait_for_output("suspended after phase 1 as rank 0", 90))
+      << first[0]->output();
+  for (int local : {0, 1}) second.push_back(process(1, local, 2, 2));
+  for (int i = 0; i < 2; ++i) {
+    expect_clean_exit(*first[i], "machine 0, local rank " + std::to_string(i),
+                      "3 phases checked as rank " + std::to_string(i));
+    expect_clean_exit(*first[2 + i], "first machine 1, local rank " + std::to_string(i),
+                      "leaving: phase 1 has 1 workers");
+    expect_clean_exit(*second[i], "second machine 1, local rank " + std::to_string(i),
+                      "3 phases checked as rank " + std::to_string(2 + i));
+  }
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler");
 }
 
 // Every worker suspends and none resumes: the servers and the scheduler

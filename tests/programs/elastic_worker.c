@@ -76,13 +76,15 @@ int main(int argc, char** argv) {
   }
   CHECK_RC(caravan_init());
   for (;; ++phase) {
-    if (check_phase(phase, workers[phase]) != 0) return 1;
+    /* W counts machines (DMLC_NUM_WORKER), each of caravan_local_size()
+     * worker processes (BYTEPS_LOCAL_SIZE). */
+    if (check_phase(phase, workers[phase] * caravan_local_size()) != 0) return 1;
     if (phase + 1 == phases) break;
-    int rank = caravan_rank();
+    int rank = caravan_rank(), local_size = caravan_local_size();
     CHECK_RC(caravan_suspend());
     printf("suspended after phase %d as rank %d\n", phase, rank);
     fflush(stdout);
-    if (rank >= workers[phase + 1]) {
+    if (rank >= workers[phase + 1] * local_size) {
       printf("leaving: phase %d has %d workers\n", phase + 1, workers[phase + 1]);
       return 0;
     }
