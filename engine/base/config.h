@@ -62,6 +62,11 @@ struct JobConfig {
   std::string debug_sample_tensor;      // BYTEPS_DEBUG_SAMPLE_TENSOR: a tensor name
   int connect_timeout_s = 60;           // CARAVAN_CONNECT_TIMEOUT
   int resume_timeout_s = 600;           // CARAVAN_RESUME_TIMEOUT
+  // Not from the environment: this node joins a suspended job again
+  // (caravan_resume; a server after a suspend), so it waits up to
+  // CARAVAN_RESUME_TIMEOUT for the others, and a server leaves the counts
+  // to the workers.
+  bool resuming = false;
   int op_timeout_s = 600;               // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;         // PS_HEARTBEAT_INTERVAL (0 = off)
   int heartbeat_timeout_s = 20;         // PS_HEARTBEAT_TIMEOUT

@@ -244,13 +244,16 @@ using namespace caravan;
 
 extern "C" {
 
-int caravan_init(void) {
-  return guarded([]() -> int {
+namespace {
+
+// caravan_init, and caravan_resume's join (`resuming`).
+int join_job(bool resuming) {
+  return guarded([resuming]() -> int {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
     Log::configure_from_env();
     auto s = std::make_shared<State>();
-    s->worker = start_worker(&s->config);
+    s->worker = start_worker(&s->config, resuming);
     if (s->config.telemetry != 0)
       s->telemetry =
           std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
@@ -258,6 +261,10 @@ int caravan_init(void) {
     return 0;
   });
 }
+
+}  // namespace
+
+int caravan_init(void) { return join_job(false); }
 
 namespace {
 
@@ -304,7 +311,7 @@ int caravan_resume(int num_workers, int num_servers, int rank) {
     return 0;
   });
   if (rc != 0) return rc;
-  rc = caravan_init();
+  rc = join_job(true);
   if (rc == 0) {
     std::lock_guard<std::mutex> lock(g_mu);
     g_suspended.reset();

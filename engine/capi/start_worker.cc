@@ -17,13 +17,14 @@
 
 namespace caravan {
 
-std::unique_ptr<Worker> start_worker(JobConfig* config_out) {
+std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming) {
   // The job's shape decides which other variables are required, so it is
   // read first.
   int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
   LocalConfig local = LocalConfig::from_env();
   WorkerPlan plan = plan_worker(machines, local);
   JobConfig config = JobConfig::from_env(std::nullopt, !plan.joins_job);
+  config.resuming = resuming;
   if (config.role != Role::kWorker)
     throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
                                        ": caravan_init() joins as a worker; run the " +

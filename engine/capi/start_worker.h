@@ -14,7 +14,9 @@ struct JobConfig;
 // Reads the environment, chooses how this worker takes part (said in the
 // log at info level, with the reason) and joins. Throws caravan::Error.
 // `config`, when given, receives the job's configuration as read.
-std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr);
+// `resuming`: caravan_resume, which waits for the others up to
+// CARAVAN_RESUME_TIMEOUT.
+std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr, bool resuming = false);
 
 // What caravan_suspend leaves for caravan_resume.
 struct Suspended {

@@ -516,13 +516,16 @@ int SchedulerService::finish() {
         returning_.empty() ? resume_deadline_ : std::min(resume_deadline_, returning_deadline_);
     if (cv_.wait_until(lock, until, [&] { return !reforming_ || !failure_.empty(); })) continue;
     if (std::chrono::steady_clock::now() < resume_deadline_) {
-      std::string who;
-      for (auto& [key, name] : returning_) who += (who.empty() ? "" : ", ") + name;
-      CARAVAN_LOG(WARNING) << "scheduler: going on without " << who
-                           << ", which did not register again within " << config_.connect_timeout_s
-                           << " s of the suspend (CARAVAN_CONNECT_TIMEOUT)";
-      returning_.clear();
-      send_table_if_complete();
+      if (!returning_.empty()) {
+        std::string who;
+        for (auto& [key, name] : returning_) who += (who.empty() ? "" : ", ") + name;
+        CARAVAN_LOG(WARNING) << "scheduler: going on without " << who
+                             << ", which did not register again within "
+                             << config_.connect_timeout_s
+                             << " s of the suspend (CARAVAN_CONNECT_TIMEOUT)";
+        returning_.clear();
+        send_table_if_complete();
+      }
       continue;
     }
     abort_job("the suspended job was not resumed within " +

@@ -42,7 +42,7 @@ void Node::join(NodeOptions& options) {
   self_.preferred_rank = config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
   self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
-  if (options.resuming) {
+  if (config_.resuming && config_.role == Role::kServer) {
     // The workers that resume bring the job's new counts.
     auto& st = self_.settings;
     st.erase(std::remove_if(st.begin(), st.end(),
@@ -53,7 +53,7 @@ void Node::join(NodeOptions& options) {
   }
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;
-  table_ = link_.join(self_, options.resuming);
+  table_ = link_.join(self_, config_.resuming);
   Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
   kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));

@@ -24,9 +24,6 @@ struct NodeOptions {
   // Connect to every node, the scheduler included (the ps-lite form);
   // otherwise workers connect only to servers and servers to workers.
   bool full_mesh = false;
-  // A server joining again after the job was suspended: the counts are
-  // the resumed workers' to say, and it waits up to CARAVAN_RESUME_TIMEOUT.
-  bool resuming = false;
 };
 
 class Node {

@@ -26,8 +26,7 @@ namespace {
 // One generation of the job as a server: joins, sums until the job ends
 // or is suspended, and leaves. Sets *suspended and, for the next
 // generation, *rank.
-int serve(const JobConfig& joined_with, Reducer& reducer, bool resuming, bool* suspended,
-          int* rank) {
+int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* rank) {
   JobConfig config = joined_with;
   std::unique_ptr<SumServer> server;
   std::mutex server_mu;
@@ -35,7 +34,6 @@ int serve(const JobConfig& joined_with, Reducer& reducer, bool resuming, bool* s
   // Workers may send as soon as the start-up barrier opens, which is
   // before the Node constructor returns and `server` exists.
   NodeOptions options;
-  options.resuming = resuming;
   options.on_request = [&](KVMessage&& req) {
     std::unique_lock<std::mutex> lock(server_mu);
     server_ready.wait(lock, [&] { return server != nullptr; });
@@ -75,12 +73,12 @@ int serve(const JobConfig& joined_with, Reducer& reducer, bool resuming, bool* s
 int run_server(const JobConfig& config) {
   auto reducer = open_reducer(config.reducer, config.plugin_path);
   JobConfig next = config;
-  for (bool resuming = false;; resuming = true) {
+  for (;;) {
     bool suspended = false;
     int rank = -1;
     int rc = 0;
     try {
-      rc = serve(next, *reducer, resuming, &suspended, &rank);
+      rc = serve(next, *reducer, &suspended, &rank);
     } catch (const LeftOutOfJob& e) {
       CARAVAN_VLOG(1) << "leaving: " << e.what();
       return 0;
@@ -88,6 +86,7 @@ int run_server(const JobConfig& config) {
     if (rc != 0 || !suspended) return rc;
     // The same rank again where the resumed job has room for it.
     next.preferred_rank = rank;
+    next.resuming = true;
     CARAVAN_VLOG(1) << "the job is suspended; waiting up to " << config.resume_timeout_s
                     << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
   }
