@@ -10,6 +10,10 @@ its own: -lr x its gradients). And each worker's last parameters came from
 the store: they differ from the final store by no more than the changes of
 the other workers could have added since.
 
+Then the job is suspended and resumed, and after one more step of every
+worker the store must be worker 0's parameters at the resume plus those
+changes.
+
 Needs C API 1.1 (caravan_broadcast) and BYTEPS_ENABLE_ASYNC=1 everywhere.
 """
 import os
@@ -65,8 +69,31 @@ def main():
         check(bool((gap <= others + 1e-5).all()),
               "%s: this worker's parameters are further from the final store (%g) than the "
               "other workers' changes explain" % (name, gap.max().item()))
-    done(rank, "asynchronous training on %d workers" % size)
+    after_resume(model, optimizer, g, rank, size)
+    done(rank, "asynchronous training on %d workers, and after a suspend and resume" % size)
     bps.shutdown()
+
+
+def after_resume(model, optimizer, g, rank, size):
+    """The servers' stores do not outlive a suspend: the first step after
+    resume() seeds them again from worker 0's parameters (else a store
+    would hold the changes alone, and every worker would take it as its
+    parameters)."""
+    bps.suspend()
+    bps.resume(size, 1)
+    seed = bps.broadcast_object([p.detach().clone() for p in model.parameters()], root_rank=0,
+                                name="seed after the resume")
+    optimizer.zero_grad()
+    model(torch.randn(8, 4, generator=g)).pow(2).mean().backward()
+    changes = [-LR * p.grad.double() for p in model.parameters()]
+    optimizer.step()
+    everyone = [bps.broadcast_object(changes, root_rank=r, name="resumed changes.%d" % r)
+                for r in range(size)]
+    for i, (name, p) in enumerate(model.named_parameters()):
+        store = bps.push_pull(torch.zeros_like(p), average=False, name="AsyncParam." + name)
+        expected = seed[i].double() + sum(c[i] for c in everyone)
+        check_equal(store.double(), expected, "the store of %s after a step since the resume"
+                    % name, atol=1e-5)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ class _Session:
         self.group_count = 0  # among byteps_torch_set_num_grads' gradients
         self.atexit_registered = False
         self.suspended = False
+        self.joins = 0  # init() and resume() calls: the servers are new after each
         self.shape_when_suspended = {}  # caravan_rank ... caravan_local_size, as suspend() left
         self.declared = {}  # name -> declare()'s parameters, in first order, for resume()
 
@@ -101,6 +102,7 @@ def init(lazy=True):
         _capi.call("caravan_init", what="caravan.torch.init()")
         _session.size = _capi.call("caravan_size", what="caravan.torch.init()")
         _session.initialized = True
+        _session.joins += 1
         if not _session.atexit_registered:
             _session.atexit_registered = True
             _watch_uncaught_exceptions()
@@ -228,6 +230,7 @@ def resume(num_workers, num_servers, global_rank=None, context=None):
         _session.suspended = False
         _session.size = _capi.call("caravan_size", what="caravan.torch.resume()")
         _session.initialized = True
+        _session.joins += 1
         _session.restart_names()
         declared = list(_session.declared.items())
     for name, params in declared:

@@ -12,7 +12,9 @@ into a store and answer with the store), gradients are not averaged: step()
 runs the wrapped step on this worker's own gradients, pushes each
 parameter's change ("AsyncParam." + name, summed, not averaged) and takes
 the store, every worker's changes so far, as the new parameters. Worker 0's
-parameters at the first step() are the store's starting point.
+parameters at the first step() are the store's starting point, and again
+at the first step() after a resume() (the servers' stores do not outlive
+a suspend).
 
 compression_params (BytePS's dict: compressor, ef, momentum, k, scaling,
 seed, partition, normalize, or byteps_* keys) declares every gradient with
@@ -48,7 +50,7 @@ class _DistributedOptimizer:
         self._name = {id(p): "Gradient." + names[id(p)] for p in self._synced}
         self._async_name = {id(p): "AsyncParam." + names[id(p)] for p in self._synced}
         self._async = ops.async_mode()
-        self._store_seeded = False
+        self._seeded_in = None  # ops' joins when worker 0 seeded the stores
         self._priority = {id(p): -i for i, p in enumerate(params)}
         self._passes_left = {id(p): 0 for p in self._synced}
         self.set_backward_passes_per_step(backward_passes_per_step)
@@ -157,10 +159,12 @@ class _DistributedOptimizer:
         self._push_all([p.detach().clone() if is_seed else torch.zeros_like(p)
                         for p in self._synced])
         ops.broadcast_inplace(torch.zeros(1), root_rank=0, name="AsyncParam.seeded")
-        self._store_seeded = True
+        self._seeded_in = ops._session.joins
 
     def _async_step(self, closure):
-        if not self._store_seeded:
+        if self._seeded_in != ops._session.joins:
+            # First step, or the first since a resume(): the servers' stores
+            # are new and empty.
             self._seed_store()
         before = [p.detach().clone() for p in self._synced]
         loss = super().step(closure)
