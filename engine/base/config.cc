@@ -85,7 +85,8 @@ void resolve_van(JobConfig& cfg) {
   if (rdma) cfg.van_source = "DMLC_ENABLE_RDMA=" + *rdma;
 }
 
-JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_servers) {
+JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_servers,
+                              bool resuming) {
   JobConfig c;
   c.role = forced_role ? *forced_role
                        : parse_role(env::required("DMLC_ROLE", "scheduler, server or worker"));
@@ -98,8 +99,8 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.num_servers = static_cast<int>(env::integer("DMLC_NUM_SERVER", 1, 1 << 20, absent));
   if (c.role == Role::kWorker) {
     if (auto id = env::get("DMLC_WORKER_ID"))
-      c.preferred_rank =
-          static_cast<int>(env::parse_integer("DMLC_WORKER_ID", *id, 0, c.num_workers - 1));
+      c.preferred_rank = static_cast<int>(
+          env::parse_integer("DMLC_WORKER_ID", *id, 0, resuming ? (1 << 20) : c.num_workers - 1));
   } else if (c.role == Role::kServer) {
     if (auto id = env::get("CARAVAN_SERVER_ID"))
       c.preferred_rank =

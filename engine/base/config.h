@@ -67,11 +67,12 @@ struct JobConfig {
   // CARAVAN_RESUME_TIMEOUT for the others, and a server leaves the counts
   // to the workers.
   bool resuming = false;
-  int op_timeout_s = 600;               // CARAVAN_OP_TIMEOUT
-  int heartbeat_interval_s = 2;         // PS_HEARTBEAT_INTERVAL (0 = off)
-  int heartbeat_timeout_s = 20;         // PS_HEARTBEAT_TIMEOUT
-  int resend_timeout_ms = 0;            // PS_RESEND ? PS_RESEND_TIMEOUT : 0 (off)
-  int drop_percent = 0;                 // PS_DROP_MSG (testing only)
+  int resume_rank = -1;          // resuming: the rank asked (a wish, not DMLC_WORKER_ID), -1 none
+  int op_timeout_s = 600;        // CARAVAN_OP_TIMEOUT
+  int heartbeat_interval_s = 2;  // PS_HEARTBEAT_INTERVAL (0 = off)
+  int heartbeat_timeout_s = 20;  // PS_HEARTBEAT_TIMEOUT
+  int resend_timeout_ms = 0;     // PS_RESEND ? PS_RESEND_TIMEOUT : 0 (off)
+  int drop_percent = 0;          // PS_DROP_MSG (testing only)
   // CARAVAN_JOB_TOKEN; null when unset. Shared, so copies of the config
   // do not copy the secret.
   std::shared_ptr<const auth::JobToken> job_token;
@@ -80,9 +81,11 @@ struct JobConfig {
   // naming the first variable at fault. `forced_role` skips DMLC_ROLE.
   // `without_servers`: a worker that needs no scheduler or server (one
   // machine), so DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT and DMLC_NUM_SERVER
-  // are optional (still checked when set).
+  // are optional (still checked when set). `resuming` (caravan_resume):
+  // DMLC_WORKER_ID may lie beyond the new DMLC_NUM_WORKER, as it then only
+  // names the machine (the rank is asked for apart, as resume_rank).
   static JobConfig from_env(std::optional<Role> forced_role = std::nullopt,
-                            bool without_servers = false);
+                            bool without_servers = false, bool resuming = false);
 };
 
 // Maps DMLC_ENABLE_RDMA / CARAVAN_VAN to a van plugin name or path.

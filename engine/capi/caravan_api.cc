@@ -246,14 +246,15 @@ extern "C" {
 
 namespace {
 
-// caravan_init, and caravan_resume's join (`resuming`).
-int join_job(bool resuming) {
-  return guarded([resuming]() -> int {
+// caravan_init, and caravan_resume's join (`resuming`, asking for node
+// rank `resume_rank`).
+int join_job(bool resuming, int resume_rank) {
+  return guarded([resuming, resume_rank]() -> int {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
     Log::configure_from_env();
     auto s = std::make_shared<State>();
-    s->worker = start_worker(&s->config, resuming);
+    s->worker = start_worker(&s->config, resuming, resume_rank);
     if (s->config.telemetry != 0)
       s->telemetry =
           std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
@@ -264,7 +265,7 @@ int join_job(bool resuming) {
 
 }  // namespace
 
-int caravan_init(void) { return join_job(false); }
+int caravan_init(void) { return join_job(false, -1); }
 
 namespace {
 
@@ -302,16 +303,17 @@ int caravan_shutdown(void) { return leave_job(false); }
 int caravan_suspend(void) { return leave_job(true); }
 
 int caravan_resume(int num_workers, int num_servers, int rank) {
+  int node_rank = -1;
   int rc = guarded([&]() -> int {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_resume(): this worker is in the job");
     if (!g_suspended)
       return fail(CARAVAN_ERR_STATE, "caravan_resume(): caravan_suspend() was not called");
-    prepare_resume(*g_suspended, num_workers, num_servers, rank);
+    node_rank = prepare_resume(*g_suspended, num_workers, num_servers, rank);
     return 0;
   });
   if (rc != 0) return rc;
-  rc = join_job(true);
+  rc = join_job(true, node_rank);
   if (rc == 0) {
     std::lock_guard<std::mutex> lock(g_mu);
     g_suspended.reset();

@@ -17,14 +17,15 @@
 
 namespace caravan {
 
-std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming) {
+std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int resume_rank) {
   // The job's shape decides which other variables are required, so it is
   // read first.
   int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
   LocalConfig local = LocalConfig::from_env();
   WorkerPlan plan = plan_worker(machines, local);
-  JobConfig config = JobConfig::from_env(std::nullopt, !plan.joins_job);
+  JobConfig config = JobConfig::from_env(std::nullopt, !plan.joins_job, resuming);
   config.resuming = resuming;
+  config.resume_rank = resume_rank;
   if (config.role != Role::kWorker)
     throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
                                        ": caravan_init() joins as a worker; run the " +
@@ -42,20 +43,21 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming) {
   return std::make_unique<SoloWorker>();
 }
 
-void prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank) {
-  if (num_workers < 1 || num_servers < 0)
+int prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank) {
+  if (num_workers < 1 || num_servers < 1)
     throw Error(CARAVAN_ERR_INVALID_ARGUMENT,
                 "caravan_resume(num_workers=" + std::to_string(num_workers) +
                     ", num_servers=" + std::to_string(num_servers) +
-                    "): the job needs at least one worker and no negative count of servers");
-  int wanted = rank >= 0 ? rank : was.rank;
-  // As in BytePS's resume(), which sets the variables it is given.
+                    "): the job needs at least one worker and one server");
+  // As in BytePS's resume(), which sets the variables it is given. The
+  // rank is no variable: DMLC_WORKER_ID names this machine's local group,
+  // and the rank asked is a wish the scheduler may not grant.
   ::setenv("DMLC_NUM_WORKER", std::to_string(num_workers).c_str(), 1);
   ::setenv("DMLC_NUM_SERVER", std::to_string(num_servers).c_str(), 1);
-  ::setenv("DMLC_WORKER_ID", std::to_string(wanted / std::max(was.local_size, 1)).c_str(), 1);
   // The servers and scheduler wait for this worker even when it is now the
   // only one, which would otherwise train alone.
   if (was.in_job) ::setenv("BYTEPS_FORCE_DISTRIBUTED", "1", 1);
+  return (rank >= 0 ? rank : was.rank) / std::max(was.local_size, 1);
 }
 
 }  // namespace caravan

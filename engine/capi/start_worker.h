@@ -15,8 +15,9 @@ struct JobConfig;
 // log at info level, with the reason) and joins. Throws caravan::Error.
 // `config`, when given, receives the job's configuration as read.
 // `resuming`: caravan_resume, which waits for the others up to
-// CARAVAN_RESUME_TIMEOUT.
-std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr, bool resuming = false);
+// CARAVAN_RESUME_TIMEOUT and asks for node rank `resume_rank` (-1: none).
+std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr, bool resuming = false,
+                                     int resume_rank = -1);
 
 // What caravan_suspend leaves for caravan_resume.
 struct Suspended {
@@ -26,9 +27,11 @@ struct Suspended {
 };
 
 // Sets this process's environment for the start_worker() of a resume:
-// DMLC_NUM_WORKER and DMLC_NUM_SERVER, DMLC_WORKER_ID for the rank asked
-// (`rank` < 0: the one it had), and, when the servers wait, joining them
-// whatever the count. Throws caravan::Error on a negative count.
-void prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank);
+// DMLC_NUM_WORKER and DMLC_NUM_SERVER, and, when the servers wait,
+// BYTEPS_FORCE_DISTRIBUTED=1 to join them whatever the count. Returns the
+// node rank to ask for (`rank` < 0: that of the rank it had; a machine's
+// with local groups). Throws caravan::Error (INVALID_ARGUMENT) on counts
+// below one.
+int prepare_resume(const Suspended& was, int num_workers, int num_servers, int rank);
 
 }  // namespace caravan

@@ -75,7 +75,15 @@ std::string SchedulerService::missing_summary() const {
                               " workers (DMLC_NUM_WORKER) resumed"
                         : "no worker has resumed the suspended job yet (the first "
                           "brings the counts)";
-    s += "; " + std::to_string(servers) + " server(s) registered again";
+    int fresh = 0;
+    for (auto& [c, n] : pending_)
+      fresh += n.role == Role::kServer &&
+               std::any_of(n.settings.begin(), n.settings.end(),
+                           [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+    s += "; " + std::to_string(servers) +
+         (counts_known_ ? " of " + std::to_string(config_.num_servers) : "") +
+         " server(s) (DMLC_NUM_SERVER) registered, " + std::to_string(fresh) +
+         " of them new to the job";
     for (auto& [key, name] : returning_) s += "; waiting for " + name + " to register again";
     return s;
   }
@@ -197,7 +205,15 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
     return;
   }
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
-  if (!counts_known_ && brings_counts) take_counts_from(n);
+  if (!counts_known_ && brings_counts) take_counts_from(conn, n);
+  if (reforming_ && brings_counts && counts_from_ != conn) {
+    std::string mine = counts_text(n.settings), theirs = counts_text(counts_source_.settings);
+    if (mine != theirs)
+      return abort_job(n.describe() + " resumes the job with " + mine + " but " +
+                       counts_source_.describe() + " with " + theirs +
+                       ": call resume() with the same counts on every worker, and start new "
+                       "nodes with them");
+  }
   if (rejoining_server) returning_.erase(server_key(n));
   want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   int have = 0;
@@ -261,7 +277,19 @@ void SchedulerService::send_table_if_complete() {
   send_table();
 }
 
-void SchedulerService::take_counts_from(const NodeInfo& node) {
+std::string SchedulerService::counts_text(
+    const std::vector<std::pair<std::string, std::string>>& s) {
+  std::string w = "?", v = "?";
+  for (const auto& [key, value] : s) {
+    if (key == "DMLC_NUM_WORKER") w = value;
+    if (key == "DMLC_NUM_SERVER") v = value;
+  }
+  return "DMLC_NUM_WORKER=" + w + " and DMLC_NUM_SERVER=" + v;
+}
+
+void SchedulerService::take_counts_from(int conn, const NodeInfo& node) {
+  counts_from_ = conn;
+  counts_source_ = node;
   for (const auto& [k, v] : node.settings) {
     char* end = nullptr;
     long count = std::strtol(v.c_str(), &end, 10);
@@ -279,6 +307,7 @@ void SchedulerService::begin_reforming() {
   ++suspends_;
   reforming_ = true;
   counts_known_ = false;
+  counts_from_ = -1;
   suspend_asked_ = false;
   table_sent_ = false;
   returning_.clear();
@@ -440,11 +469,32 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
   last_seen_.erase(conn);
   auth_.forget(conn);
   if (auto it = pending_.find(conn); it != pending_.end()) {
-    // A node that dies before the table exists would otherwise leave the
-    // others waiting for the start-up deadline.
     NodeInfo n = it->second;
     pending_.erase(it);
     metrics::registry().peers_lost.add();
+    if (reforming_) {
+      // After a suspend a node may give up (its own deadline, Ctrl-C):
+      // the job re-forms without it, as if it had never come back.
+      CARAVAN_LOG(WARNING) << "scheduler: " << n.describe()
+                           << " left while the suspended job re-forms (" << why
+                           << "); going on without it";
+      if (counts_from_ == conn) {
+        counts_known_ = false;
+        counts_from_ = -1;
+        for (auto& [c, p] : pending_) {
+          bool brings = std::any_of(p.settings.begin(), p.settings.end(),
+                                    [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+          if (brings) {
+            take_counts_from(c, p);
+            break;
+          }
+        }
+      }
+      send_table_if_complete();
+      return;
+    }
+    // A node that dies before the table exists would otherwise leave the
+    // others waiting for the start-up deadline.
     abort_job("lost " + n.describe() + " during start-up: " + why);
     return;
   }

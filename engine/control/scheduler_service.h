@@ -86,7 +86,9 @@ class SchedulerService {
   void begin_reforming();
   // After a suspend, the first node to register with counts (a resumed
   // worker, or a node new to the job) brings them. Caller holds mu_.
-  void take_counts_from(const NodeInfo& node);
+  void take_counts_from(int conn, const NodeInfo& node);
+  // "DMLC_NUM_WORKER=2 and DMLC_NUM_SERVER=1" from a node's settings.
+  static std::string counts_text(const std::vector<std::pair<std::string, std::string>>& settings);
   // A registration complete: the table goes out. After a suspend, once
   // every server of the last generation is back (or CARAVAN_CONNECT_TIMEOUT
   // passed): servers beyond the new count leave, the last generation's
@@ -115,6 +117,8 @@ class SchedulerService {
   bool suspend_asked_ = false;
   bool reforming_ = false;
   bool counts_known_ = true;  // false after a suspend until a worker registers
+  int counts_from_ = -1;      // the connection of the node that brought them
+  NodeInfo counts_source_;    // and that node
   std::chrono::steady_clock::time_point resume_deadline_;
   // The servers of the last generation not yet registered again (key:
   // server_key, value: described), and until when they are waited for.

@@ -71,12 +71,14 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
     thread_ = std::thread([this] { run_machine_sum(); });
   } else {
     // Local rank 0 reports its own failure to join through the group; this
-    // deadline only guards against it hanging.
-    int limit = 2 * config.connect_timeout_s;
-    machine_rank_ =
-        group_->wait_machine_rank(SteadyClock::now() + std::chrono::seconds(limit),
-                                  std::string(joins_job ? "join the job" : "start") + " within " +
-                                      std::to_string(limit) + " s (2 x CARAVAN_CONNECT_TIMEOUT)");
+    // deadline only guards against it hanging. Resuming, local rank 0
+    // waits up to CARAVAN_RESUME_TIMEOUT for the other machines.
+    int limit = 2 * config.connect_timeout_s + (config.resuming ? config.resume_timeout_s : 0);
+    machine_rank_ = group_->wait_machine_rank(
+        SteadyClock::now() + std::chrono::seconds(limit),
+        std::string(joins_job ? "join the job" : "start") + " within " + std::to_string(limit) +
+            (config.resuming ? " s (2 x CARAVAN_CONNECT_TIMEOUT + CARAVAN_RESUME_TIMEOUT)"
+                             : " s (2 x CARAVAN_CONNECT_TIMEOUT)"));
   }
   Log::set_node_label("worker " + std::to_string(rank()) + " (" +
                       group_->who(group_->local_rank()) + ")");
@@ -290,7 +292,7 @@ void LocalWorker::leave() { leave_machine(false); }
 
 bool LocalWorker::suspend() {
   leave_machine(true);
-  return member_ != nullptr;
+  return joins_job_;
 }
 
 void LocalWorker::leave_machine(bool suspend) {

@@ -39,7 +39,9 @@ void Node::join(NodeOptions& options) {
   self_.role = config_.role;
   self_.host = host;
   self_.pid = static_cast<int>(getpid());
-  self_.preferred_rank = config_.preferred_rank.value_or(-1);
+  self_.preferred_rank = config_.resuming && config_.resume_rank >= 0
+                             ? config_.resume_rank
+                             : config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
   self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
   if (config_.resuming && config_.role == Role::kServer) {

@@ -85,7 +85,7 @@ int run_server(const JobConfig& config) {
     }
     if (rc != 0 || !suspended) return rc;
     // The same rank again where the resumed job has room for it.
-    next.preferred_rank = rank;
+    next.resume_rank = rank;
     next.resuming = true;
     CARAVAN_VLOG(1) << "the job is suspended; waiting up to " << config.resume_timeout_s
                     << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";

@@ -5,8 +5,9 @@ Every worker trains the same small MLP with DistributedOptimizer on its
 shard of each batch, suspends after some steps and resumes:
 - on 2 workers, every worker calls resume(2, 1, 0), as BytePS's benchmark
   does (global rank 0 on each: one keeps it, the other gets a free rank);
-- on 3 workers, the job shrinks: the worker of rank 2 leaves after the
-  suspend and the others resume(2, 1) keeping their ranks.
+- on 3 workers, the job shrinks: the worker of rank 1 leaves after the
+  suspend and the others resume(2, 1): rank 0 keeps its rank, and rank 2,
+  beyond the new size, gets the free rank 1.
 After the resume, training goes on with the same optimizer. After every
 step each worker's parameters must be bitwise equal to rank 0's, and after
 the run equal (within 1e-5) to one model trained in this process on the
@@ -76,11 +77,12 @@ def main():
     check((bps.rank(), bps.size(), bps.local_rank()) == (rank, size, 0),
           "suspended: rank(), size(), local_rank() as before the suspend")
     if size == 3:
-        if rank == 2:
+        if rank == 1:
             done(rank, "trained on 3 workers, then left the job at the suspend")
             return
         bps.resume(2, 1)
-        check(bps.rank() == rank, "resume(2, 1) keeps rank %d, got %d" % (rank, bps.rank()))
+        check(bps.rank() == rank // 2, "resume(2, 1) gives rank %d rank %d, got %d" %
+              (rank, rank // 2, bps.rank()))
     else:
         bps.resume(size, 1, 0)  # as elastic_benchmark_byteps.py, on every worker
     new_rank, new_size = bps.rank(), bps.size()

@@ -5,6 +5,7 @@
 // suspend join. Every sum is checked by elastic_worker against the
 // workers of its phase.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <memory>
 #include <string>
@@ -127,6 +128,28 @@ TEST(ElasticTest, MachinesOfLocalGroupsLeaveAndJoinWhole) {
     expect_clean_exit(*second[i], "second machine 1, local rank " + std::to_string(i),
                       "3 phases checked as rank " + std::to_string(2 + i));
   }
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler");
+}
+
+// A worker new to the job registers while it re-forms and is killed: the
+// job re-forms without it, and with the workers started after.
+TEST(ElasticTest, ANodeLostWhileTheJobReformsIsLeftOut) {
+  ElasticJob job("2x1,4x1");
+  auto server = job.server(0, 0);
+  auto worker0 = job.worker(2, 1, 0, {{"DMLC_WORKER_ID", "0"}});
+  auto worker1 = job.worker(2, 1, 0, {{"DMLC_WORKER_ID", "1"}});
+  ASSERT_TRUE(worker0->wait_for_output("suspended after phase 0", 90)) << worker0->output();
+  auto doomed = job.worker(4, 1, 1);
+  ASSERT_TRUE(doomed->wait_for_output("registered with the scheduler", 90)) << doomed->output();
+  doomed->signal(SIGKILL);
+  ASSERT_TRUE(job.scheduler->wait_for_output("left while the suspended job re-forms", 90))
+      << job.scheduler->output();
+  auto worker2 = job.worker(4, 1, 1);
+  auto worker3 = job.worker(4, 1, 1);
+  int i = 0;
+  for (auto* w : {worker0.get(), worker1.get(), worker2.get(), worker3.get()})
+    expect_clean_exit(*w, "worker " + std::to_string(i++), "2 phases checked");
   expect_clean_exit(*server, "server");
   expect_clean_exit(*job.scheduler, "scheduler");
 }

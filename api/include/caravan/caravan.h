@@ -263,13 +263,16 @@ int caravan_suspend(void);
 /* Joins the suspended job again, as caravan_init() does, with the job now
  * `num_workers` machines (DMLC_NUM_WORKER) and `num_servers` servers
  * (DMLC_NUM_SERVER): both variables are set in this process's
- * environment. `rank` >= 0 asks for that rank (BytePS's global_rank), -1
- * for the rank this worker had; a rank that is taken or out of range is
- * not an error: the worker gets a free one (caravan_rank() says which).
- * Servers beyond the new count leave; new servers and workers started
- * with the new counts join. Tensors start again from their first round,
- * and compression parameters must be declared again. Errors as
- * caravan_init(); STATE when this process has not suspended. */
+ * environment, and BYTEPS_FORCE_DISTRIBUTED=1 when the job had servers
+ * (so that a worker alone still uses them). `rank` >= 0 asks for that
+ * rank (BytePS's global_rank), -1 for the rank this worker had; a rank
+ * that is taken or out of range is not an error: the worker gets a free
+ * one (caravan_rank() says which). Waits up to CARAVAN_RESUME_TIMEOUT
+ * for the other nodes. Servers beyond the new count leave; new servers
+ * and workers started with the new counts join. Tensors start again from
+ * their first round, and compression parameters must be declared again.
+ * Errors as caravan_init(); INVALID_ARGUMENT for a count below one;
+ * STATE when this process has not suspended. */
 int caravan_resume(int num_workers, int num_servers, int rank);
 
 /* A message for an error code: the details of the most recent failure on
