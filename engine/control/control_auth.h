@@ -52,6 +52,13 @@ class AuthResponder {
   void forget(int conn);
   // J above; zero without a token.
   const auth::Nonce& job_nonce() const { return job_; }
+  // A new J, for the generation after a suspend: node ids and sequence
+  // numbers start again then, so with the old J a message sealed before
+  // the suspend would pass after it. Connections admitted from here on
+  // get the new one.
+  void renew_job_nonce() {
+    if (token_) job_ = auth::fresh_nonce();
+  }
 
  private:
   struct Conn {

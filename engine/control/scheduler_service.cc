@@ -309,6 +309,8 @@ void SchedulerService::begin_reforming() {
   counts_known_ = false;
   counts_from_ = -1;
   suspend_asked_ = false;
+  // Every node of the next generation connects anew and hears the new J.
+  auth_.renew_job_nonce();
   table_sent_ = false;
   returning_.clear();
   for (auto& [c, n] : nodes_)
