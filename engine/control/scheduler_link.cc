@@ -1,6 +1,7 @@
 #include "engine/control/scheduler_link.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "engine/base/error.h"
 #include "engine/base/log.h"
@@ -15,6 +16,22 @@ SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
           ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
           [this](int, const std::string& why) { on_lost(why); }),
       heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {}
+
+std::string SchedulerLink::silence_note() const {
+  if (config_.heartbeat_interval_s <= 0) return "";
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closing_ || !heard_) return "";
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  last_seen_)
+                .count();
+  if (ms <= 1000LL * config_.heartbeat_interval_s) return "";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(ms) / 1000);
+  return "the scheduler at " + scheduler_name() + " has been silent for " + seconds +
+         " s as well (PS_HEARTBEAT_INTERVAL=" + std::to_string(config_.heartbeat_interval_s) +
+         ", PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
+         "): its loss may be the cause";
+}
 
 void SchedulerLink::on_heartbeat_tick() {
   std::unique_lock<std::mutex> lock(mu_);

@@ -63,6 +63,11 @@ class SchedulerLink {
   // Hangs up; after the shutdown barrier this is the clean end.
   void close();
   std::string failure() const;
+  // When heartbeats are on and the scheduler has missed one (silent for
+  // longer than PS_HEARTBEAT_INTERVAL): "the scheduler at ... has been
+  // silent for 2.4 s as well ...", for an error that a loss elsewhere
+  // caused (a server that noticed first and left); "" otherwise.
+  std::string silence_note() const;
 
  private:
   void on_message(ControlMessage&& msg);

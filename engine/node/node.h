@@ -51,6 +51,8 @@ class Node {
   KVEndpoint& kv() { return *kv_; }
   Van& van() { return *van_; }
   std::string failure() const { return link_.failure(); }
+  // SchedulerLink::silence_note.
+  std::string scheduler_silence() const { return link_.silence_note(); }
 
  private:
   void join(NodeOptions& options);

@@ -141,11 +141,23 @@ std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
 }
 
 int DistributedWorker::poll(Op& op, std::string* error) {
-  return client_->poll(operation_of(op), error);
+  return with_scheduler_silence(client_->poll(operation_of(op), error), error);
 }
 
 int DistributedWorker::wait(Op& op, std::string* error) {
-  return client_->wait(operation_of(op), error);
+  return with_scheduler_silence(client_->wait(operation_of(op), error), error);
+}
+
+// A peer lost while the scheduler too has gone quiet: a server that
+// noticed the scheduler's loss first and left ends this worker's
+// push_pull before its own heartbeat check does, and the error would name
+// only the server.
+int DistributedWorker::with_scheduler_silence(int rc, std::string* error) const {
+  if ((rc == CARAVAN_ERR_PEER_LOST || rc == CARAVAN_ERR_TRANSPORT) && error) {
+    std::string note = node_->scheduler_silence();
+    if (!note.empty()) *error += "; " + note;
+  }
+  return rc;
 }
 
 }  // namespace caravan

@@ -54,6 +54,7 @@ class DistributedWorker final : public Worker {
   int size() const override { return size_; }
 
  private:
+  int with_scheduler_silence(int rc, std::string* error) const;
   int op_timeout_s_;
   int size_;
   std::unique_ptr<Node> node_;
