@@ -76,10 +76,7 @@ std::string SchedulerService::missing_summary() const {
                         : "no worker has resumed the suspended job yet (the first "
                           "brings the counts)";
     int fresh = 0;
-    for (auto& [c, n] : pending_)
-      fresh += n.role == Role::kServer &&
-               std::any_of(n.settings.begin(), n.settings.end(),
-                           [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+    for (auto& [c, n] : pending_) fresh += n.role == Role::kServer && brings_counts(n);
     s += "; " + std::to_string(servers) +
          (counts_known_ ? " of " + std::to_string(config_.num_servers) : "") +
          " server(s) (DMLC_NUM_SERVER) registered, " + std::to_string(fresh) +
@@ -192,9 +189,8 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   }
   // A server that was in the job before a suspend registers without the
   // counts, which the resumed workers (or nodes new to the job) bring.
-  bool brings_counts = std::any_of(n.settings.begin(), n.settings.end(),
-                                   [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
-  bool rejoining_server = suspends_ > 0 && n.role == Role::kServer && !brings_counts;
+  bool has_counts = brings_counts(n);
+  bool rejoining_server = suspends_ > 0 && n.role == Role::kServer && !has_counts;
   int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   if (table_sent_ && rejoining_server) {
     // The job resumed before this server was back, and without it.
@@ -205,8 +201,8 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
     return;
   }
   if (table_sent_) return refuse_node("the job has already started with all its nodes");
-  if (!counts_known_ && brings_counts) take_counts_from(conn, n);
-  if (reforming_ && brings_counts && counts_from_ != conn) {
+  if (!counts_known_ && has_counts) take_counts_from(conn, n);
+  if (reforming_ && has_counts && counts_from_ != conn) {
     std::string mine = counts_text(n.settings), theirs = counts_text(counts_source_.settings);
     if (mine != theirs)
       return abort_job(n.describe() + " resumes the job with " + mine + " but " +
@@ -236,6 +232,11 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   send_table_if_complete();
 }
 
+bool SchedulerService::brings_counts(const NodeInfo& n) {
+  return std::any_of(n.settings.begin(), n.settings.end(),
+                     [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+}
+
 std::string SchedulerService::server_key(const NodeInfo& n) {
   return n.host + "/" + std::to_string(n.pid);
 }
@@ -255,8 +256,7 @@ void SchedulerService::send_table_if_complete() {
   std::vector<std::tuple<bool, int, int>> ranked;  // (new, preferred rank, conn)
   for (auto& [c, p] : pending_) {
     if (p.role != Role::kServer) continue;
-    bool fresh = std::any_of(p.settings.begin(), p.settings.end(),
-                             [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
+    bool fresh = brings_counts(p);
     ranked.emplace_back(fresh, p.preferred_rank < 0 ? INT_MAX : p.preferred_rank, c);
   }
   std::sort(ranked.begin(), ranked.end());
@@ -484,9 +484,7 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
         counts_known_ = false;
         counts_from_ = -1;
         for (auto& [c, p] : pending_) {
-          bool brings = std::any_of(p.settings.begin(), p.settings.end(),
-                                    [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
-          if (brings) {
+          if (brings_counts(p)) {
             take_counts_from(c, p);
             break;
           }

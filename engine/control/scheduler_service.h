@@ -94,6 +94,10 @@ class SchedulerService {
   // passed): servers beyond the new count leave, the last generation's
   // lowest ranks staying first, then new servers. Caller holds mu_.
   void send_table_if_complete();
+  // Whether `n` registered with the job's counts: every node does, except
+  // a server registering again after a suspend (they are the workers' to
+  // say then).
+  static bool brings_counts(const NodeInfo& n);
   // A server across a suspend: its host and pid.
   static std::string server_key(const NodeInfo& n);
   int node_of(int conn) const;
