@@ -85,6 +85,14 @@ bool resolve(const std::string& host, int port, sockaddr_storage* out, socklen_t
   return true;
 }
 
+int local_port(int fd) {
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
 }  // namespace
 
 int listen_tcp(const std::string& host, int port, int* bound_port) {
@@ -102,12 +110,26 @@ int listen_tcp(const std::string& host, int port, int* bound_port) {
     throw Error(CARAVAN_ERR_CONFIG,
                 "cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(e));
   }
-  sockaddr_storage bound;
-  socklen_t blen = sizeof bound;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
-  *bound_port =
-      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *bound_port = local_port(fd);
+  return fd;
+}
+
+int adopt_listener(const char* var, int fd, int port) {
+  std::string what = std::string(var) + "=" + std::to_string(fd);
+  int flags = fcntl(fd, F_GETFD);
+  if (flags < 0)
+    throw config_error(what +
+                       " names no open file descriptor of this process: it is set only by "
+                       "caravan-launch, for the scheduler it starts");
+  int listening = 0;
+  socklen_t n = sizeof listening;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n) != 0 || !listening)
+    throw config_error(what + " is no listening socket");
+  int bound_port = local_port(fd);
+  if (bound_port != port)
+    throw config_error(what + " listens on port " + std::to_string(bound_port) +
+                       ", not on DMLC_PS_ROOT_PORT=" + std::to_string(port));
+  fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
   return fd;
 }
 

@@ -18,6 +18,12 @@ std::vector<std::string> list_interfaces();
 // A listening TCP socket on host:port (port 0 = any); throws naming both.
 int listen_tcp(const std::string& host, int port, int* bound_port);
 
+// `fd`, named by the variable `var`, as this process's listening TCP socket
+// on `port`: sets close-on-exec and returns it. Throws a CARAVAN_ERR_CONFIG
+// error naming the variable when it is no open socket, not listening, or
+// bound to another port.
+int adopt_listener(const char* var, int fd, int port);
+
 // Connects to host:port, retrying refused connections until `deadline_ms`
 // (CLOCK_MONOTONIC milliseconds). Returns the fd, or -1 when the deadline
 // passed; *last_error says why the last attempt failed.

@@ -31,6 +31,8 @@ const std::vector<Setting>& known_settings() {
        "interface whose IPv4 address this node advertises"},
       {"DMLC_NODE_HOST", "unset", "address to advertise and bind"},
       {"DMLC_PORT", "any free port", "this node's data port"},
+      {"CARAVAN_SCHEDULER_FD", "unset",
+       "set by caravan-launch for the scheduler it starts: its listening socket, inherited"},
       {"DMLC_ENABLE_RDMA", "zmq",
        "van: 0/zmq, 1/ibverbs (verbs), fabric (efa), ucx, or a van's name"},
       {"CARAVAN_VAN", "unset", "van plugin name or absolute path; overrides DMLC_ENABLE_RDMA"},

@@ -40,6 +40,9 @@ class ControlHub {
 
   // Accepts connections on host:port; returns the bound port. Before start().
   int listen(const std::string& host, int port);
+  // Accepts connections on a socket already listening (handed down by
+  // caravan-launch); the hub owns it from now. Before start().
+  void listen_on(int fd) { listen_fd_ = fd; }
   // An accepted connection must complete its first message within this many
   // seconds of connecting, and each later one within this many seconds of
   // its first byte; 0 (the default) waits for ever. Before start().

@@ -3,14 +3,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <optional>
 #include <tuple>
 
+#include "engine/base/env.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/metrics.h"
+#include "engine/base/net.h"
 #include "engine/control/job_settings.h"
 
 namespace caravan {
@@ -514,12 +518,34 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
             "); the process exited or crashed before shutdown");
 }
 
+namespace {
+
+// caravan-launch binds the scheduler's port and hands the listening socket
+// down as CARAVAN_SCHEDULER_FD: a port chosen, released and bound again by
+// the scheduler could be taken in between by any process's connect()
+// (PsLiteJob.RunsUnchangedInEveryRole/DefaultHandle_4w3s failed so in CI:
+// "cannot listen on 0.0.0.0:40127: Address already in use"). Taken once
+// per process: a later scheduler in it binds the port itself.
+std::optional<int> inherited_listener(int port) {
+  static std::atomic<bool> taken{false};
+  std::optional<int64_t> fd;
+  if (env::get("CARAVAN_SCHEDULER_FD")) fd = env::integer("CARAVAN_SCHEDULER_FD", 3, INT_MAX, {});
+  if (!fd || taken.exchange(true)) return std::nullopt;
+  return net::adopt_listener("CARAVAN_SCHEDULER_FD", static_cast<int>(*fd), port);
+}
+
+}  // namespace
+
 void SchedulerService::start() {
   Log::set_node_label("scheduler");
   started_ = std::chrono::steady_clock::now();
-  // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
-  // reach us, which may be a NAT or DNS name rather than a local address.
-  hub_.listen("0.0.0.0", config_.root_port);
+  if (std::optional<int> fd = inherited_listener(config_.root_port)) {
+    hub_.listen_on(*fd);
+  } else {
+    // Bind every interface, as ps-lite does: DMLC_PS_ROOT_URI is how others
+    // reach us, which may be a NAT or DNS name rather than a local address.
+    hub_.listen("0.0.0.0", config_.root_port);
+  }
   // Every node sends its registration as soon as it connects, and a node
   // that stays silent this long counts as lost anyway: a connection that
   // stalls for longer (in its first message or mid-message) is no node.

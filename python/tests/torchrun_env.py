@@ -7,17 +7,34 @@ others are stopped and this exits non-zero naming them.
     torchrun_env.py N TIMEOUT_S COMMAND [ARGS...]
 """
 import os
+import random
 import socket
 import subprocess
 import sys
 import time
 
 
+def free_port():
+    """A port below the ephemeral range that is free now, for torch's store
+    (rank 0 binds it later): one the kernel handed out for port 0 could go
+    to any process's connect() before that, as tests/support/process.cc's
+    free_port() says. Below the range only tests choosing ports collide."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    for _ in range(1000):
+        port = random.randint(10000, low - 1)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 10000..%d" % (low - 1))
+
+
 def main():
     n, timeout, command = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     procs = []
     for rank in range(n):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n),

@@ -157,6 +157,18 @@ TEST(BadEnvironment, MalformedWorkerCountIsNamed) {
       {"DMLC_NUM_WORKER='abc' is not an integer"});
 }
 
+// CARAVAN_SCHEDULER_FD is caravan-launch's: set by hand, it is checked
+// before the scheduler relies on it.
+TEST(BadEnvironment, ASchedulerSocketThatIsNotThereIsNamed) {
+  ExpectRefusal(node_spec(CARAVAN_SERVER_BIN, "scheduler", free_port(), 1, 1,
+                          {{"CARAVAN_SCHEDULER_FD", "900"}}),
+                {"CARAVAN_SCHEDULER_FD=900 names no open file descriptor of this process: it is "
+                 "set only by caravan-launch"});
+  ExpectRefusal(node_spec(CARAVAN_SERVER_BIN, "scheduler", free_port(), 1, 1,
+                          {{"CARAVAN_SCHEDULER_FD", "three"}}),
+                {"CARAVAN_SCHEDULER_FD='three' is not an integer"});
+}
+
 // The scheduler listens on IPv4 only: an IPv6 address is refused at once by
 // every node and by caravan-launch (each node waited out
 // CARAVAN_CONNECT_TIMEOUT with "Connection refused").

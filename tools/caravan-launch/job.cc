@@ -93,7 +93,8 @@ bool KilledHard(int status) {
 struct ExecPlan {
   std::vector<char*> argv;
   std::vector<char*> envp;
-  explicit ExecPlan(const ChildSpec& spec) {
+  int listen_fd;
+  explicit ExecPlan(const ChildSpec& spec) : listen_fd(spec.listen_fd) {
     for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -115,6 +116,11 @@ struct ExecPlan {
   dup2(in_r, STDIN_FILENO);
   dup2(out_w, STDOUT_FILENO);
   dup2(err_w, STDERR_FILENO);
+  // dup2 leaves the copy open across exec; the same number needs it said.
+  if (plan.listen_fd == kInheritedListenFd)
+    fcntl(kInheritedListenFd, F_SETFD, 0);
+  else if (plan.listen_fd >= 0)
+    dup2(plan.listen_fd, kInheritedListenFd);
   environ = plan.envp.data();
   execvp(plan.argv[0], plan.argv.data());
   char msg[512];
@@ -315,6 +321,9 @@ bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
   if (pid == 0) ExecChild(plan, in[0], out[1], err[1], parent, original_mask);
   close(out[1]);
   close(err[1]);
+  // The child has its own: ours kept open would queue connections for a
+  // scheduler that died, instead of refusing them.
+  if (c.spec->listen_fd >= 0 && pid > 0) close(c.spec->listen_fd);
   if (c.spec->stdin_data) {
     close(in[0]);
     // A few hundred bytes: the pipe takes them without blocking.

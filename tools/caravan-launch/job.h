@@ -15,7 +15,14 @@ struct ChildSpec {
   // stays open until the child exits (a remote child started over ssh
   // reads its secrets there, and its end closing means "stop").
   std::optional<std::string> stdin_data;
+  // When >= 0: a listening socket the child gets as descriptor
+  // kInheritedListenFd (the scheduler's, bound by the launcher). The
+  // launcher closes its own copy once the child is forked.
+  int listen_fd = -1;
 };
+
+// Where a child finds ChildSpec::listen_fd, as with systemd's sockets.
+constexpr int kInheritedListenFd = 3;
 
 struct JobOutcome {
   int exit_code = 0;   // 0, 1 on a failed child or timeout, 128+N on signal N

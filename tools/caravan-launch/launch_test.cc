@@ -154,6 +154,38 @@ TEST(Launch, EveryRoleGetsItsPrefixAndEnvironment) {
       << Dump(l);
 }
 
+// The launcher binds the scheduler's port and hands the listening socket
+// down: a port released for the scheduler to bind again was taken once by
+// another process's connect() in between ("cannot listen on
+// 0.0.0.0:40127: Address already in use"). So the port is held while the
+// scheduler starts, by the socket it gets, and no other role gets one.
+TEST(Launch, TheSchedulerGetsItsPortAlreadyListening) {
+  const char* probe =
+      "import errno, os, socket\n"
+      "port = int(os.environ['DMLC_PS_ROOT_PORT'])\n"
+      "fd = os.environ.get('CARAVAN_SCHEDULER_FD')\n"
+      "print('probe', os.environ['DMLC_ROLE'], fd)\n"
+      "if fd is not None:\n"
+      "    s = socket.socket()\n"
+      "    try:\n"
+      "        s.bind(('127.0.0.1', port))\n"
+      "        print('port free')\n"
+      "    except OSError as e:\n"
+      "        print('port held' if e.errno == errno.EADDRINUSE else e)\n"
+      "    l = socket.socket(fileno=int(fd))\n"
+      "    print('listening', l.getsockname()[1] == port,\n"
+      "          l.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))\n"
+      "    l.detach()\n";
+  Launcher l({"--spmd", "--workers", "1", "--servers", "1", "--", "python3", "-c", probe},
+             {"CARAVAN_SCHEDULER_FD=7"});
+  ASSERT_EQ(l.Wait(), 0) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "[scheduler] probe scheduler 3\n"), 1u) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "[scheduler] port held\n"), 1u) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "[scheduler] listening True 1\n"), 1u) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "[server 0] probe server None\n"), 1u) << Dump(l);
+  EXPECT_EQ(Count(l.out(), "[worker 0] probe worker None\n"), 1u) << Dump(l);
+}
+
 // torch's env:// rendezvous: every worker, and only workers, told the same
 // MASTER_ADDR and a MASTER_PORT the OS handed out (not the scheduler's plus
 // one, which another process may hold); the user's own values win.

@@ -231,9 +231,10 @@ std::optional<std::string> FindServerBin() {
   return std::nullopt;
 }
 
-// The scheduler binds it moments later; another process could take it in
-// between, but a port the OS just handed out is rarely reused that fast.
-int PickFreePort(const std::string& host) {
+// A socket bound to a port the OS picks on `host`; -1 after saying why not.
+// `listening`: it listens (the scheduler's, handed down to it); otherwise it
+// is closed and only the port is returned in *port.
+int BindAnyPort(const std::string& host, bool listening, int* port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -245,8 +246,9 @@ int PickFreePort(const std::string& host) {
             gai_strerror(rc));
     return -1;
   }
-  int port = -1, last_errno = 0;
-  for (addrinfo* ai = res; ai && port < 0; ai = ai->ai_next) {
+  int kept = -1, last_errno = 0;
+  *port = -1;
+  for (addrinfo* ai = res; ai && *port < 0; ai = ai->ai_next) {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
       last_errno = errno;
@@ -254,20 +256,42 @@ int PickFreePort(const std::string& host) {
     }
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && (!listening || listen(fd, 1024) == 0) &&
         getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                        : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+      *port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                         : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+      if (listening) {
+        kept = fd;
+        continue;
+      }
     } else {
       last_errno = errno;
     }
     close(fd);
   }
   freeaddrinfo(res);
-  if (port < 0) {
+  // Above the standard streams, which each child gets anew.
+  if (kept >= 0 && kept <= STDERR_FILENO) {
+    int moved = fcntl(kept, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    last_errno = errno;
+    close(kept);
+    kept = moved;
+    if (moved < 0) *port = -1;
+  }
+  if (*port < 0) {
     fprintf(stderr, "caravan-launch: cannot bind a port on --host '%s': %s\n", host.c_str(),
             strerror(last_errno));
+    return -1;
   }
+  return listening ? kept : 0;
+}
+
+// For a server the child binds itself (torch's store): another process
+// could take the port in between, but one the OS just handed out is rarely
+// reused that fast. The scheduler's port is not left to that chance.
+int PickFreePort(const std::string& host) {
+  int port = -1;
+  BindAnyPort(host, false, &port);
   return port;
 }
 
@@ -276,8 +300,9 @@ int PickFreePort(const std::string& host) {
 std::vector<std::string> InheritedEnv(bool* have_node_host_out) {
   // Set per child below; a stale value inherited from the shell would lie.
   static const std::set<std::string> kManaged = {
-      "DMLC_ROLE",       "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_WORKER",
-      "DMLC_NUM_SERVER", "DMLC_WORKER_ID",   "CARAVAN_SERVER_ID", "BYTEPS_FORCE_DISTRIBUTED"};
+      "DMLC_ROLE",         "DMLC_PS_ROOT_URI",         "DMLC_PS_ROOT_PORT",
+      "DMLC_NUM_WORKER",   "DMLC_NUM_SERVER",          "DMLC_WORKER_ID",
+      "CARAVAN_SERVER_ID", "BYTEPS_FORCE_DISTRIBUTED", "CARAVAN_SCHEDULER_FD"};
   std::vector<std::string> base;
   bool have_node_host = false;
   for (char** e = environ; *e; ++e) {
@@ -354,17 +379,21 @@ std::vector<std::string> TorchRendezvous(const std::string& master_addr, int mas
   return env;
 }
 
-std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port) {
+// `listen_fd`: the scheduler's socket, listening on `port`.
+std::vector<ChildSpec> PlanJob(const Options& o, const std::string& server_bin, int port,
+                               int listen_fd) {
   Plan plan = StartPlan(o.host, port, o.workers, o.servers, o.host);
+  // The scheduler's port stays bound, so the OS cannot hand it out here.
   int master_port = PickFreePort(o.host);
-  for (int tries = 0; master_port == port && tries < 8; ++tries) master_port = PickFreePort(o.host);
   const std::vector<std::string> torch = TorchRendezvous(o.host, master_port);
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   auto add = [&plan](std::string name, const std::vector<std::string>& argv,
                      std::vector<std::string> extra) {
     plan.add(std::move(name), argv, std::move(extra));
   };
-  add("scheduler", server_argv, {"DMLC_ROLE=scheduler"});
+  add("scheduler", server_argv,
+      {"DMLC_ROLE=scheduler", "CARAVAN_SCHEDULER_FD=" + std::to_string(kInheritedListenFd)});
+  plan.children.back().listen_fd = listen_fd;
   for (int j = 0; j < o.servers; ++j) {
     add("server " + std::to_string(j), server_argv,
         {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(j)});
@@ -574,10 +603,11 @@ int Main(int argc, char** argv) {
     if (out.exit_code != 0) fprintf(stderr, "caravan-launch: failed: %s\n", out.reason.c_str());
     return out.exit_code;
   }
-  int port = PickFreePort(o.host);
-  if (port < 0) return 1;
+  int port = -1;
+  int listen_fd = BindAnyPort(o.host, true, &port);
+  if (listen_fd < 0) return 1;
 
-  JobOutcome out = RunJob(PlanJob(o, server_bin, port), o.timeout);
+  JobOutcome out = RunJob(PlanJob(o, server_bin, port, listen_fd), o.timeout);
   // BYTEPS_ENABLE_IPC: a worker that died between making a shared-memory
   // segment and its server mapping it left the name, and a server stopped
   // by us could not remove it.

@@ -83,23 +83,33 @@ def _reachable_address(peer):
                            "MASTER_ADDR=%r: %s" % (peer, e)) from None
 
 
-def _free_port(address):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((address, 0))
-        return s.getsockname()[1]
+def _scheduler_socket(address):
+    """A socket listening on a port the OS picks, handed to the scheduler
+    this process starts (CARAVAN_SCHEDULER_FD, as caravan-launch does): a
+    port released for the scheduler to bind again could be taken in between
+    by any process's connect()."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((address, 0))
+    s.listen(1024)
+    return s
 
 
-def _start(role, env, index=None):
+def _start(role, env, index=None, listener=None):
     cmd = [launch.find_server()]
     child_env = dict(os.environ)
     for k in list(child_env):
-        if k.startswith(("DMLC_", "BYTEPS_LOCAL")) or k in ("CARAVAN_SERVER_ID",):
+        if k.startswith(("DMLC_", "BYTEPS_LOCAL")) or k in ("CARAVAN_SERVER_ID",
+                                                             "CARAVAN_SCHEDULER_FD"):
             del child_env[k]
     child_env.update(env)
     child_env["DMLC_ROLE"] = role
     if index is not None:
         child_env["CARAVAN_SERVER_ID"] = str(index)
-    proc = subprocess.Popen(cmd, env=child_env, stdin=subprocess.DEVNULL)
+    passed = ()
+    if listener is not None:
+        passed = (listener.fileno(),)
+        child_env["CARAVAN_SCHEDULER_FD"] = str(listener.fileno())
+    proc = subprocess.Popen(cmd, env=child_env, stdin=subprocess.DEVNULL, pass_fds=passed)
     _started.append((role if index is None else "%s %d" % (role, index), proc))
     return proc
 
@@ -139,9 +149,10 @@ def join(store, rank, world_size, timeout):
     hosts = [store.get(_STORE_PREFIX + "host/%d" % r).decode() for r in range(world_size)]
     distinct = sorted(set(hosts))
     num_servers = servers_per_host * len(distinct)
+    listener = None
     if rank == 0:
-        port = _free_port(address)
-        store.set(_STORE_PREFIX + "root", "%s:%d" % (address, port))
+        listener = _scheduler_socket(address)
+        store.set(_STORE_PREFIX + "root", "%s:%d" % (address, listener.getsockname()[1]))
     root_uri, root_port = store.get(_STORE_PREFIX + "root").decode().rsplit(":", 1)
     job = {
         "DMLC_PS_ROOT_URI": root_uri,
@@ -151,7 +162,8 @@ def join(store, rank, world_size, timeout):
         "DMLC_NODE_HOST": address,
     }
     if rank == 0:
-        _start("scheduler", job)
+        with listener:  # the scheduler has its own copy now
+            _start("scheduler", job, listener=listener)
     if hosts.index(address) == rank:  # the lowest rank of this host
         first = distinct.index(address) * servers_per_host
         for i in range(first, first + servers_per_host):
