@@ -1,5 +1,5 @@
-// The public C API (caravan.h): argument checks, the process-wide worker
-// state, and the translation of exceptions into error codes and messages.
+// The public C API (caravan.h): the process-wide worker state and the
+// calls on it; how failures become codes and messages is api_errors.h.
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
+#include "engine/capi/api_errors.h"
 #include "engine/capi/start_worker.h"
 #include "engine/capi/telemetry.h"
 #include "engine/reducer/device_memory.h"
@@ -34,6 +35,10 @@ struct caravan_handle_s {
 
 namespace caravan {
 namespace {
+
+using capi::check_tensor;
+using capi::fail;
+using capi::guarded;
 
 // This process as a worker, between caravan_init() and caravan_shutdown().
 struct State {
@@ -74,85 +79,9 @@ struct State {
 std::mutex g_mu;  // guards g_state's lifetime (init/shutdown)
 std::shared_ptr<State> g_state;
 
-thread_local int t_code = 0;
-thread_local std::string t_message;
-
-int fail(int code, const std::string& message) {
-  t_code = code;
-  t_message = message;
-  CARAVAN_LOG(DEBUG) << "API error " << code << ": " << message;
-  return code;
-}
-
 std::shared_ptr<State> state() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_state;
-}
-
-// Runs `body`, turning every exception into a code and a message: the
-// library never throws into, or aborts, its caller.
-template <class Body>
-int guarded(Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const Error& e) {
-    return fail(e.code(), e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(CARAVAN_ERR_INTERNAL, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(CARAVAN_ERR_INTERNAL, e.what());
-  } catch (...) {
-    return fail(CARAVAN_ERR_INTERNAL, "unknown exception");
-  }
-}
-
-const char* generic_message(int code) {
-  switch (code) {
-    case CARAVAN_OK:
-      return "success";
-    case CARAVAN_ERR_INVALID_ARGUMENT:
-      return "invalid argument";
-    case CARAVAN_ERR_NOT_INITIALIZED:
-      return "caravan_init() has not been called";
-    case CARAVAN_ERR_MISMATCH:
-      return "tensor reused with another count or dtype";
-    case CARAVAN_ERR_BUSY:
-      return "tensor already has a push_pull in flight";
-    case CARAVAN_ERR_TIMEOUT:
-      return "deadline passed";
-    case CARAVAN_ERR_PEER_LOST:
-      return "a node of the job failed";
-    case CARAVAN_ERR_CONFIG:
-      return "bad configuration";
-    case CARAVAN_ERR_PLUGIN:
-      return "plugin could not be loaded";
-    case CARAVAN_ERR_TRANSPORT:
-      return "transport failure";
-    case CARAVAN_ERR_STATE:
-      return "call not valid in this state";
-    case CARAVAN_ERR_INTERNAL:
-      return "internal error";
-    case CARAVAN_ERR_SERVER:
-      return "a server refused the request";
-  }
-  return "unknown error code";
-}
-
-int check_tensor(const char* name, void* data, size_t count, caravan_dtype dtype) {
-  if (!name || !*name) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "tensor name is NULL or empty");
-  if (!data)
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT,
-                std::string("data is NULL for tensor '") + name + "'");
-  if (count == 0)
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT, std::string("count is 0 for tensor '") + name + "'");
-  if (dtype_size(dtype) == 0)
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT, "dtype " + std::to_string(static_cast<int>(dtype)) +
-                                                  " of tensor '" + name +
-                                                  "' is not a caravan_dtype");
-  if (count > SIZE_MAX / dtype_size(dtype))
-    return fail(CARAVAN_ERR_INVALID_ARGUMENT,
-                std::string("count of tensor '") + name + "' overflows size_t");
-  return 0;
 }
 
 // A push_pull seen done: into the telemetry, once.
@@ -487,11 +416,6 @@ int caravan_get_pushpull_stats(const char* name, caravan_pushpull_stats* out) {
     out->p99_us = t.p99_us;
     return 0;
   });
-}
-
-const char* caravan_strerror(int code) {
-  if (code == t_code && code != 0 && !t_message.empty()) return t_message.c_str();
-  return generic_message(code);
 }
 
 }  // extern "C"

@@ -1,21 +1,19 @@
+// The scheduler's life: listening, the messages it takes, nodes lost, the
+// job's end. Registration and re-forming are scheduler_membership.cc;
+// barriers scheduler_barriers.cc.
 #include "engine/control/scheduler_service.h"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <cstdlib>
 #include <optional>
-#include <tuple>
 
 #include "engine/base/env.h"
 #include "engine/base/error.h"
 #include "engine/base/log.h"
 #include "engine/base/metrics.h"
 #include "engine/base/net.h"
-#include "engine/control/job_settings.h"
 
 namespace caravan {
 
@@ -68,33 +66,6 @@ void SchedulerService::on_heartbeat_tick() {
 int SchedulerService::node_of(int conn) const {
   auto it = nodes_.find(conn);
   return it == nodes_.end() ? 0 : it->second.id;
-}
-
-std::string SchedulerService::missing_summary() const {
-  int servers = 0, workers = 0;
-  for (auto& [c, n] : pending_) (n.role == Role::kServer ? servers : workers)++;
-  if (reforming_) {
-    std::string s = counts_known_
-                        ? std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
-                              " workers (DMLC_NUM_WORKER) resumed"
-                        : "no worker has resumed the suspended job yet (the first "
-                          "brings the counts)";
-    int fresh = 0;
-    for (auto& [c, n] : pending_) fresh += n.role == Role::kServer && brings_counts(n);
-    s += "; " + std::to_string(servers) +
-         (counts_known_ ? " of " + std::to_string(config_.num_servers) : "") +
-         " server(s) (DMLC_NUM_SERVER) registered, " + std::to_string(fresh) +
-         " of them new to the job";
-    for (auto& [key, name] : returning_) s += "; waiting for " + name + " to register again";
-    return s;
-  }
-  std::string s = "registered " + std::to_string(servers) + " of " +
-                  std::to_string(config_.num_servers) + " servers (DMLC_NUM_SERVER) and " +
-                  std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
-                  " workers (DMLC_NUM_WORKER); missing " +
-                  std::to_string(config_.num_servers - servers) + " server(s) and " +
-                  std::to_string(config_.num_workers - workers) + " worker(s)";
-  return s;
 }
 
 void SchedulerService::abort_job(const std::string& why) {
@@ -176,246 +147,6 @@ void SchedulerService::evict(int conn, const std::string& why) {
   }
 }
 
-void SchedulerService::handle_register(int conn, const NodeInfo& n) {
-  auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
-  if (pending_.count(conn) || nodes_.count(conn))
-    return evict(conn, "it registered a second time on one connection");
-  ++registrations_;
-  cv_.notify_all();
-  if (!failure_.empty()) {
-    // A node that starts after the job ended at start-up learns why at
-    // once, rather than after its CARAVAN_CONNECT_TIMEOUT.
-    CARAVAN_LOG(WARNING) << "scheduler: told " << n.describe() << ", which registered late, that "
-                         << "the job ended";
-    send_abort(conn, 0, failure_);
-    hub_.hang_up(conn);
-    return;
-  }
-  // A server that was in the job before a suspend registers without the
-  // counts, which the resumed workers (or nodes new to the job) bring.
-  bool has_counts = brings_counts(n);
-  bool rejoining_server = suspends_ > 0 && n.role == Role::kServer && !has_counts;
-  int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
-  if (table_sent_ && rejoining_server) {
-    // The job resumed before this server was back, and without it.
-    CARAVAN_VLOG(1) << "scheduler: the job resumed without " << n.describe();
-    send_abort(conn, kAbortNotNeeded,
-               "the job resumed with " + std::to_string(want) + " server(s) (DMLC_NUM_SERVER)");
-    hub_.hang_up(conn);
-    return;
-  }
-  if (table_sent_) return refuse_node("the job has already started with all its nodes");
-  if (!counts_known_ && has_counts) take_counts_from(conn, n);
-  if (reforming_ && has_counts && counts_from_ != conn) {
-    std::string mine = counts_text(n.settings), theirs = counts_text(counts_source_.settings);
-    if (mine != theirs)
-      return abort_job(n.describe() + " resumes the job with " + mine + " but " +
-                       counts_source_.describe() + " with " + theirs +
-                       ": call resume() with the same counts on every worker, and start new "
-                       "nodes with them");
-  }
-  if (rejoining_server) returning_.erase(server_key(n));
-  want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
-  int have = 0;
-  for (auto& [c, p] : pending_) have += p.role == n.role;
-  // While the job re-forms, which servers stay is decided once all are in
-  // (send_table_if_complete).
-  bool counted = !(reforming_ && n.role == Role::kServer);
-  if (counted && counts_known_ && have >= want)
-    return refuse_node(std::string("the job already has its ") + std::to_string(want) + " " +
-                       role_name(n.role) + "s (" +
-                       (n.role == Role::kServer ? "DMLC_NUM_SERVER" : "DMLC_NUM_WORKER") +
-                       " on the scheduler is " + std::to_string(want) + ")");
-  std::vector<const NodeInfo*> others;
-  for (auto& [c, p] : pending_) others.push_back(&p);
-  std::string conflict = settings_conflict(config_, n, others);
-  pending_[conn] = n;
-  // The whole job ends: its nodes could only run with wrong sums or wait.
-  if (!conflict.empty()) return abort_job(conflict);
-  CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << "; " << missing_summary();
-  send_table_if_complete();
-}
-
-bool SchedulerService::brings_counts(const NodeInfo& n) {
-  return std::any_of(n.settings.begin(), n.settings.end(),
-                     [](const auto& kv) { return kv.first == "DMLC_NUM_SERVER"; });
-}
-
-std::string SchedulerService::server_key(const NodeInfo& n) {
-  return n.host + "/" + std::to_string(n.pid);
-}
-
-void SchedulerService::send_table_if_complete() {
-  int servers = 0, workers = 0;
-  for (auto& [c, p] : pending_) (p.role == Role::kServer ? servers : workers)++;
-  if (!counts_known_ || workers != config_.num_workers) return;
-  if (!reforming_) {
-    if (servers == config_.num_servers) send_table();
-    return;
-  }
-  // Re-forming: every server of the last generation is back (or given up
-  // on), so which stay does not depend on who came back first: those of
-  // the last generation, lowest ranks first, then new ones.
-  if (!returning_.empty() || servers < config_.num_servers) return;
-  std::vector<std::tuple<bool, int, int>> ranked;  // (new, preferred rank, conn)
-  for (auto& [c, p] : pending_) {
-    if (p.role != Role::kServer) continue;
-    bool fresh = brings_counts(p);
-    ranked.emplace_back(fresh, p.preferred_rank < 0 ? INT_MAX : p.preferred_rank, c);
-  }
-  std::sort(ranked.begin(), ranked.end());
-  std::string counts = std::to_string(config_.num_servers) + " server(s) (DMLC_NUM_SERVER)";
-  for (size_t i = static_cast<size_t>(config_.num_servers); i < ranked.size(); ++i) {
-    auto [fresh, rank, c] = ranked[i];
-    if (fresh) {
-      refuse(c, pending_[c].describe() + ": the job already has its " + counts,
-             "the job already has its " + counts);
-    } else {
-      CARAVAN_VLOG(1) << "scheduler: " << pending_[c].describe() << " is not needed";
-      send_abort(c, kAbortNotNeeded, "the job resumed with " + counts);
-      hub_.hang_up(c);
-      last_seen_.erase(c);
-    }
-    pending_.erase(c);
-  }
-  send_table();
-}
-
-std::string SchedulerService::counts_text(
-    const std::vector<std::pair<std::string, std::string>>& s) {
-  std::string w = "?", v = "?";
-  for (const auto& [key, value] : s) {
-    if (key == "DMLC_NUM_WORKER") w = value;
-    if (key == "DMLC_NUM_SERVER") v = value;
-  }
-  return "DMLC_NUM_WORKER=" + w + " and DMLC_NUM_SERVER=" + v;
-}
-
-void SchedulerService::take_counts_from(int conn, const NodeInfo& node) {
-  counts_from_ = conn;
-  counts_source_ = node;
-  for (const auto& [k, v] : node.settings) {
-    char* end = nullptr;
-    long count = std::strtol(v.c_str(), &end, 10);
-    if (v.empty() || *end || count < 0 || count > (1 << 20)) continue;  // kept as they were
-    if (k == "DMLC_NUM_WORKER") config_.num_workers = static_cast<int>(count);
-    if (k == "DMLC_NUM_SERVER") config_.num_servers = static_cast<int>(count);
-  }
-  counts_known_ = true;
-  CARAVAN_VLOG(1) << "scheduler: " << node.describe() << " resumes the job with "
-                  << config_.num_workers << " worker(s) (DMLC_NUM_WORKER) and "
-                  << config_.num_servers << " server(s) (DMLC_NUM_SERVER)";
-}
-
-void SchedulerService::begin_reforming() {
-  ++suspends_;
-  reforming_ = true;
-  counts_known_ = false;
-  counts_from_ = -1;
-  suspend_asked_ = false;
-  // Every node of the next generation connects anew and hears the new J.
-  auth_.renew_job_nonce();
-  table_sent_ = false;
-  returning_.clear();
-  for (auto& [c, n] : nodes_)
-    if (n.role == Role::kServer) returning_[server_key(n)] = n.describe();
-  returning_deadline_ =
-      std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
-  nodes_.clear();
-  barrier_arrived_.clear();
-  gave_up_.clear();
-  resume_deadline_ =
-      std::chrono::steady_clock::now() + std::chrono::seconds(config_.resume_timeout_s);
-  CARAVAN_VLOG(1) << "scheduler: the job is suspended (suspend " << suspends_ << "); waiting up to "
-                  << config_.resume_timeout_s
-                  << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
-}
-
-void SchedulerService::send_table() {
-  std::vector<NodeInfo> all;
-  for (auto& [c, n] : pending_) all.push_back(n);
-  try {
-    assign_ranks(all, config_.num_servers, config_.num_workers, reforming_);
-  } catch (const Error& e) {
-    abort_job(e.what());
-    return;
-  }
-  size_t i = 0;
-  for (auto& [c, n] : pending_) nodes_[c] = all[i++];
-  pending_.clear();
-  if (participant_) all.push_back(self_);
-  auto body = encode_node_table(all);
-  for (auto& [conn, n] : nodes_) {
-    wire::Header h;
-    h.type = wire::Type::kNodeTable;
-    h.sender = kSchedulerId;
-    h.recipient = n.id;
-    hub_.send(conn, h, body);
-  }
-  table_sent_ = true;
-  if (reforming_) {
-    CARAVAN_VLOG(1) << "scheduler: the job resumed with " << all.size() << " nodes";
-  }
-  reforming_ = false;
-  CARAVAN_VLOG(1) << "scheduler: all " << all.size() << " nodes registered; node table sent";
-  cv_.notify_all();
-}
-
-void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
-  int id = node_of(conn);
-  if (id == 0) return evict(conn, "a barrier from a connection that is no node of the job (yet)");
-  bool final = head.flags & wire::kFinal;
-  int key = final ? -1 : head.cmd;
-  if (final && (head.flags & wire::kSuspend)) {
-    if (participant_)
-      return abort_job(nodes_[conn].describe() +
-                       " asked to suspend the job, which a job whose scheduler takes part (the "
-                       "ps-lite form) cannot do");
-    suspend_asked_ = true;
-  }
-  barrier_arrived_[key].insert(id);
-  complete_barrier_if_ready(key, head.cmd, final);
-}
-
-std::vector<const NodeInfo*> SchedulerService::barrier_members(int group, bool final) const {
-  std::vector<const NodeInfo*> members;
-  if (participant_ && (final || (group & kSchedulerGroup))) members.push_back(&self_);
-  for (auto& [c, n] : nodes_) {
-    int g = n.role == Role::kServer ? kServerGroup : kWorkerGroup;
-    if (final || (group & g)) members.push_back(&n);
-  }
-  return members;
-}
-
-std::string SchedulerService::barrier_waiting_for(int group, bool final) const {
-  int key = final ? -1 : group;
-  auto it = barrier_arrived_.find(key);
-  std::string names;
-  size_t missing = 0;
-  for (const NodeInfo* n : barrier_members(group, final)) {
-    if (it != barrier_arrived_.end() && it->second.count(n->id)) continue;
-    if (missing++ < 8) names += (names.empty() ? "" : ", ") + n->describe();
-  }
-  if (missing == 0) return "";
-  if (missing > 8) names += " and " + std::to_string(missing - 8) + " more";
-  return std::to_string(missing) + " node(s) that have not arrived: " + names;
-}
-
-void SchedulerService::handle_barrier_waiting(int conn, const wire::Header& head) {
-  bool final = head.flags & wire::kFinal;
-  std::string text = barrier_waiting_for(head.cmd, final);
-  if (text.empty())
-    text = "no node any more (every member has arrived; the completion is on its way)";
-  else
-    gave_up_[conn] = text;  // it leaves next: its loss is not a crash
-  wire::Header h;
-  h.type = wire::Type::kBarrierWaiting;
-  h.sender = kSchedulerId;
-  h.cmd = head.cmd;
-  h.flags = head.flags & wire::kFinal;
-  hub_.send(conn, h, std::vector<uint8_t>(text.begin(), text.end()));
-}
-
 void SchedulerService::handle_node_abort(int conn, const std::string& why) {
   for (auto* m : {&pending_, &nodes_}) {
     auto it = m->find(conn);
@@ -424,50 +155,6 @@ void SchedulerService::handle_node_abort(int conn, const std::string& why) {
     return abort_job(it->second.describe() + " ended the job: " + why);
   }
   evict(conn, "an ABORT from a connection that is no node of the job");
-}
-
-void SchedulerService::complete_barrier_if_ready(int key, int group, bool final) {
-  auto& arrived = barrier_arrived_[key];
-  size_t expected = barrier_members(group, final).size();
-  CARAVAN_VLOG(1) << "scheduler: barrier " << (final ? "shutdown" : std::to_string(group)) << ": "
-                  << arrived.size() << " of " << expected << " arrived";
-  if (arrived.size() < expected) return;
-  wire::Header h;
-  h.type = wire::Type::kBarrierDone;
-  h.sender = kSchedulerId;
-  h.cmd = group;
-  h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
-  bool suspend = final && suspend_asked_;
-  if (suspend) h.flags |= wire::kSuspend;
-  for (auto& [c, n] : nodes_)
-    if (arrived.count(n.id)) hub_.send(c, h, {});
-  if (arrived.count(kSchedulerId)) local_done_[key]++;
-  barrier_arrived_.erase(key);
-  if (suspend)
-    begin_reforming();
-  else if (final)
-    finished_ = true;
-  cv_.notify_all();
-}
-
-void SchedulerService::barrier(int group, bool final, int timeout_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
-  int key = final ? -1 : group;
-  int before = local_done_[key];
-  barrier_arrived_[key].insert(kSchedulerId);
-  complete_barrier_if_ready(key, group, final);
-  auto done = [&] { return local_done_[key] > before || !failure_.empty(); };
-  if (timeout_s < 0) {
-    cv_.wait(lock, done);
-  } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
-    throw Error(CARAVAN_ERR_TIMEOUT,
-                std::string(final ? "the shutdown barrier"
-                                  : "a barrier of group " + std::to_string(group)) +
-                    " timed out after " + std::to_string(timeout_s) +
-                    " s on the scheduler, waiting for " + barrier_waiting_for(group, final));
-  }
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
 }
 
 void SchedulerService::on_closed(int conn, const std::string& why) {

@@ -1,6 +1,8 @@
 // The scheduler role: registers nodes, assigns ranks, hands out the node
 // table, runs barriers, and ends the job, cleanly or with the name of the
-// node that was lost.
+// node that was lost. Defined in three files: scheduler_service.cc (its
+// life and messages), scheduler_membership.cc (registration, ranks,
+// re-forming) and scheduler_barriers.cc.
 #pragma once
 
 #include <chrono>
