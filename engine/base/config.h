@@ -62,12 +62,20 @@ struct JobConfig {
   std::string debug_sample_tensor;      // BYTEPS_DEBUG_SAMPLE_TENSOR: a tensor name
   int connect_timeout_s = 60;           // CARAVAN_CONNECT_TIMEOUT
   int resume_timeout_s = 600;           // CARAVAN_RESUME_TIMEOUT
+  // CARAVAN_ELASTIC (the same on every node; the scheduler acts on it): a
+  // lost worker or server regroups the job instead of ending it, while
+  // CARAVAN_MIN_WORKERS remain.
+  bool elastic = false;
+  int min_workers = 1;  // CARAVAN_MIN_WORKERS
   // Not from the environment: this node joins a suspended job again
   // (caravan_resume; a server after a suspend), so it waits up to
   // CARAVAN_RESUME_TIMEOUT for the others, and a server leaves the counts
   // to the workers.
   bool resuming = false;
-  int resume_rank = -1;          // resuming: the rank asked (a wish, not DMLC_WORKER_ID), -1 none
+  int resume_rank = -1;  // resuming: the rank asked (a wish, not DMLC_WORKER_ID), -1 none
+  // Not from the environment: a worker joining the generation after a
+  // regroup (caravan_rejoin), which leaves the counts to the scheduler.
+  bool regrouped = false;
   int op_timeout_s = 600;        // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;  // PS_HEARTBEAT_INTERVAL (0 = off)
   int heartbeat_timeout_s = 20;  // PS_HEARTBEAT_TIMEOUT

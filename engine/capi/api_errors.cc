@@ -39,6 +39,8 @@ const char* generic_message(int code) {
       return "internal error";
     case CARAVAN_ERR_SERVER:
       return "a server refused the request";
+    case CARAVAN_ERR_REGROUPED:
+      return "the job lost a node and goes on without it: call caravan_rejoin()";
   }
   return "unknown error code";
 }

@@ -175,15 +175,28 @@ extern "C" {
 
 namespace {
 
-// caravan_init, and caravan_resume's join (`resuming`, asking for node
-// rank `resume_rank`).
-int join_job(bool resuming, int resume_rank) {
-  return guarded([resuming, resume_rank]() -> int {
+// caravan_init, and the joins of caravan_resume and caravan_rejoin
+// (`resuming`, asking for node rank `resume_rank`; `regrouped`: the
+// scheduler has the job's counts).
+int join_job(bool resuming, int resume_rank, bool regrouped = false) {
+  constexpr int kJoinTries = 8;
+  return guarded([&]() -> int {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
     Log::configure_from_env();
     auto s = std::make_shared<State>();
-    s->worker = start_worker(&s->config, resuming, resume_rank);
+    // Another node lost while this one joins (CARAVAN_ELASTIC) makes a
+    // generation that never started: join the next.
+    for (int tries = 1;; ++tries) {
+      try {
+        s->worker = start_worker(&s->config, resuming, resume_rank, regrouped);
+        break;
+      } catch (const Error& e) {
+        if (e.code() != CARAVAN_ERR_REGROUPED || tries == kJoinTries) throw;
+        CARAVAN_LOG(WARNING) << e.what() << "; joining the next generation";
+        resuming = regrouped = true;
+      }
+    }
     if (s->config.telemetry != 0)
       s->telemetry =
           std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
@@ -248,6 +261,29 @@ int caravan_resume(int num_workers, int num_servers, int rank) {
     g_suspended.reset();
   }
   return rc;
+}
+
+int caravan_rejoin(void) {
+  int rank = -1;
+  int rc = guarded([&]() -> int {
+    std::shared_ptr<State> s;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_state) return not_initialized();
+      if (!g_state->worker->regrouped())
+        return fail(CARAVAN_ERR_STATE,
+                    "caravan_rejoin(): the job has not regrouped (it does after losing a node, "
+                    "with CARAVAN_ELASTIC=1, and then operations fail with "
+                    "CARAVAN_ERR_REGROUPED)");
+      rank = g_state->worker->rank();
+      s.swap(g_state);
+    }
+    // The generation is over: its node goes without a shutdown barrier.
+    s.reset();
+    return 0;
+  });
+  if (rc != 0) return rc;
+  return join_job(true, rank, true);
 }
 
 int caravan_rank(void) { return ask_worker(&Worker::rank); }

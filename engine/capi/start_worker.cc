@@ -17,7 +17,8 @@
 
 namespace caravan {
 
-std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int resume_rank) {
+std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int resume_rank,
+                                     bool regrouped) {
   // The job's shape decides which other variables are required, so it is
   // read first.
   int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
@@ -26,6 +27,7 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int r
   JobConfig config = JobConfig::from_env(std::nullopt, !plan.joins_job, resuming);
   config.resuming = resuming;
   config.resume_rank = resume_rank;
+  config.regrouped = regrouped;
   if (config.role != Role::kWorker)
     throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
                                        ": caravan_init() joins as a worker; run the " +
@@ -37,6 +39,11 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int r
   bind_worker_cpus(CpuSettings::from_env());
   CARAVAN_LOG(INFO) << plan.reason;
   if (config_out) *config_out = config;
+  if (config.elastic && plan.local_group)
+    throw Error(CARAVAN_ERR_CONFIG,
+                "CARAVAN_ELASTIC=1 with BYTEPS_LOCAL_SIZE=" + std::to_string(local.local_size) +
+                    ": a machine of several worker processes cannot regroup (yet); run one "
+                    "worker process per machine, or leave CARAVAN_ELASTIC unset");
   if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);
   if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
   Log::set_node_label("worker 0");

@@ -14,10 +14,11 @@ struct JobConfig;
 // Reads the environment, chooses how this worker takes part (said in the
 // log at info level, with the reason) and joins. Throws caravan::Error.
 // `config`, when given, receives the job's configuration as read.
-// `resuming`: caravan_resume, which waits for the others up to
-// CARAVAN_RESUME_TIMEOUT and asks for node rank `resume_rank` (-1: none).
+// `resuming`: caravan_resume or caravan_rejoin, which wait for the others
+// up to CARAVAN_RESUME_TIMEOUT and ask for node rank `resume_rank` (-1:
+// none); `regrouped`: caravan_rejoin, whose counts are the scheduler's.
 std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr, bool resuming = false,
-                                     int resume_rank = -1);
+                                     int resume_rank = -1, bool regrouped = false);
 
 // What caravan_suspend leaves for caravan_resume.
 struct Suspended {

@@ -127,16 +127,18 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
         return false;
       }
     case wire::Type::kAbort:
-      if (receiver == ControlReceiver::kScheduler && head.cmd != 0) {
-        *why = "an ABORT of kind " + std::to_string(head.cmd) +
-               " from a node (it sends 0: it "
-               "ends the job)";
+      if (receiver == ControlReceiver::kScheduler && head.cmd != 0 && head.cmd != kAbortRegroup) {
+        *why = "an ABORT of kind " + std::to_string(head.cmd) + " from a node (it sends 0: it " +
+               "ends the job, or " + std::to_string(kAbortRegroup) +
+               ": it takes the scheduler's regroup)";
         return false;
       }
-      if (head.cmd != 0 && head.cmd != kAbortRefused && head.cmd != kAbortNotNeeded) {
+      if (head.cmd != 0 && head.cmd != kAbortRefused && head.cmd != kAbortNotNeeded &&
+          head.cmd != kAbortRegroup) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " (0: the job ended, " +
                std::to_string(kAbortRefused) + ": this node is refused, " +
-               std::to_string(kAbortNotNeeded) + ": the job resumed without this server)";
+               std::to_string(kAbortNotNeeded) + ": the job resumed without this server, " +
+               std::to_string(kAbortRegroup) + ": the job regroups without a lost node)";
         return false;
       }
       out->text.assign(body.begin(), body.end());

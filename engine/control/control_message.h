@@ -27,6 +27,12 @@ constexpr int32_t kAbortRefused = 1;
 // ABORT's head.cmd after a suspend: the workers resumed with fewer
 // servers, and this server, not among them, leaves cleanly.
 constexpr int32_t kAbortNotNeeded = 2;
+// ABORT's head.cmd with CARAVAN_ELASTIC: the job lost a node (the text
+// says which) and re-forms without it; this generation ends, and every
+// node left registers again for the next. Each answers at once with an
+// ABORT of this kind (no text): a node of the ended generation whose
+// connection closes before it answered is lost too.
+constexpr int32_t kAbortRegroup = 3;
 
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).
 constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE

@@ -109,6 +109,7 @@ Settings shared_settings(const JobConfig& c, const std::string& van, size_t van_
        c.partition_bytes > 0 ? std::to_string(c.partition_bytes) : "unset"},
       {"BYTEPS_MIN_COMPRESS_BYTES", std::to_string(c.min_compress_bytes)},
       {"BYTEPS_ENABLE_MIXED_MODE", c.enable_mixed_mode ? "1" : "0"},
+      {"CARAVAN_ELASTIC", c.elastic ? "1" : "0"},
   };
 }
 
@@ -121,6 +122,12 @@ std::string settings_conflict(const JobConfig& sched, const NodeInfo& n,
       return n.describe() + " has " + var + "=" + *have + " but the scheduler has " + var + "=" +
              std::to_string(want) + ": set it the same on every node";
   }
+  // A worker must know whether a lost peer ends the job or regroups it.
+  const std::string* elastic = find(n.settings, "CARAVAN_ELASTIC");
+  if (elastic && *elastic != (sched.elastic ? "1" : "0"))
+    return n.describe() + " has CARAVAN_ELASTIC=" + *elastic +
+           " but the scheduler has CARAVAN_ELASTIC=" + (sched.elastic ? "1" : "0") +
+           ": set it the same on every node";
   if (std::string why = heartbeat_conflict(sched, n); !why.empty()) return why;
   if (n.role == Role::kScheduler) return "";
   for (const Shared& s : kShared) {

@@ -84,7 +84,7 @@ void SchedulerService::complete_barrier_if_ready(int key, int group, bool final)
   if (arrived.count(kSchedulerId)) local_done_[key]++;
   barrier_arrived_.erase(key);
   if (suspend)
-    begin_reforming();
+    begin_reforming("the job is suspended");
   else if (final)
     finished_ = true;
   cv_.notify_all();

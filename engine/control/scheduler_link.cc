@@ -62,6 +62,17 @@ std::string SchedulerLink::failure() const {
   return failure_;
 }
 
+int SchedulerLink::failure_code() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_.empty() ? 0 : failure_code_;
+}
+
+bool SchedulerLink::wait_regrouped(std::chrono::milliseconds deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, deadline, [&] { return !failure_.empty() || closing_; });
+  return !failure_.empty() && failure_code_ == CARAVAN_ERR_REGROUPED;
+}
+
 void SchedulerLink::on_lost(const std::string& why) {
   std::string hint;
   {
@@ -84,7 +95,10 @@ void SchedulerLink::fail(const std::string& why, int code) {
     failure_code_ = code;
     cv_.notify_all();
   }
-  CARAVAN_LOG(ERROR) << why;
+  // A regroup is the job going on: the node says what it does next.
+  if (code != CARAVAN_ERR_REGROUPED) {
+    CARAVAN_LOG(ERROR) << why;
+  }
   if (on_failure_) on_failure_(why);
 }
 
@@ -125,10 +139,17 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
         not_needed_ = true;
         if (failure_.empty()) failure_ = msg.text;
         cv_.notify_all();
-      } else if (head.cmd == kAbortRefused)
+      } else if (head.cmd == kAbortRefused) {
         fail("the scheduler at " + scheduler_name() + " refused this node: " + msg.text,
              CARAVAN_ERR_CONFIG);
-      else
+      } else if (head.cmd == kAbortRegroup) {
+        wire::Header h;
+        h.type = wire::Type::kAbort;
+        h.sender = my_id_;
+        h.cmd = kAbortRegroup;
+        hub_.send(conn_, h, {});
+        fail("the job regroups (CARAVAN_ELASTIC): " + msg.text, CARAVAN_ERR_REGROUPED);
+      } else
         fail("the scheduler aborted the job: " + msg.text);
       break;
     case wire::Type::kAuthChallenge:
@@ -256,7 +277,7 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
 bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) {
   int key = final ? -1 : group;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  if (!failure_.empty()) throw Error(failure_code_, failure_);
   int before = barriers_done_[key];
   lock.unlock();
   wire::Header h;
@@ -278,7 +299,7 @@ bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) 
                                          " s: the scheduler at " + scheduler_name() +
                                          " is still waiting for " + waiting);
   }
-  if (!failure_.empty()) throw Error(CARAVAN_ERR_PEER_LOST, failure_);
+  if (!failure_.empty()) throw Error(failure_code_, failure_);
   return final && suspended_;
 }
 

@@ -63,6 +63,13 @@ class SchedulerLink {
   // Hangs up; after the shutdown barrier this is the clean end.
   void close();
   std::string failure() const;
+  // The failure's code (0: none): CARAVAN_ERR_REGROUPED when the scheduler
+  // regroups the job without a lost node (kAbortRegroup).
+  int failure_code() const;
+  // Waits up to `deadline` for the link to fail; whether it failed with
+  // the scheduler's regroup. A peer's loss reaches a node over the van
+  // and the scheduler's word over this link, in either order.
+  bool wait_regrouped(std::chrono::milliseconds deadline);
   // When heartbeats are on and the scheduler has missed one (silent for
   // longer than PS_HEARTBEAT_INTERVAL): "the scheduler at ... has been
   // silent for 2.4 s as well ...", for an error that a loss elsewhere

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -61,6 +62,18 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   // A server that was in the job before a suspend registers without the
   // counts, which the resumed workers (or nodes new to the job) bring.
   bool has_counts = brings_counts(n);
+  if (regrouping_ && has_counts)
+    return refuse_node(
+        "the job regroups after losing a node (CARAVAN_ELASTIC); only the nodes left may join "
+        "it");
+  if (regrouping_) {
+    // A node of the last generation: its counts are the scheduler's.
+    if (!returning_.erase(server_key(n)))
+      return refuse_node("it was not in the job's last generation, which regroups now");
+    pending_[conn] = n;
+    CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << " again; " << missing_summary();
+    return send_table_if_complete();
+  }
   bool rejoining_server = suspends_ > 0 && n.role == Role::kServer && !has_counts;
   int want = n.role == Role::kServer ? config_.num_servers : config_.num_workers;
   if (table_sent_ && rejoining_server) {
@@ -115,6 +128,19 @@ std::string SchedulerService::server_key(const NodeInfo& n) {
 void SchedulerService::send_table_if_complete() {
   int servers = 0, workers = 0;
   for (auto& [c, p] : pending_) (p.role == Role::kServer ? servers : workers)++;
+  if (regrouping_) {
+    // The nodes that came back (the others lost or given up on) are the job.
+    if (!returning_.empty()) return;
+    if (workers < config_.min_workers || servers == 0)
+      return abort_job("the job could not regroup: " + std::to_string(workers) + " worker(s) and " +
+                       std::to_string(servers) + " server(s) came back (CARAVAN_MIN_WORKERS=" +
+                       std::to_string(config_.min_workers) + ")");
+    config_.num_workers = workers;
+    config_.num_servers = servers;
+    regrouping_ = false;
+    unanswered_.clear();
+    return send_table();
+  }
   if (!counts_known_ || workers != config_.num_workers) return;
   if (!reforming_) {
     if (servers == config_.num_servers) send_table();
@@ -174,7 +200,7 @@ void SchedulerService::take_counts_from(int conn, const NodeInfo& node) {
                   << config_.num_servers << " server(s) (DMLC_NUM_SERVER)";
 }
 
-void SchedulerService::begin_reforming() {
+void SchedulerService::begin_reforming(const std::string& what) {
   ++suspends_;
   reforming_ = true;
   counts_known_ = false;
@@ -193,9 +219,58 @@ void SchedulerService::begin_reforming() {
   gave_up_.clear();
   resume_deadline_ =
       std::chrono::steady_clock::now() + std::chrono::seconds(config_.resume_timeout_s);
-  CARAVAN_VLOG(1) << "scheduler: the job is suspended (suspend " << suspends_ << "); waiting up to "
-                  << config_.resume_timeout_s
-                  << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
+  CARAVAN_VLOG(1) << "scheduler: " << what << " (generation " << suspends_
+                  << " ended); waiting up to " << config_.resume_timeout_s
+                  << " s (CARAVAN_RESUME_TIMEOUT) for the next generation";
+}
+
+bool SchedulerService::regroup_without(int conn, const std::string& why) {
+  auto it = nodes_.find(conn);
+  if (!config_.elastic || participant_ || it == nodes_.end() || !table_sent_ || finished_ ||
+      !failure_.empty())
+    return false;
+  // A worker is leaving already: regrouping would fail its shutdown.
+  // (Servers wait at the shutdown barrier all along.)
+  if (auto final = barrier_arrived_.find(-1); final != barrier_arrived_.end()) {
+    for (auto& [c, n] : nodes_)
+      if (n.role == Role::kWorker && final->second.count(n.id)) return false;
+  }
+  NodeInfo lost = it->second;
+  nodes_.erase(it);
+  hub_.hang_up(conn);  // a stopped process that wakes finds itself out
+  last_seen_.erase(conn);
+  int workers = 0, servers = 0;
+  for (auto& [c, n] : nodes_) (n.role == Role::kServer ? servers : workers)++;
+  std::string lost_text = "lost " + lost.describe() + ": " + why;
+  if (workers < config_.min_workers) {
+    abort_job(
+        lost_text + "; " + std::to_string(workers) +
+        " worker(s) left, fewer than CARAVAN_MIN_WORKERS=" + std::to_string(config_.min_workers));
+    return true;
+  }
+  if (servers == 0) {
+    abort_job(lost_text + "; no server left");
+    return true;
+  }
+  std::string text = lost_text + "; the job goes on with the " + std::to_string(workers) +
+                     " worker(s) and " + std::to_string(servers) + " server(s) left";
+  CARAVAN_LOG(WARNING) << "scheduler: " << text << " (CARAVAN_ELASTIC)";
+  std::map<std::string, std::string> left;
+  unanswered_.clear();
+  for (auto& [c, n] : nodes_) {
+    send_abort(c, kAbortRegroup, text);
+    left[server_key(n)] = n.describe();
+    unanswered_[c] = server_key(n);
+  }
+  begin_reforming("the job regroups");
+  // Every node left comes back, without counts: they are the scheduler's.
+  regrouping_ = true;
+  counts_known_ = true;
+  config_.num_workers = workers;
+  config_.num_servers = servers;
+  returning_ = std::move(left);
+  cv_.notify_all();
+  return true;
 }
 
 void SchedulerService::send_table() {

@@ -53,9 +53,12 @@ void SchedulerService::on_heartbeat_tick() {
       auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - it->second).count();
       if (silent >= config_.heartbeat_timeout_s) {
         metrics::registry().peers_lost.add();
-        abort_job("lost " + n.describe() + ": no heartbeat for " + std::to_string(silent) +
-                  " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
-                  "); the process hangs, is stopped, or its network is down");
+        std::string why =
+            "no heartbeat for " + std::to_string(silent) +
+            " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) +
+            "); the process hangs, is stopped, or its network is down";
+        if (m == &nodes_ && regroup_without(conn, why)) return;
+        abort_job("lost " + n.describe() + ": " + why);
         return;
       }
       hub_.send(conn, h, {});
@@ -103,6 +106,12 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
       handle_barrier_waiting(conn, msg.head);
       break;
     case wire::Type::kAbort:
+      if (msg.head.cmd == kAbortRegroup) {
+        // A node of the ended generation took the regroup: its connection
+        // closing from now on is no loss.
+        unanswered_.erase(conn);
+        break;
+      }
       handle_node_abort(conn, msg.text);
       break;
     case wire::Type::kAuthHello:
@@ -189,20 +198,34 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
     abort_job("lost " + n.describe() + " during start-up: " + why);
     return;
   }
+  if (auto gone = unanswered_.find(conn); gone != unanswered_.end()) {
+    // It closed before taking the regroup: lost as well.
+    if (auto r = returning_.find(gone->second); r != returning_.end()) {
+      CARAVAN_LOG(WARNING) << "scheduler: lost " << r->second << " while the job regroups (" << why
+                           << "); going on without it";
+      returning_.erase(r);
+    }
+    unanswered_.erase(gone);
+    send_table_if_complete();
+    return;
+  }
   auto it = nodes_.find(conn);
   if (it == nodes_.end()) return;
   NodeInfo n = it->second;
-  nodes_.erase(it);
   if (finished_) {
+    nodes_.erase(it);
     cv_.notify_all();
     return;
   }
   metrics::registry().peers_lost.add();
+  std::string lost =
+      "its control connection closed (" + why + "); the process exited or crashed before shutdown";
+  if (!gave_up_.count(conn) && regroup_without(conn, lost)) return;
+  nodes_.erase(it);
   if (auto gave_up = gave_up_.find(conn); gave_up != gave_up_.end())
     return abort_job(n.describe() + " left after its barrier timed out waiting for " +
                      gave_up->second);
-  abort_job("lost " + n.describe() + ": its control connection closed (" + why +
-            "); the process exited or crashed before shutdown");
+  abort_job("lost " + n.describe() + ": " + lost);
 }
 
 namespace {
@@ -285,7 +308,7 @@ int SchedulerService::finish() {
         CARAVAN_LOG(WARNING) << "scheduler: going on without " << who
                              << ", which did not register again within "
                              << config_.connect_timeout_s
-                             << " s of the suspend (CARAVAN_CONNECT_TIMEOUT)";
+                             << " s of the generation's end (CARAVAN_CONNECT_TIMEOUT)";
         returning_.clear();
         send_table_if_complete();
       }

@@ -82,10 +82,19 @@ class SchedulerService {
   // ABORT of `kind` (0: the job ended, kAbortRefused) with `text` to `conn`.
   void send_abort(int conn, int32_t kind, const std::string& text);
   std::string missing_summary() const;
-  // The shutdown barrier completed as a suspend: forget this generation's
-  // nodes (their connections close next, which is no loss) and wait up to
+  // The shutdown barrier completed as a suspend, or the job regroups
+  // (`what` says which, for the log): forget this generation's nodes
+  // (their connections close next, which is no loss) and wait up to
   // CARAVAN_RESUME_TIMEOUT for the next one. Caller holds mu_.
-  void begin_reforming();
+  void begin_reforming(const std::string& what);
+  // CARAVAN_ELASTIC: the node of `conn` (in nodes_) is lost for `why`:
+  // every other node hears kAbortRegroup, and the job re-forms with the
+  // nodes left, once each has registered again (or CARAVAN_CONNECT_TIMEOUT
+  // passed). Returns false, changing nothing, when the job does not
+  // regroup (not elastic, the ps-lite form, the shutdown barrier under
+  // way); ends the job when too few workers or no server would be left.
+  // Caller holds mu_.
+  bool regroup_without(int conn, const std::string& why);
   // After a suspend, the first node to register with counts (a resumed
   // worker, or a node new to the job) brings them. Caller holds mu_.
   void take_counts_from(int conn, const NodeInfo& node);
@@ -100,7 +109,7 @@ class SchedulerService {
   // a server registering again after a suspend (they are the workers' to
   // say then).
   static bool brings_counts(const NodeInfo& n);
-  // A server across a suspend: its host and pid.
+  // A node across a suspend or a regroup: its host and pid.
   static std::string server_key(const NodeInfo& n);
   int node_of(int conn) const;
 
@@ -126,11 +135,18 @@ class SchedulerService {
   int counts_from_ = -1;      // the connection of the node that brought them
   NodeInfo counts_source_;    // and that node
   std::chrono::steady_clock::time_point resume_deadline_;
-  // The servers of the last generation not yet registered again (key:
-  // server_key, value: described), and until when they are waited for.
+  // The servers of the last generation (after a regroup, its nodes) not
+  // yet registered again (key: server_key, value: described), and until
+  // when they are waited for.
   std::map<std::string, std::string> returning_;
   std::chrono::steady_clock::time_point returning_deadline_;
   int suspends_ = 0;
+  // Re-forming after a lost node (CARAVAN_ELASTIC): every node left is in
+  // returning_, and the counts are those that come back.
+  bool regrouping_ = false;
+  // The ended generation's connections (to their server_key) that have not
+  // yet answered the regroup.
+  std::map<int, std::string> unanswered_;
   std::string failure_;
   bool participant_ = false;
   NodeInfo self_;

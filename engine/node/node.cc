@@ -44,8 +44,9 @@ void Node::join(NodeOptions& options) {
                              : config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
   self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
-  if (config_.resuming && config_.role == Role::kServer) {
-    // The workers that resume bring the job's new counts.
+  if ((config_.resuming && config_.role == Role::kServer) || config_.regrouped) {
+    // The workers that resume bring the job's new counts; after a regroup
+    // the scheduler has them.
     auto& st = self_.settings;
     st.erase(std::remove_if(st.begin(), st.end(),
                             [](const auto& kv) {
@@ -151,7 +152,10 @@ std::vector<const NodeInfo*> Node::nodes_of(Role role) const {
 
 void Node::on_failure(const std::string& why) {
   metrics::registry().peers_lost.add();
-  if (kv_) kv_->fail_all(CARAVAN_ERR_PEER_LOST, why);
+  // The link's code: a regroup (CARAVAN_ELASTIC) abandons the operations
+  // in flight rather than failing the job.
+  int code = link_.failure_code();
+  if (kv_) kv_->fail_all(code ? code : CARAVAN_ERR_PEER_LOST, why);
   // A van may keep messages queued for a peer that died (and keep reading
   // the caller's memory for them); closing every path makes it drop them
   // and report each as over (SENT with CLOSED, from a later poll), so no

@@ -2,6 +2,7 @@
 // scheduler, the node table and the KV endpoint, from joining to leaving.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -51,6 +52,11 @@ class Node {
   KVEndpoint& kv() { return *kv_; }
   Van& van() { return *van_; }
   std::string failure() const { return link_.failure(); }
+  // Whether the scheduler regrouped the job without a lost node
+  // (CARAVAN_ELASTIC): this generation is over.
+  bool regrouped() const { return link_.failure_code() == CARAVAN_ERR_REGROUPED; }
+  // SchedulerLink::wait_regrouped.
+  bool wait_regrouped(std::chrono::milliseconds deadline) { return link_.wait_regrouped(deadline); }
   // SchedulerLink::silence_note.
   std::string scheduler_silence() const { return link_.silence_note(); }
 

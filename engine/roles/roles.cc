@@ -23,8 +23,8 @@ int run_scheduler(const JobConfig& config) {
 
 namespace {
 
-// One generation of the job as a server: joins, sums until the job ends
-// or is suspended, and leaves. Sets *suspended and, for the next
+// One generation of the job as a server: joins, sums until the job ends,
+// is suspended or regroups without a lost node, and leaves. Sets *suspended and, for the next
 // generation, *rank.
 int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* rank) {
   JobConfig config = joined_with;
@@ -55,8 +55,15 @@ int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* 
   try {
     *suspended = node.leave(-1);
   } catch (const Error& e) {
-    CARAVAN_LOG(ERROR) << e.what();
-    rc = 1;
+    if (node.regrouped()) {
+      // CARAVAN_ELASTIC: the rounds of this generation are dropped; the
+      // workers left push their step again in the next.
+      CARAVAN_LOG(WARNING) << e.what() << "; serving the next generation";
+      *suspended = true;
+    } else {
+      CARAVAN_LOG(ERROR) << e.what();
+      rc = 1;
+    }
   }
   // The server holds messages the van lent (queued requests, the rounds'
   // first pushes): it must be gone before the node closes the van, and the
@@ -82,13 +89,18 @@ int run_server(const JobConfig& config) {
     } catch (const LeftOutOfJob& e) {
       CARAVAN_VLOG(1) << "leaving: " << e.what();
       return 0;
+    } catch (const Error& e) {
+      // Another node was lost while this one joined a generation.
+      if (e.code() != CARAVAN_ERR_REGROUPED) throw;
+      CARAVAN_LOG(WARNING) << e.what() << "; joining the next generation";
+      suspended = true;
     }
     if (rc != 0 || !suspended) return rc;
     // The same rank again where the resumed job has room for it.
     next.resume_rank = rank;
     next.resuming = true;
-    CARAVAN_VLOG(1) << "the job is suspended; waiting up to " << config.resume_timeout_s
-                    << " s (CARAVAN_RESUME_TIMEOUT) for the workers to resume it";
+    CARAVAN_VLOG(1) << "waiting up to " << config.resume_timeout_s
+                    << " s (CARAVAN_RESUME_TIMEOUT) for the job's next generation";
   }
 }
 

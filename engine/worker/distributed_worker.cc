@@ -32,7 +32,7 @@ std::vector<int> home_servers(const std::vector<const NodeInfo*>& workers,
 
 DistributedWorker::DistributedWorker(const JobConfig& config,
                                      std::function<void(const std::string&)> on_failure)
-    : op_timeout_s_(config.op_timeout_s), size_(config.num_workers) {
+    : op_timeout_s_(config.op_timeout_s), elastic_(config.elastic), size_(config.num_workers) {
   NodeOptions options;
   options.on_request = [](KVMessage&& req) {
     CARAVAN_LOG(WARNING) << "worker: dropping a request from node " << req.head.sender << " ("
@@ -40,6 +40,9 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
   };
   options.on_failure = std::move(on_failure);
   node_ = std::make_unique<Node>(config, std::move(options));
+  // After a regroup the scheduler chose the counts (DMLC_NUM_WORKER is the
+  // job's first).
+  size_ = static_cast<int>(node_->nodes_of(Role::kWorker).size());
   std::vector<ServerPeer> servers;
   std::set<std::string> hosts, worker_hosts;
   int workers_here = 0;
@@ -54,8 +57,8 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
     colocated.push_back(worker_hosts.count(n->host) > 0);
   }
   hosts.insert(worker_hosts.begin(), worker_hosts.end());
-  std::vector<int> homes = home_servers(node_->nodes_of(Role::kWorker),
-                                        node_->nodes_of(Role::kServer), config.num_workers);
+  std::vector<int> homes =
+      home_servers(node_->nodes_of(Role::kWorker), node_->nodes_of(Role::kServer), size_);
   if (config.enable_mixed_mode) {
     ServerShares mixed = mixed_mode_shares(colocated, worker_hosts.size());
     for (size_t i = 0; i < mixed.shares.size(); ++i) servers[i].share = mixed.shares[i];
@@ -68,6 +71,8 @@ DistributedWorker::DistributedWorker(const JobConfig& config,
   // Every worker sees the same nodes, so all choose the same partitions
   // (and so the same keys).
   JobConfig chosen = config;
+  chosen.num_workers = size_;
+  chosen.num_servers = static_cast<int>(servers.size());
   chosen.compressed_partition_bytes = config.partition_bytes
                                           ? config.partition_bytes
                                           : static_cast<int64_t>(kCompressedPartitionBytes);
@@ -122,7 +127,14 @@ Operation& operation_of(Worker::Op& op) {
 std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, void* data,
                                                       size_t count, int dtype, int priority,
                                                       int root) {
-  return client_->submit(name, data, count, dtype, priority, root);
+  try {
+    return client_->submit(name, data, count, dtype, priority, root);
+  } catch (const Error& e) {
+    std::string why = e.what();
+    int rc = explain_failure(e.code(), &why);
+    if (rc == e.code()) throw;
+    throw Error(rc, why);
+  }
 }
 
 std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
@@ -141,19 +153,28 @@ std::optional<Worker::Pipelined> DistributedWorker::submit_pipelined(
 }
 
 int DistributedWorker::poll(Op& op, std::string* error) {
-  return with_scheduler_silence(client_->poll(operation_of(op), error), error);
+  return explain_failure(client_->poll(operation_of(op), error), error);
 }
 
 int DistributedWorker::wait(Op& op, std::string* error) {
-  return with_scheduler_silence(client_->wait(operation_of(op), error), error);
+  return explain_failure(client_->wait(operation_of(op), error), error);
 }
 
-// A peer lost while the scheduler too has gone quiet: a server that
-// noticed the scheduler's loss first and left ends this worker's
-// push_pull before its own heartbeat check does, and the error would name
-// only the server.
-int DistributedWorker::with_scheduler_silence(int rc, std::string* error) const {
-  if ((rc == CARAVAN_ERR_PEER_LOST || rc == CARAVAN_ERR_TRANSPORT) && error) {
+int DistributedWorker::explain_failure(int rc, std::string* error) const {
+  if (rc != CARAVAN_ERR_PEER_LOST && rc != CARAVAN_ERR_TRANSPORT) return rc;
+  // A server leaving the regrouped generation may close its van paths
+  // before this worker hears the scheduler; the scheduler sends its word
+  // first, so a moment's wait suffices.
+  constexpr std::chrono::seconds kRegroupWord{5};
+  if (elastic_ && node_->wait_regrouped(kRegroupWord)) {
+    if (error) *error = node_->failure();
+    return CARAVAN_ERR_REGROUPED;
+  }
+  // A peer lost while the scheduler too has gone quiet: a server that
+  // noticed the scheduler's loss first and left ends this worker's
+  // push_pull before its own heartbeat check does, and the error would name
+  // only the server.
+  if (error) {
     std::string note = node_->scheduler_silence();
     if (!note.empty()) *error += "; " + note;
   }

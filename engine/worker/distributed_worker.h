@@ -49,13 +49,19 @@ class DistributedWorker final : public Worker {
   // Waits for the push_pulls in flight and passes the job's shutdown barrier.
   void leave() override;
   bool suspend() override;
+  bool regrouped() const override { return node_->regrouped(); }
   bool shards() const override { return true; }
   int rank() const override { return node_->self().rank; }
   int size() const override { return size_; }
 
  private:
-  int with_scheduler_silence(int rc, std::string* error) const;
+  // An operation's failure explained: after a peer's loss (PEER_LOST or
+  // TRANSPORT), CARAVAN_ERR_REGROUPED when the scheduler regroups the job
+  // (CARAVAN_ELASTIC; its word may come just after the van's), otherwise
+  // with the scheduler's silence noted.
+  int explain_failure(int rc, std::string* error) const;
   int op_timeout_s_;
+  bool elastic_;
   int size_;
   std::unique_ptr<Node> node_;
   std::unique_ptr<PushPullClient> client_;

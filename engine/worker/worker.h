@@ -71,6 +71,10 @@ class Worker {
   // (caravan_suspend). Returns whether this worker was in a job of servers,
   // which then waits for workers to resume it. Throws caravan::Error.
   virtual bool suspend() = 0;
+  // Whether the job lost a node and re-forms without it (CARAVAN_ELASTIC):
+  // this worker's operations fail with CARAVAN_ERR_REGROUPED, and
+  // caravan_rejoin makes a new worker for the next generation.
+  virtual bool regrouped() const { return false; }
 
   // A push_pull (or broadcast) whose values are copied in from device
   // memory partition by partition while earlier partitions travel

@@ -61,6 +61,7 @@ _SIGNATURES = {
     "caravan_allgather_async": ([_c_str, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 4),
     "caravan_suspend": ([], 5),
     "caravan_resume": ([_c_int, _c_int, _c_int], 5),
+    "caravan_rejoin": ([], 6),
 }
 
 

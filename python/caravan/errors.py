@@ -10,6 +10,8 @@ built-in exception a caller would naturally catch:
       MismatchError(ValueError)  a name reused with another shape or dtype
       UnsupportedTensorError(TypeError)
                                  a dtype or device Caravan cannot carry
+      RegroupedError             CARAVAN_ELASTIC=1: the job lost a node and goes on
+                                 without it; rejoin() and redo the step
 """
 
 # The C API's error codes (api/include/caravan/caravan.h).
@@ -26,6 +28,7 @@ ERR_TRANSPORT = -9
 ERR_STATE = -10
 ERR_INTERNAL = -11
 ERR_SERVER = -12
+ERR_REGROUPED = -13
 
 # code -> "CARAVAN_ERR_...", from the constants above.
 CODE_NAMES = {value: "CARAVAN_" + name for name, value in list(globals().items())
@@ -54,8 +57,17 @@ class UnsupportedTensorError(CaravanError, TypeError):
     """Caravan cannot carry this tensor: its dtype or device."""
 
 
+class RegroupedError(CaravanError):
+    """With CARAVAN_ELASTIC=1, the job lost a worker or a server and goes
+    on without it: this operation was abandoned. Call rejoin(), then redo
+    the step on every worker from the same parameters
+    (caravan.torch.elastic.run does both)."""
+
+
 def error_class(code):
     """The exception class for a C API error code."""
+    if code == ERR_REGROUPED:
+        return RegroupedError
     if code == ERR_NOT_INITIALIZED:
         return NotInitializedError
     if code == ERR_MISMATCH:

@@ -14,29 +14,13 @@ the run equal (within 1e-5) to one model trained in this process on the
 union of the live workers' shards, step by step.
 """
 import torch
-from torch import nn
 
 import byteps.torch as bps
-from jobcheck import check, check_equal, done, step_with_reference
+from jobcheck import (ELASTIC_LOCAL_BATCH as LOCAL_BATCH, check, check_equal, done,
+                      elastic_batch as global_batch, elastic_model as make_model,
+                      mse as loss_of, step_with_reference)
 
 STEPS = 4
-LOCAL_BATCH = 4
-IN, HIDDEN, OUT = 6, 10, 3
-
-
-def make_model():
-    torch.manual_seed(1234)
-    return nn.Sequential(nn.Linear(IN, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, OUT))
-
-
-def global_batch(step, size):
-    g = torch.Generator().manual_seed(1000 + step)
-    return (torch.randn(size * LOCAL_BATCH, IN, generator=g),
-            torch.randn(size * LOCAL_BATCH, OUT, generator=g))
-
-
-def loss_of(model, x, y):
-    return ((model(x) - y) ** 2).mean()
 
 
 def same_everywhere(model, step):

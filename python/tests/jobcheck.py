@@ -68,3 +68,25 @@ def step_with_reference(model, optimizer, reference, ref_optimizer, loss_of, x, 
     ref_optimizer.zero_grad()
     loss_of(reference, x, y).backward()
     ref_optimizer.step()
+
+
+# The elastic tests' model: a small MLP, and each step's global batch of
+# `size` workers' shards of ELASTIC_LOCAL_BATCH rows.
+ELASTIC_LOCAL_BATCH = 4
+_IN, _HIDDEN, _OUT = 6, 10, 3
+
+
+def elastic_model():
+    torch.manual_seed(1234)
+    return torch.nn.Sequential(torch.nn.Linear(_IN, _HIDDEN), torch.nn.Tanh(),
+                               torch.nn.Linear(_HIDDEN, _OUT))
+
+
+def elastic_batch(step, size):
+    g = torch.Generator().manual_seed(1000 + step)
+    return (torch.randn(size * ELASTIC_LOCAL_BATCH, _IN, generator=g),
+            torch.randn(size * ELASTIC_LOCAL_BATCH, _OUT, generator=g))
+
+
+def mse(model, x, y):
+    return ((model(x) - y) ** 2).mean()

@@ -3,7 +3,9 @@
 // suspend, take the counts the workers resume with, servers beyond the
 // new count leave cleanly, and workers and servers started during the
 // suspend join. Every sum is checked by elastic_worker against the
-// workers of its phase.
+// workers of its phase. And with CARAVAN_ELASTIC=1, nodes killed (or
+// stopped) during training: the others regroup and train on, every sum
+// checked by regroup_worker against the workers left.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -51,6 +53,15 @@ class ElasticJob {
                                          const Env& more = {}) {
     ProcessSpec s = spec("worker", ELASTIC_WORKER_BIN, workers, servers, more);
     s.argv = {ELASTIC_WORKER_BIN, phases_, std::to_string(first_phase)};
+    return std::make_unique<RunningProcess>(s);
+  }
+  // regroup_worker with `args` (STEPS [KILLER STEP [PID]]).
+  std::unique_ptr<RunningProcess> regroup_worker(int id, const std::vector<std::string>& args,
+                                                 const Env& more = {}) {
+    ProcessSpec s = spec("worker", REGROUP_WORKER_BIN, 0, 0, more);
+    s.set_env.push_back({"DMLC_WORKER_ID", std::to_string(id)});
+    s.argv = {REGROUP_WORKER_BIN};
+    s.argv.insert(s.argv.end(), args.begin(), args.end());
     return std::make_unique<RunningProcess>(s);
   }
   std::unique_ptr<RunningProcess> scheduler;
@@ -179,6 +190,109 @@ TEST(ElasticTest, ASuspendNobodyResumesEndsAtTheDeadline) {
       << sch.output;
   EXPECT_NE(srv.exit_code, 0) << srv.output;
   EXPECT_NE(srv.output.find("not resumed within 3 s"), std::string::npos) << srv.output;
+}
+
+// --- CARAVAN_ELASTIC=1: a lost node regroups the job. ---
+
+const Env kElastic = {{"CARAVAN_ELASTIC", "1"}};
+
+void expect_killed(RunningProcess& p, const std::string& who) {
+  ProcessResult r = p.wait(90);
+  EXPECT_EQ(r.signal, SIGKILL) << who << ":\n" << r.output;
+}
+
+// Worker 1 of 3 dies between its two push_pulls of step 5: the others,
+// waiting for its second tensor, are told, rejoin as ranks 0 and 1 of 2
+// and redo step 5; every sum after it is of the two.
+TEST(ElasticTest, ALostWorkerLeavesTheOthersTraining) {
+  ElasticJob job("3x1", kElastic);
+  auto server = job.server(0, 0);
+  std::vector<std::unique_ptr<RunningProcess>> w;
+  for (int i = 0; i < 3; ++i) w.push_back(job.regroup_worker(i, {"30", "1", "5"}));
+  expect_clean_exit(*w[0], "worker 0", "30 steps checked as rank 0 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*w[2], "worker 2", "30 steps checked as rank 1 of 2, regrouped 1 time(s)");
+  EXPECT_NE(w[0]->output().find("step 5 abandoned"), std::string::npos) << w[0]->output();
+  expect_killed(*w[1], "worker 1");
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler",
+                    "the job goes on with the 2 worker(s) and 1 server(s) left");
+}
+
+// A server of 2 is killed at step 5 (by worker 0, between its two
+// push_pulls): the workers go on with the other, which takes every key.
+TEST(ElasticTest, ALostServerLeavesTheWorkersTraining) {
+  ElasticJob job("2x2", kElastic);
+  auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
+  auto server1 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "1"}});
+  const std::string victim = std::to_string(server1->pid());
+  auto w0 = job.regroup_worker(0, {"30", "0", "5", victim});
+  auto w1 = job.regroup_worker(1, {"30", "0", "5", victim});
+  expect_clean_exit(*w0, "worker 0", "30 steps checked as rank 0 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*w1, "worker 1", "30 steps checked as rank 1 of 2, regrouped 1 time(s)");
+  expect_killed(*server1, "server 1");
+  expect_clean_exit(*server0, "server 0");
+  expect_clean_exit(*job.scheduler, "scheduler",
+                    "the job goes on with the 2 worker(s) and 1 server(s) left");
+}
+
+// A server and a worker killed at once (3 workers, 2 servers): whether the
+// scheduler sees both in one regroup or the second while the job
+// re-forms, worker 0 trains on alone with the server left.
+TEST(ElasticTest, AWorkerAndAServerLostTogether) {
+  ElasticJob job("3x2", kElastic);
+  auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
+  auto server1 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "1"}});
+  const std::string victim = std::to_string(server1->pid());
+  auto w0 = job.regroup_worker(0, {"30"});
+  auto w1 = job.regroup_worker(1, {"30", "1", "5", victim});
+  auto w2 = job.regroup_worker(2, {"30", "2", "5"});
+  expect_clean_exit(*w0, "worker 0", "30 steps checked as rank 0 of 2");
+  expect_clean_exit(*w1, "worker 1", "30 steps checked as rank 1 of 2");
+  expect_killed(*w2, "worker 2");
+  expect_killed(*server1, "server 1");
+  expect_clean_exit(*server0, "server 0");
+  expect_clean_exit(*job.scheduler, "scheduler");
+}
+
+// Below CARAVAN_MIN_WORKERS the job ends as without elasticity, naming
+// the lost worker and the bound.
+TEST(ElasticTest, FewerWorkersThanTheMinimumEndTheJob) {
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"CARAVAN_MIN_WORKERS", "2"}});
+  auto server = job.server(0, 0);
+  auto w0 = job.regroup_worker(0, {"30"});
+  auto w1 = job.regroup_worker(1, {"30", "1", "5"});
+  expect_killed(*w1, "worker 1");
+  ProcessResult r = w0->wait(90);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("1 worker(s) left, fewer than CARAVAN_MIN_WORKERS=2"), std::string::npos)
+      << r.output;
+  EXPECT_NE(job.scheduler->wait(60).exit_code, 0);
+  EXPECT_NE(server->wait(60).exit_code, 0);
+}
+
+// A worker stopped (SIGSTOP) past PS_HEARTBEAT_TIMEOUT is lost: the
+// others regroup and finish; woken, it is out of the job and says so
+// rather than summing with the next generation.
+TEST(ElasticTest, AStoppedWorkerIsLeftOutAndCannotComeBack) {
+  ElasticJob job(
+      "3x1",
+      {{"CARAVAN_ELASTIC", "1"}, {"PS_HEARTBEAT_INTERVAL", "1"}, {"PS_HEARTBEAT_TIMEOUT", "3"}});
+  auto server = job.server(0, 0);
+  std::vector<std::unique_ptr<RunningProcess>> w;
+  for (int i = 0; i < 3; ++i) w.push_back(job.regroup_worker(i, {"200"}));
+  ASSERT_TRUE(w[1]->wait_for_output("step 3 done", 90)) << w[1]->output();
+  w[1]->signal(SIGSTOP);
+  expect_clean_exit(*w[0], "worker 0", "200 steps checked as rank 0 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*w[2], "worker 2", "200 steps checked as rank 1 of 2, regrouped 1 time(s)");
+  w[1]->signal(SIGCONT);
+  ProcessResult r = w[1]->wait(90);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // PEER_LOST or TRANSPORT, whichever it notices first; never REGROUPED.
+  EXPECT_NE(r.output.find("push_pull failed: -"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("abandoned"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("200 steps checked"), std::string::npos) << r.output;
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler", "no heartbeat for");
 }
 
 }  // namespace

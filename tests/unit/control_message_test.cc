@@ -228,8 +228,12 @@ TEST(ControlMessage, AnAbortEndsTheJobOrRefusesOneNode) {
   EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
   h.cmd = kAbortNotNeeded;  // after a suspend: the job resumed without this server
   EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
-  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 3));
-  EXPECT_NE(why.find("an ABORT of kind 3"), std::string::npos) << why;
+  // CARAVAN_ELASTIC: the job regroups, and each node answers in kind.
+  h.cmd = kAbortRegroup;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
+  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 4));
+  EXPECT_NE(why.find("an ABORT of kind 4"), std::string::npos) << why;
   // Only a scheduler tells a node it is not needed.
   why =
       refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}, kAbortNotNeeded));

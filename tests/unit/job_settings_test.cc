@@ -139,6 +139,18 @@ TEST(JobSettings, HeartbeatsMustReachBothWays) {
   EXPECT_NE(why.find("the scheduler has PS_HEARTBEAT_INTERVAL=30"), std::string::npos) << why;
 }
 
+// A worker must know whether a lost peer ends the job or regroups it.
+TEST(JobSettings, ElasticityIsTheSchedulers) {
+  JobConfig elastic = scheduler_config();
+  elastic.elastic = true;
+  std::string why = settings_conflict(scheduler_config(), member(Role::kServer, 9, elastic), {});
+  EXPECT_NE(why.find("server (pid 9 at h) has CARAVAN_ELASTIC=1 but the scheduler has "
+                     "CARAVAN_ELASTIC=0: set it the same on every node"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(settings_conflict(elastic, member(Role::kWorker, 9, elastic), {}), "");
+}
+
 TEST(JobSettings, ANodeWithoutSettingsIsNotChecked) {
   NodeInfo old;  // a REGISTER with no settings (count 0)
   old.role = Role::kWorker;

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 5
+#define CARAVAN_API_VERSION_MINOR 6
 
 /* Error codes (negative). */
 enum {
@@ -47,7 +47,10 @@ enum {
   CARAVAN_ERR_TRANSPORT = -9,        /* the van failed to send or receive */
   CARAVAN_ERR_STATE = -10,           /* init twice, or a call in the wrong role */
   CARAVAN_ERR_INTERNAL = -11,        /* a bug: please report it with the message */
-  CARAVAN_ERR_SERVER = -12           /* a server refused the request; the message says why */
+  CARAVAN_ERR_SERVER = -12,          /* a server refused the request; the message says why */
+  /* Since 1.6: with CARAVAN_ELASTIC=1 the job lost a node and goes on
+   * without it; this operation was abandoned: call caravan_rejoin(). */
+  CARAVAN_ERR_REGROUPED = -13
 };
 
 typedef struct caravan_handle_s* caravan_handle;
@@ -274,6 +277,22 @@ int caravan_suspend(void);
  * Errors as caravan_init(); INVALID_ARGUMENT for a count below one;
  * STATE when this process has not suspended. */
 int caravan_resume(int num_workers, int num_servers, int rank);
+
+/* ---- Since 1.6: surviving a lost node (CARAVAN_ELASTIC=1) ---- */
+
+/* After an operation failed with CARAVAN_ERR_REGROUPED (the job lost a
+ * worker or a server and the scheduler re-forms it with the nodes left):
+ * leaves the ended generation of the job without waiting for anything
+ * (its operations were abandoned, none completes) and joins the next,
+ * waiting up to CARAVAN_RESUME_TIMEOUT for the other survivors. This
+ * worker asks for the rank it had; ranks stay 0 to caravan_size() - 1,
+ * so they may change (caravan_rank() says). Tensors start again from
+ * their first round, and compression parameters must be declared again.
+ * The step in flight must be redone by every worker: a sum returned to
+ * one worker before the loss may not have reached the others.
+ * STATE when the job has not regrouped; otherwise errors as
+ * caravan_init(). */
+int caravan_rejoin(void);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string

@@ -13,7 +13,7 @@ CPU and CUDA tensors of dtype float32, float64, float16, bfloat16, int32, int64,
 uint8 and int8. The package is a thin layer over libcaravan's C API,
 called through ctypes; see docs/byteps-migration.md.
 """
-from ..errors import (CaravanError, MismatchError, NotInitializedError,
+from ..errors import (CaravanError, MismatchError, NotInitializedError, RegroupedError,
                       UnsupportedTensorError)
 from .collectives import (Average, Sum, allgather, allgather_async, alltoall, alltoall_async,
                           reducescatter, reducescatter_async)
@@ -22,18 +22,20 @@ from .functions import broadcast_object, broadcast_optimizer_state, broadcast_pa
 from .ops import (Handle, broadcast, broadcast_, broadcast_async, broadcast_async_,
                   broadcast_async_inplace, broadcast_inplace, declare, get_pushpull_speed, init,
                   is_initialized, local_rank, local_size, poll, push_pull, push_pull_async,
-                  push_pull_async_inplace, push_pull_inplace, pushpull_stats, rank, resume,
-                  shutdown, size, suspend, synchronize)
+                  push_pull_async_inplace, push_pull_inplace, pushpull_stats, rank, rejoin,
+                  resume, shutdown, size, suspend, synchronize)
 from .optimizer import DistributedOptimizer
-from . import parallel
+from . import elastic, parallel
 
 __all__ = [
-    "CaravanError", "MismatchError", "NotInitializedError", "UnsupportedTensorError",
+    "CaravanError", "MismatchError", "NotInitializedError", "RegroupedError",
+    "UnsupportedTensorError",
     "Compression", "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters",
     "Handle", "broadcast", "broadcast_async", "broadcast_async_inplace", "broadcast_inplace",
     "declare", "get_pushpull_speed", "init", "local_rank", "local_size", "poll", "push_pull",
     "push_pull_async", "push_pull_async_inplace", "push_pull_inplace", "pushpull_stats", "rank",
-    "resume", "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer", "parallel",
+    "rejoin", "resume", "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer",
+    "elastic", "parallel",
     # Horovod's names (horovod.torch)
     "Average", "Sum", "allgather", "allgather_async", "alltoall", "alltoall_async",
     "reducescatter", "reducescatter_async", "broadcast_", "broadcast_async_", "is_initialized",

@@ -20,7 +20,8 @@ import time
 import torch
 
 from .. import _capi
-from ..errors import CaravanError, NotInitializedError, UnsupportedTensorError
+from ..errors import (ERR_REGROUPED, CaravanError, NotInitializedError, RegroupedError,
+                      UnsupportedTensorError)
 from .compression import Compression, param_text
 
 # torch dtype -> caravan_dtype: every element type Caravan and torch share.
@@ -230,6 +231,37 @@ def resume(num_workers, num_servers, global_rank=None, context=None):
         _session.suspended = False
         _session.size = _capi.call("caravan_size", what="caravan.torch.resume()")
         _session.initialized = True
+        _session.joins += 1
+        _session.restart_names()
+        declared = list(_session.declared.items())
+    for name, params in declared:
+        declare(name, **params)
+
+
+def rejoin():
+    """After a RegroupedError (CARAVAN_ELASTIC=1: the job lost a worker or
+    a server and goes on without it): leaves the ended generation of the
+    job and joins the next, with the nodes left. rank() and size() may
+    change. Operations not yet synchronized fail with RegroupedError;
+    tensors start again from their first round (unnamed ones from their
+    first name), and declared tensors are declared again. Every worker must
+    then redo the step in flight from the same parameters:
+    caravan.torch.elastic.run does all this. docs/elastic.md."""
+    with _session.lock:
+        _require_init("caravan.torch.rejoin()")
+        orphans, _session.in_flight = _session.in_flight, set()
+        try:
+            # First: the old generation's worker is gone once this returns,
+            # so nothing reads or writes the orphans' buffers any more.
+            _capi.call("caravan_rejoin", what="caravan.torch.rejoin()")
+        except CaravanError:
+            _session.initialized = False
+            raise
+        finally:
+            for h in orphans:
+                h._fail(RegroupedError("%s: the job regrouped before it was synchronized" %
+                                       h._what, code=ERR_REGROUPED, tensor_name=h.name))
+        _session.size = _capi.call("caravan_size", what="caravan.torch.rejoin()")
         _session.joins += 1
         _session.restart_names()
         declared = list(_session.declared.items())

@@ -24,6 +24,11 @@ momentum, the compressor applies Nesterov momentum before compressing
 (mu from compression_params["mu"], else the optimizer's own momentum), and
 the wrapped optimizer's momentum is set to 0 so it is not applied twice,
 as BytePS does.
+
+With CARAVAN_ELASTIC=1 a step whose push_pulls the job abandoned (it lost
+a node) raises RegroupedError from backward(), synchronize() or step(); the
+optimizer forgets that step's push_pulls, so that after rejoin() the step
+can be done again (caravan.torch.elastic.run).
 """
 import contextlib
 import numbers
@@ -32,6 +37,7 @@ import warnings
 import torch
 
 from . import ops
+from ..errors import RegroupedError
 from ._hooks import dense_gradient, on_gradient_accumulated
 from .compression import Compression, tensor_params
 
@@ -55,6 +61,7 @@ class _DistributedOptimizer:
         self._passes_left = {id(p): 0 for p in self._synced}
         self.set_backward_passes_per_step(backward_passes_per_step)
         self._in_flight = {}  # id(p) -> (handle, compression context)
+        self._in_flight_joins = ops._session.joins  # the job's generation they belong to
         self._should_synchronize = True
         self._synchronized = False
         self._declare_compressed(compression_params, compression)
@@ -104,7 +111,30 @@ class _DistributedOptimizer:
         dense_gradient(p)  # so that the next pass accumulates into a dense one
         self._passes_left[key] -= 1
         if self._passes_left[key] == 0:
-            self._in_flight[key] = self._start(p)
+            self._in_flight[key] = self._abandoning_on_regroup(self._start, p)
+
+    def _abandoning_on_regroup(self, fn, *args):
+        """fn(*args); after a regroup (now or since the push_pulls in
+        flight started) that step's push_pulls are forgotten."""
+        self._forget_other_generations()
+        try:
+            return fn(*args)
+        except RegroupedError:
+            self._abandon()
+            raise
+
+    def _forget_other_generations(self):
+        if self._in_flight_joins != ops._session.joins:
+            if self._in_flight:
+                self._abandon()
+            self._in_flight_joins = ops._session.joins
+
+    def _abandon(self):
+        self._in_flight.clear()
+        self._in_flight_joins = ops._session.joins
+        self._synchronized = False
+        for key in self._passes_left:
+            self._passes_left[key] = self.backward_passes_per_step
 
     def _start(self, p):
         key = id(p)
@@ -121,6 +151,9 @@ class _DistributedOptimizer:
         training averages no gradients: nothing to do."""
         if self._async:
             return
+        self._abandoning_on_regroup(self._synchronize)
+
+    def _synchronize(self):
         for p in self._synced:
             if id(p) not in self._in_flight:
                 self._in_flight[id(p)] = self._start(p)
@@ -187,6 +220,7 @@ class _DistributedOptimizer:
         return super().step(closure)
 
     def zero_grad(self, *args, **kwargs):
+        self._forget_other_generations()  # after a regroup, that step is void
         if self._in_flight:
             raise AssertionError(
                 "optimizer.zero_grad() was called after loss.backward() but before "
