@@ -1,23 +1,18 @@
-// The public C API (caravan.h): the process-wide worker state and the
-// calls on it; how failures become codes and messages is api_errors.h.
+// The public C API's operations (caravan.h): push_pull, broadcast and the
+// sharded collectives, poll and wait, declarations and telemetry. Joining
+// and leaving the job: job_calls.cc; failures: api_errors.h.
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "caravan/caravan.h"
-#include "engine/base/config.h"
 #include "engine/base/dtype.h"
 #include "engine/base/error.h"
-#include "engine/base/log.h"
 #include "engine/capi/api_errors.h"
-#include "engine/capi/start_worker.h"
+#include "engine/capi/api_state.h"
 #include "engine/capi/telemetry.h"
-#include "engine/reducer/device_memory.h"
-#include "engine/worker/device_stager.h"
 #include "engine/worker/worker.h"
 
 struct caravan_handle_s {
@@ -39,67 +34,15 @@ namespace {
 using capi::check_tensor;
 using capi::fail;
 using capi::guarded;
-
-// This process as a worker, between caravan_init() and caravan_shutdown().
-struct State {
-  JobConfig config;
-  std::unique_ptr<Worker> worker;
-  // Made at the first device tensor: a job of host tensors never loads
-  // the device reducer.
-  std::mutex device_mu;
-  std::unique_ptr<DeviceStager> stager;
-  std::string stager_error;              // why it could not be made, said again for every tensor
-  std::unique_ptr<Telemetry> telemetry;  // null: BYTEPS_TELEMETRY_ON=0
-
-  int size() const { return worker->size(); }
-  // The stager, made on first use; throws naming `tensor` when it cannot be.
-  DeviceStager& device_stager(const std::string& tensor) {
-    std::lock_guard<std::mutex> lock(device_mu);
-    if (!stager && stager_error.empty()) {
-      try {
-        stager = std::make_unique<DeviceStager>(
-            *worker, open_device_memory(config.device_reducer, config.plugin_path),
-            config.op_timeout_s, static_cast<size_t>(config.staging_bytes));
-      } catch (const Error& e) {
-        stager_error = e.what();
-      }
-    }
-    if (!stager)
-      throw Error(CARAVAN_ERR_PLUGIN, "tensor '" + tensor +
-                                          "' was given as device memory, which this worker "
-                                          "cannot carry: " +
-                                          stager_error);
-    return *stager;
-  }
-  ~State() {
-    stager.reset();  // its thread may still release partitions to the worker
-  }
-};
-
-std::mutex g_mu;  // guards g_state's lifetime (init/shutdown)
-std::shared_ptr<State> g_state;
-
-std::shared_ptr<State> state() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_state;
-}
+using capi::not_initialized;
+using capi::State;
+using capi::state;
 
 // A push_pull seen done: into the telemetry, once.
 void count(State& s, caravan_handle_s& h) {
   if (h.counted || !s.telemetry) return;
   h.counted = true;
   s.telemetry->record(h.tensor, h.bytes, h.submitted, std::chrono::steady_clock::now());
-}
-
-int not_initialized() {
-  return fail(CARAVAN_ERR_NOT_INITIALIZED,
-              "caravan_init() has not been called (or caravan_shutdown() was)");
-}
-
-// What the worker says of itself (rank, size, ...), or NOT_INITIALIZED.
-int ask_worker(int (Worker::*question)() const) {
-  auto s = state();
-  return s ? ((*s->worker).*question)() : not_initialized();
 }
 
 // push_pull, or (`broadcast`) a broadcast from worker rank `root`,
@@ -172,124 +115,6 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
 using namespace caravan;
 
 extern "C" {
-
-namespace {
-
-// caravan_init, and the joins of caravan_resume and caravan_rejoin
-// (`resuming`, asking for node rank `resume_rank`; `regrouped`: the
-// scheduler has the job's counts).
-int join_job(bool resuming, int resume_rank, bool regrouped = false) {
-  constexpr int kJoinTries = 8;
-  return guarded([&]() -> int {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_init() was already called");
-    Log::configure_from_env();
-    auto s = std::make_shared<State>();
-    // Another node lost while this one joins (CARAVAN_ELASTIC) makes a
-    // generation that never started: join the next.
-    for (int tries = 1;; ++tries) {
-      try {
-        s->worker = start_worker(&s->config, resuming, resume_rank, regrouped);
-        break;
-      } catch (const Error& e) {
-        if (e.code() != CARAVAN_ERR_REGROUPED || tries == kJoinTries) throw;
-        CARAVAN_LOG(WARNING) << e.what() << "; joining the next generation";
-        resuming = regrouped = true;
-      }
-    }
-    if (s->config.telemetry != 0)
-      s->telemetry =
-          std::make_unique<Telemetry>(s->config.telemetry_window_s, s->config.telemetry == 1);
-    g_state = std::move(s);
-    return 0;
-  });
-}
-
-}  // namespace
-
-int caravan_init(void) { return join_job(false, -1); }
-
-namespace {
-
-// Set by caravan_suspend for caravan_resume. Guarded by g_mu.
-std::optional<Suspended> g_suspended;
-
-// caravan_shutdown, and caravan_suspend when `suspend`.
-int leave_job(bool suspend) {
-  return guarded([suspend]() -> int {
-    std::shared_ptr<State> s;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      s.swap(g_state);
-    }
-    if (!s) return not_initialized();
-    int rc = 0;
-    try {
-      Suspended was{s->worker->rank(), s->worker->local_size(), false};
-      if (suspend) was.in_job = s->worker->suspend();
-      if (!suspend) s->worker->leave();
-      std::lock_guard<std::mutex> lock(g_mu);
-      if (suspend) g_suspended = was;
-    } catch (const Error& e) {
-      rc = fail(e.code(), e.what());
-    }
-    s.reset();
-    return rc;
-  });
-}
-
-}  // namespace
-
-int caravan_shutdown(void) { return leave_job(false); }
-
-int caravan_suspend(void) { return leave_job(true); }
-
-int caravan_resume(int num_workers, int num_servers, int rank) {
-  int node_rank = -1;
-  int rc = guarded([&]() -> int {
-    std::lock_guard<std::mutex> lock(g_mu);
-    if (g_state) return fail(CARAVAN_ERR_STATE, "caravan_resume(): this worker is in the job");
-    if (!g_suspended)
-      return fail(CARAVAN_ERR_STATE, "caravan_resume(): caravan_suspend() was not called");
-    node_rank = prepare_resume(*g_suspended, num_workers, num_servers, rank);
-    return 0;
-  });
-  if (rc != 0) return rc;
-  rc = join_job(true, node_rank);
-  if (rc == 0) {
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_suspended.reset();
-  }
-  return rc;
-}
-
-int caravan_rejoin(void) {
-  int rank = -1;
-  int rc = guarded([&]() -> int {
-    std::shared_ptr<State> s;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      if (!g_state) return not_initialized();
-      if (!g_state->worker->regrouped())
-        return fail(CARAVAN_ERR_STATE,
-                    "caravan_rejoin(): the job has not regrouped (it does after losing a node, "
-                    "with CARAVAN_ELASTIC=1, and then operations fail with "
-                    "CARAVAN_ERR_REGROUPED)");
-      rank = g_state->worker->rank();
-      s.swap(g_state);
-    }
-    // The generation is over: its node goes without a shutdown barrier.
-    s.reset();
-    return 0;
-  });
-  if (rc != 0) return rc;
-  return join_job(true, rank, true);
-}
-
-int caravan_rank(void) { return ask_worker(&Worker::rank); }
-int caravan_size(void) { return ask_worker(&Worker::size); }
-int caravan_local_rank(void) { return ask_worker(&Worker::local_rank); }
-int caravan_local_size(void) { return ask_worker(&Worker::local_size); }
 
 int caravan_push_pull_async(const char* name, void* data, size_t count, caravan_dtype dtype,
                             int priority, caravan_handle* out) {

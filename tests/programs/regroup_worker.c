@@ -18,12 +18,12 @@
  * one or the failed call. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
-#include <sys/types.h>
-#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check_rc.h"
 
@@ -65,8 +65,8 @@ static int step(int s, pid_t* kill_pid) {
   for (int i = 0; i < kElements; ++i) {
     long want = (long)size * (size + 1) / 2 + (long)size * (s + i % 7);
     if ((long)k[i] != want || (long)f[i] != want) {
-      fprintf(stderr, "step %d rank %d of %d: element %d is %d / %g, expected %ld\n", s, rank,
-              size, i, (int)k[i], (double)f[i], want);
+      fprintf(stderr, "step %d rank %d of %d: element %d is %d / %g, expected %ld\n", s, rank, size,
+              i, (int)k[i], (double)f[i], want);
       return 1;
     }
   }
