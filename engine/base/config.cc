@@ -157,6 +157,7 @@ JobConfig JobConfig::from_env(std::optional<Role> forced_role, bool without_serv
   c.resume_timeout_s = static_cast<int>(env::integer("CARAVAN_RESUME_TIMEOUT", 1, 7 * 86400, 600));
   c.elastic = env::boolean("CARAVAN_ELASTIC", false);
   c.min_workers = static_cast<int>(env::integer("CARAVAN_MIN_WORKERS", 1, 1 << 20, 1));
+  c.max_workers = static_cast<int>(env::integer("CARAVAN_MAX_WORKERS", 0, 1 << 20, 0));
   c.heartbeat_interval_s = static_cast<int>(env::integer("PS_HEARTBEAT_INTERVAL", 0, 3600, 2));
   c.heartbeat_timeout_s = static_cast<int>(env::integer("PS_HEARTBEAT_TIMEOUT", 1, 86400, 20));
   int resend_timeout = static_cast<int>(env::integer("PS_RESEND_TIMEOUT", 1, 3600 * 1000, 1000));

@@ -67,6 +67,7 @@ struct JobConfig {
   // CARAVAN_MIN_WORKERS remain.
   bool elastic = false;
   int min_workers = 1;  // CARAVAN_MIN_WORKERS
+  int max_workers = 0;  // CARAVAN_MAX_WORKERS, 0: no bound
   // Not from the environment: this node joins a suspended job again
   // (caravan_resume; a server after a suspend), so it waits up to
   // CARAVAN_RESUME_TIMEOUT for the others, and a server leaves the counts

@@ -82,6 +82,8 @@ const std::vector<Setting>& known_settings() {
       {"CARAVAN_ELASTIC", "0",
        "1 on every node: a lost worker or server regroups the job, which goes on without it"},
       {"CARAVAN_MIN_WORKERS", "1", "with CARAVAN_ELASTIC: fewer workers left end the job"},
+      {"CARAVAN_MAX_WORKERS", "0: no bound",
+       "with CARAVAN_ELASTIC: new workers beyond it are refused"},
       {"CARAVAN_JOB_TOKEN", "unset: no authentication", "the job's shared secret"},
       {"PS_HEARTBEAT_INTERVAL", "2", "seconds between heartbeats (0: off)"},
       {"PS_RESEND", "0", "1: acknowledge every data message and resend it when none comes"},

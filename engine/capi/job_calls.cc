@@ -66,7 +66,7 @@ int join_job(bool resuming, int resume_rank, bool regrouped = false) {
       } catch (const Error& e) {
         if (e.code() != CARAVAN_ERR_REGROUPED || tries == kJoinTries) throw;
         CARAVAN_LOG(WARNING) << e.what() << "; joining the next generation";
-        resuming = regrouped = true;
+        resuming = true;  // a worker new to the job stays new (with its counts)
       }
     }
     if (s->config.telemetry != 0)

@@ -62,10 +62,13 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   // A server that was in the job before a suspend registers without the
   // counts, which the resumed workers (or nodes new to the job) bring.
   bool has_counts = brings_counts(n);
+  // CARAVAN_ELASTIC: a worker new to a running job makes it regroup with
+  // one more.
+  bool joins = n.role == Role::kWorker && has_counts && (regrouping_ || can_regroup());
+  if (joins) return admit_worker(conn, n);
   if (regrouping_ && has_counts)
     return refuse_node(
-        "the job regroups after losing a node (CARAVAN_ELASTIC); only the nodes left may join "
-        "it");
+        "the job regroups (CARAVAN_ELASTIC); only the nodes left and new workers may join it");
   if (regrouping_) {
     // A node of the last generation: its counts are the scheduler's.
     if (!returning_.erase(server_key(n)))
@@ -139,6 +142,21 @@ void SchedulerService::send_table_if_complete() {
     config_.num_servers = servers;
     regrouping_ = false;
     unanswered_.clear();
+    // The workers that were in the job keep their order, compacted (rank 0
+    // is the lowest rank left, whose state the others take); new ones come
+    // after.
+    std::vector<NodeInfo*> back;
+    for (auto& [c, p] : pending_) {
+      if (p.role != Role::kWorker) continue;
+      if (brings_counts(p))
+        p.preferred_rank = -1;
+      else
+        back.push_back(&p);
+    }
+    std::stable_sort(back.begin(), back.end(), [](const NodeInfo* a, const NodeInfo* b) {
+      return static_cast<unsigned>(a->preferred_rank) < static_cast<unsigned>(b->preferred_rank);
+    });
+    for (size_t i = 0; i < back.size(); ++i) back[i]->preferred_rank = static_cast<int>(i);
     return send_table();
   }
   if (!counts_known_ || workers != config_.num_workers) return;
@@ -224,10 +242,8 @@ void SchedulerService::begin_reforming(const std::string& what) {
                   << " s (CARAVAN_RESUME_TIMEOUT) for the next generation";
 }
 
-bool SchedulerService::regroup_without(int conn, const std::string& why) {
-  auto it = nodes_.find(conn);
-  if (!config_.elastic || participant_ || it == nodes_.end() || !table_sent_ || finished_ ||
-      !failure_.empty())
+bool SchedulerService::can_regroup() const {
+  if (!config_.elastic || participant_ || !table_sent_ || finished_ || !failure_.empty())
     return false;
   // A worker is leaving already: regrouping would fail its shutdown.
   // (Servers wait at the shutdown barrier all along.)
@@ -235,6 +251,76 @@ bool SchedulerService::regroup_without(int conn, const std::string& why) {
     for (auto& [c, n] : nodes_)
       if (n.role == Role::kWorker && final->second.count(n.id)) return false;
   }
+  return true;
+}
+
+void SchedulerService::start_regroup(const std::string& text) {
+  CARAVAN_LOG(WARNING) << "scheduler: " << text << " (CARAVAN_ELASTIC)";
+  int workers = 0, servers = 0;
+  std::map<std::string, std::string> left;
+  unanswered_.clear();
+  for (auto& [c, n] : nodes_) {
+    (n.role == Role::kServer ? servers : workers)++;
+    send_abort(c, kAbortRegroup, text);
+    left[server_key(n)] = n.describe();
+    unanswered_[c] = server_key(n);
+  }
+  begin_reforming("the job regroups");
+  // Every node left comes back, without counts: they are the scheduler's.
+  regrouping_ = true;
+  counts_known_ = true;
+  config_.num_workers = workers;
+  config_.num_servers = servers;
+  returning_ = std::move(left);
+  cv_.notify_all();
+}
+
+void SchedulerService::admit_worker(int conn, const NodeInfo& n) {
+  auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
+  int workers = 0;
+  std::vector<const NodeInfo*> others;
+  for (auto* m : {&nodes_, &pending_}) {
+    for (auto& [c, p] : *m) {
+      workers += p.role == Role::kWorker;
+      others.push_back(&p);
+    }
+  }
+  // While the job regroups: those expected back, and the new ones so far.
+  if (regrouping_) workers = config_.num_workers;
+  if (config_.max_workers > 0 && workers >= config_.max_workers)
+    return refuse_node(
+        "the job has its CARAVAN_MAX_WORKERS=" + std::to_string(config_.max_workers) + " workers");
+  // Its counts are those it was started with; the job's are the scheduler's.
+  NodeInfo uncounted = n;
+  auto& st = uncounted.settings;
+  st.erase(std::remove_if(st.begin(), st.end(),
+                          [](const auto& kv) {
+                            return kv.first == "DMLC_NUM_WORKER" || kv.first == "DMLC_NUM_SERVER";
+                          }),
+           st.end());
+  if (std::string conflict = settings_conflict(config_, uncounted, others); !conflict.empty())
+    return refuse_node(conflict);
+  std::string key = server_key(n);
+  if (!regrouping_) {
+    std::string text = n.describe() + " joins the job";
+    start_regroup(text);
+    // It registered (and with CARAVAN_JOB_TOKEN authenticated) in the
+    // generation that just ended: it comes again, as the others do.
+    send_abort(conn, kAbortRegroup, text);
+    returning_[key] = n.describe();
+    unanswered_[conn] = key;
+    return;
+  }
+  returning_.erase(key);
+  ++config_.num_workers;
+  pending_[conn] = n;
+  CARAVAN_VLOG(1) << "scheduler: " << n.describe() << " joins; " << missing_summary();
+  send_table_if_complete();
+}
+
+bool SchedulerService::regroup_without(int conn, const std::string& why) {
+  auto it = nodes_.find(conn);
+  if (it == nodes_.end() || !can_regroup()) return false;
   NodeInfo lost = it->second;
   nodes_.erase(it);
   hub_.hang_up(conn);  // a stopped process that wakes finds itself out
@@ -252,24 +338,8 @@ bool SchedulerService::regroup_without(int conn, const std::string& why) {
     abort_job(lost_text + "; no server left");
     return true;
   }
-  std::string text = lost_text + "; the job goes on with the " + std::to_string(workers) +
-                     " worker(s) and " + std::to_string(servers) + " server(s) left";
-  CARAVAN_LOG(WARNING) << "scheduler: " << text << " (CARAVAN_ELASTIC)";
-  std::map<std::string, std::string> left;
-  unanswered_.clear();
-  for (auto& [c, n] : nodes_) {
-    send_abort(c, kAbortRegroup, text);
-    left[server_key(n)] = n.describe();
-    unanswered_[c] = server_key(n);
-  }
-  begin_reforming("the job regroups");
-  // Every node left comes back, without counts: they are the scheduler's.
-  regrouping_ = true;
-  counts_known_ = true;
-  config_.num_workers = workers;
-  config_.num_servers = servers;
-  returning_ = std::move(left);
-  cv_.notify_all();
+  start_regroup(lost_text + "; the job goes on with the " + std::to_string(workers) +
+                " worker(s) and " + std::to_string(servers) + " server(s) left");
   return true;
 }
 

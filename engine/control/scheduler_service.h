@@ -95,6 +95,17 @@ class SchedulerService {
   // way); ends the job when too few workers or no server would be left.
   // Caller holds mu_.
   bool regroup_without(int conn, const std::string& why);
+  // Whether a loss or a new worker regroups the job now (CARAVAN_ELASTIC,
+  // not the ps-lite form, no worker at the shutdown barrier).
+  bool can_regroup() const;
+  // Ends this generation: every node hears kAbortRegroup with `text` and
+  // is awaited back (returning_). Caller holds mu_.
+  void start_regroup(const std::string& text);
+  // CARAVAN_ELASTIC: worker `n`, new to the running job, joins it at the
+  // regroup under way, or starts one (and then, like every node of the
+  // ended generation, is told to register again); unless
+  // CARAVAN_MAX_WORKERS or its settings refuse it. Caller holds mu_.
+  void admit_worker(int conn, const NodeInfo& n);
   // After a suspend, the first node to register with counts (a resumed
   // worker, or a node new to the job) brings them. Caller holds mu_.
   void take_counts_from(int conn, const NodeInfo& node);

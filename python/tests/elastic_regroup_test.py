@@ -1,20 +1,25 @@
-"""Elastic training through a lost worker (CARAVAN_ELASTIC=1) with
-caravan.torch.elastic, as a Horovod elastic script is written.
+"""Elastic training through a lost worker and a joining one
+(CARAVAN_ELASTIC=1) with caravan.torch.elastic, as a Horovod elastic
+script is written.
 
-    elastic_regroup_test.py job BIN WORKERS SERVERS   starts the job
+    elastic_regroup_test.py SCENARIO BIN WORKERS SERVERS   starts the job
         (scheduler and servers: BIN/caravan-server; workers: this script
         with "worker"), waits, checks how each exited
-    elastic_regroup_test.py worker STEPS              one worker
+    elastic_regroup_test.py worker SCENARIO STEPS          one worker
 
 Every worker trains the same small MLP with DistributedOptimizer on its
 shard of each step's global batch, in an elastic.run function with a
 TorchState (model, optimizer, step counter, and the size of every step
-done). Worker 1 (DMLC_WORKER_ID) kills itself with SIGKILL at step 3, after
-backward() has started its gradients' push_pulls and before step(). The
-others must finish every step: after the run each worker's parameters are
-bitwise equal to rank 0's, and equal (within 1e-5) to one model trained in
-this process on the union of the live workers' shards, step by step, with
-the sizes the job had.
+done). Scenarios:
+- lose: worker 1 (DMLC_WORKER_ID) kills itself with SIGKILL at step 3,
+  after backward() has started its gradients' push_pulls and before
+  step(); the others finish every step.
+- join: worker 0 starts a third worker (the job's DMLC_*, no
+  DMLC_WORKER_ID) at step 3; it joins at a regroup and trains with the
+  others, which go on past STEPS until 3 steps were done by the three.
+After the run each worker's parameters are bitwise equal to rank 0's, and
+equal (within 1e-5) to one model trained in this process on the union of
+the live workers' shards, step by step, with the sizes the job had.
 """
 import os
 import signal
@@ -24,10 +29,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEPS = 8
-DIES, DIES_AT = 1, 3
+AT = 3  # the step at which worker 1 dies (lose) or worker 0 starts another (join)
 
 
-def worker(steps):
+def worker(scenario, steps):
     import torch
 
     import byteps.torch as bps
@@ -37,29 +42,39 @@ def worker(steps):
                           mse as loss_of)
 
     bps.init()
-    me = int(os.environ["DMLC_WORKER_ID"])
+    me = int(os.environ.get("DMLC_WORKER_ID", "-1"))
+    want = 3 if scenario == "join" else 0
     model = make_model()
     optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                          named_parameters=model.named_parameters())
     state = elastic.TorchState(model, optimizer, step=0, sizes=[])
     resets = []
     state.register_reset_callbacks([lambda: resets.append(bps.size())])
+    newcomer = []
 
     @elastic.run
     def train(state):
-        while state.step < steps:
+        # join: on until 3 steps were done with the newcomer (the counters
+        # are rank 0's on every worker, so all stop alike).
+        while state.step < steps or (want and state.sizes[-3:] != [want] * 3):
             rank, size = bps.rank(), bps.size()
             x, y = global_batch(state.step, size)
             shard = slice(rank * LOCAL_BATCH, (rank + 1) * LOCAL_BATCH)
             optimizer.zero_grad()
             loss_of(model, x[shard], y[shard]).backward()
-            if me == DIES and state.step == DIES_AT:
+            if scenario == "lose" and me == 1 and state.step == AT:
                 print("worker %d: dying at step %d" % (me, state.step), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
             optimizer.step()
             state.sizes.append(size)
             state.step += 1
             state.commit()
+            if scenario == "join" and me == 0 and state.step == AT and not newcomer:
+                env = dict(os.environ, DMLC_NUM_WORKER="3")
+                del env["DMLC_WORKER_ID"]
+                newcomer.append(subprocess.Popen(
+                    [sys.executable, os.path.abspath(__file__), "worker", scenario, str(steps)],
+                    env=env))
 
     train(state)
     # Every worker ends with rank 0's parameters, bit for bit.
@@ -78,14 +93,25 @@ def worker(steps):
     for i, (mine, ref) in enumerate(zip(model.parameters(), reference.parameters())):
         check_equal(mine.detach(), ref.detach(), "parameter %d against the reference" % i,
                     atol=1e-5)
-    check(len(resets) == 1 and state.sizes[-1] == 2,
-          "expected one regroup to 2 workers; resets %s, sizes %s" % (resets, state.sizes))
-    print("elastic: %d steps as rank %d, sizes %s, parameters checked" %
-          (steps, bps.rank(), state.sizes), flush=True)
+    final = 2 if scenario == "lose" else 3
+    check(state.sizes[-1] == final and len(resets) == (0 if me < 0 else 1),
+          "expected one regroup to %d workers; resets %s, sizes %s" %
+          (final, resets, state.sizes))
+    runs = []  # the sizes as "3 x 4 steps"
+    for size in state.sizes:
+        if runs and runs[-1][0] == size:
+            runs[-1][1] += 1
+        else:
+            runs.append([size, 1])
+    print("elastic %s: %d steps as rank %d (%s), parameters checked" %
+          (scenario, state.step, bps.rank(),
+           ", then ".join("%d workers x %d steps" % (s, n) for s, n in runs)), flush=True)
     bps.shutdown()
+    for p in newcomer:
+        check(p.wait(timeout=120) == 0, "the worker started at step %d failed" % AT)
 
 
-def job(build_bin, workers, servers):
+def job(scenario, build_bin, workers, servers):
     sys.path.insert(0, HERE)
     from torchrun_env import free_port
     base = dict(os.environ, DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(free_port()),
@@ -98,7 +124,7 @@ def job(build_bin, workers, servers):
                                                   env=dict(base, DMLC_ROLE="server"))
     for w in range(workers):
         procs["worker %d" % w] = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "worker", str(STEPS)],
+            [sys.executable, os.path.abspath(__file__), "worker", scenario, str(STEPS)],
             env=dict(base, DMLC_ROLE="worker", DMLC_WORKER_ID=str(w)))
     deadline = time.monotonic() + 150
     failed = []
@@ -108,7 +134,7 @@ def job(build_bin, workers, servers):
         except subprocess.TimeoutExpired:
             failed.append("%s still running" % name)
             continue
-        expected = -signal.SIGKILL if name == "worker %d" % DIES else 0
+        expected = -signal.SIGKILL if scenario == "lose" and name == "worker 1" else 0
         if rc != expected:
             failed.append("%s exited %d, expected %d" % (name, rc, expected))
     for p in procs.values():
@@ -117,11 +143,11 @@ def job(build_bin, workers, servers):
     if failed:
         print("elastic_regroup_test: " + "; ".join(failed), file=sys.stderr)
         sys.exit(1)
-    print("elastic_regroup_test: the job trained through the loss of worker %d" % DIES)
+    print("elastic_regroup_test %s: the job trained on" % scenario)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "worker":
-        worker(int(sys.argv[2]))
+        worker(sys.argv[2], int(sys.argv[3]))
     else:
-        job(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        job(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -293,6 +295,51 @@ TEST(ElasticTest, AStoppedWorkerIsLeftOutAndCannotComeBack) {
   EXPECT_EQ(r.output.find("200 steps checked"), std::string::npos) << r.output;
   expect_clean_exit(*server, "server");
   expect_clean_exit(*job.scheduler, "scheduler", "no heartbeat for");
+}
+
+// A worker started with the job's DMLC_* while it runs joins it at a
+// regroup: the others abandon their step, take it in, and all go on from
+// rank 0's step, every sum counting the newcomer.
+TEST(ElasticTest, AWorkerStartedLaterJoinsTheJob) {
+  ElasticJob job("2x1", kElastic);
+  auto server = job.server(0, 0);
+  const Env until = {{"REGROUP_UNTIL_SIZE", "3"}};
+  auto w0 = job.regroup_worker(0, {"20"}, until);
+  auto w1 = job.regroup_worker(1, {"20"}, until);
+  ASSERT_TRUE(w0->wait_for_output("step 5 done", 90)) << w0->output();
+  ProcessSpec s = job.spec("worker", REGROUP_WORKER_BIN, 3, 1, until);
+  s.argv = {REGROUP_WORKER_BIN, "20"};
+  RunningProcess w2(s);
+  expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 3, regrouped 1 time(s)");
+  expect_clean_exit(*w1, "worker 1", "steps checked as rank 1 of 3, regrouped 1 time(s)");
+  expect_clean_exit(w2, "worker 2", "steps checked as rank 2 of 3, regrouped 0 time(s)");
+  EXPECT_EQ(w2.output().find("at step 0 "), std::string::npos) << w2.output();
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler", "joins the job");
+}
+
+// Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on
+// untouched (no regroup: the others' steps are not abandoned).
+TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"CARAVAN_MAX_WORKERS", "2"}});
+  auto server = job.server(0, 0);
+  auto w0 = job.regroup_worker(0, {"1000000"});
+  auto w1 = job.regroup_worker(1, {"1000000"});
+  ASSERT_TRUE(w0->wait_for_output("step 5 done", 90)) << w0->output();
+  ProcessSpec s = job.spec("worker", REGROUP_WORKER_BIN, 3, 1, {});
+  s.argv = {REGROUP_WORKER_BIN, "20"};
+  ProcessResult r = run_process(s);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the job has its CARAVAN_MAX_WORKERS=2 workers"), std::string::npos)
+      << r.output;
+  // Steps done after the refusal, by the same two workers.
+  int last = 0;
+  const std::string& out = w0->output();
+  for (size_t at = out.find("step "); at != std::string::npos; at = out.find("step ", at + 1))
+    last = std::max(last, std::atoi(out.c_str() + at + 5));
+  std::string later = "step " + std::to_string(last + 50) + " done as rank 0 of 2";
+  ASSERT_TRUE(w0->wait_for_output(later, 90)) << w0->output();
+  EXPECT_EQ(w0->output().find("abandoned"), std::string::npos) << w0->output();
 }
 
 }  // namespace

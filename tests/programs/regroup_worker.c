@@ -4,7 +4,11 @@
  * of both sums against the workers in the job at that moment. When an
  * operation fails with CARAVAN_ERR_REGROUPED it rejoins (caravan_rejoin)
  * and redoes the whole step, as a training script redoes the step in
- * flight.
+ * flight. After joining, and after every rejoin, every worker takes rank
+ * 0's step number (a broadcast): a worker started while the job runs
+ * joins it at a regroup and starts at the others' step. With
+ * REGROUP_UNTIL_SIZE=N the workers go on past STEPS until the job has N
+ * workers (all decide alike: they share the step and the size).
  *
  * Usage: regroup_worker STEPS [KILLER STEP [PID]]
  *   The worker started with DMLC_WORKER_ID=KILLER kills process PID
@@ -84,18 +88,35 @@ int main(int argc, char** argv) {
   pid_t victim = argc > 4 ? (pid_t)atoi(argv[4]) : getpid();
   const char* id = getenv("DMLC_WORKER_ID");
   int me = id ? atoi(id) : -1;
+  const char* until = getenv("REGROUP_UNTIL_SIZE");
+  int until_size = until ? atoi(until) : 0;
   CHECK_RC(caravan_init());
-  int regroups = 0;
+  int regroups = 0, joined = 1;
   if (me != killer) victim = 0;
-  for (int s = 0; s < steps;) {
+  for (int32_t s = 0;;) {
+    int rc = 0;
+    if (joined) {
+      rc = caravan_broadcast("regroup.step", &s, 1, CARAVAN_INT32, 0, 0);
+      if (rc == 0) printf("at step %d as rank %d of %d\n", (int)s, caravan_rank(), caravan_size());
+    }
+    if (rc == 0) joined = 0;
+    if (rc == 0 && s >= steps && caravan_size() >= until_size) {
+      steps = s;
+      break;
+    }
     pid_t none = 0;
-    int rc = step(s, s == kill_step ? &victim : &none);
+    if (rc == 0) rc = step(s, s == kill_step ? &victim : &none);
     if (rc == 1) return 1;
     if (rc == CARAVAN_ERR_REGROUPED) {
       ++regroups;
       CHECK_RC(caravan_rejoin());
       printf("rejoined as rank %d of %d at %lld ms\n", caravan_rank(), caravan_size(), now_ms());
-      continue; /* the step again, with the workers left */
+      joined = 1; /* the step again, with the workers there now */
+      continue;
+    }
+    if (rc != 0) {
+      fprintf(stderr, "taking rank 0's step failed: %d: %s\n", rc, caravan_strerror(rc));
+      return 1;
     }
     ++s;
   }
