@@ -8,7 +8,10 @@
  * 0's step number (a broadcast): a worker started while the job runs
  * joins it at a regroup and starts at the others' step. With
  * REGROUP_UNTIL_SIZE=N the workers go on past STEPS until the job has N
- * workers (all decide alike: they share the step and the size).
+ * workers (all decide alike: they share the step and the size). With
+ * REGROUP_STOP_FILE=PATH they stop early once PATH exists: rank 0 looks
+ * every 50 steps and tells the others with the step (scripts/
+ * elastic-chaos.sh ends its runs so).
  *
  * Usage: regroup_worker STEPS [KILLER STEP [PID]]
  *   The worker started with DMLC_WORKER_ID=KILLER kills process PID
@@ -90,17 +93,22 @@ int main(int argc, char** argv) {
   int me = id ? atoi(id) : -1;
   const char* until = getenv("REGROUP_UNTIL_SIZE");
   int until_size = until ? atoi(until) : 0;
+  const char* stop_file = getenv("REGROUP_STOP_FILE");
   CHECK_RC(caravan_init());
   int regroups = 0, joined = 1;
   if (me != killer) victim = 0;
   for (int32_t s = 0;;) {
     int rc = 0;
-    if (joined) {
-      rc = caravan_broadcast("regroup.step", &s, 1, CARAVAN_INT32, 0, 0);
-      if (rc == 0) printf("at step %d as rank %d of %d\n", (int)s, caravan_rank(), caravan_size());
+    int32_t sync[2] = {s, 0}; /* rank 0's step, and whether to stop */
+    if (joined || (stop_file && s % 50 == 0)) {
+      sync[1] = stop_file && access(stop_file, F_OK) == 0;
+      rc = caravan_broadcast("regroup.step", sync, 2, CARAVAN_INT32, 0, 0);
+      if (rc == 0) s = sync[0];
+      if (rc == 0 && joined)
+        printf("at step %d as rank %d of %d\n", (int)s, caravan_rank(), caravan_size());
     }
     if (rc == 0) joined = 0;
-    if (rc == 0 && s >= steps && caravan_size() >= until_size) {
+    if (rc == 0 && ((s >= steps && caravan_size() >= until_size) || sync[1])) {
       steps = s;
       break;
     }

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# usage: scripts/elastic-chaos.sh [KILLS] [BUILD_DIR]
+#
+# Chaos for CARAVAN_ELASTIC=1 (docs/elastic.md), not in CI: a job of
+# WORKERS=3 workers and SERVERS=2 servers runs tests/programs/regroup_worker
+# (every sum of every step checked exactly against the workers in the job
+# at that moment). KILLS times (default 50), after a pause of PAUSE seconds
+# (default 1; pacing, not synchronisation), a random live worker is killed
+# with SIGKILL and a new one started with the job's variables: it joins at
+# a regroup. Then a stop file ends the run; every live worker, the servers
+# and the scheduler must exit 0, and every killed worker must have died of
+# SIGKILL, not of an error. Exits 0 when all held; otherwise names who
+# failed and keeps the logs. SEED (default 1) picks the victims.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+kills=${1:-50}
+build=${2:-$root/build}
+workers=${WORKERS:-3}
+servers=${SERVERS:-2}
+pause=${PAUSE:-1}
+RANDOM=${SEED:-1}
+[[ $kills =~ ^[0-9]+$ ]] || { echo "elastic-chaos: KILLS must be a whole number, not '$kills'"; exit 2; }
+for bin in caravan-server regroup_worker; do
+  [ -x "$build/bin/$bin" ] || { echo "elastic-chaos: $build/bin/$bin is missing (build it first)"; exit 2; }
+done
+
+dir=$(mktemp -d /tmp/elastic-chaos.XXXXXX)
+port=$((10000 + RANDOM % 20000))
+export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port DMLC_NUM_WORKER=$workers
+export DMLC_NUM_SERVER=$servers DMLC_NODE_HOST=127.0.0.1 CARAVAN_ELASTIC=1
+export BYTEPS_PARTITION_BYTES=4096 REGROUP_STOP_FILE=$dir/stop
+pids=() names=()
+start() {  # start NAME ROLE [VAR=VALUE...] -- COMMAND...
+  local name=$1 role=$2
+  shift 2
+  local vars=()
+  while [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  env DMLC_ROLE="$role" "${vars[@]}" "$@" > "$dir/$name.log" 2>&1 &
+  pids+=($!) names+=("$name")
+}
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+start scheduler scheduler -- "$build/bin/caravan-server"
+for ((s = 0; s < servers; ++s)); do
+  start "server$s" server CARAVAN_SERVER_ID=$s -- "$build/bin/caravan-server"
+done
+live=()
+for ((w = 0; w < workers; ++w)); do
+  start "worker$w" worker DMLC_WORKER_ID=$w -- "$build/bin/regroup_worker" 100000000
+  live+=($((${#pids[@]} - 1)))
+done
+killed=()
+next=$workers
+for ((k = 1; k <= kills; ++k)); do
+  sleep "$pause"
+  victim_slot=$((RANDOM % ${#live[@]}))
+  victim=${live[$victim_slot]}
+  if ! kill -0 "${pids[$victim]}" 2>/dev/null; then
+    echo "elastic-chaos: ${names[$victim]} died before kill $k; see $dir/${names[$victim]}.log"
+    trap - EXIT; cleanup; exit 1
+  fi
+  kill -9 "${pids[$victim]}"
+  killed+=("$victim")
+  start "worker$next" worker -- "$build/bin/regroup_worker" 100000000
+  live[$victim_slot]=$((${#pids[@]} - 1))
+  echo "elastic-chaos: kill $k: ${names[$victim]}; started worker$next"
+  next=$((next + 1))
+done
+# The last worker started must have joined before the run ends.
+last="$dir/${names[-1]}.log"
+for ((t = 0; t < 600; ++t)); do
+  grep -q "^at step" "$last" && break
+  sleep 0.1
+done
+grep -q "^at step" "$last" || { echo "elastic-chaos: ${names[-1]} did not join in 60 s; see $last"; exit 1; }
+touch "$dir/stop"
+failed=()
+for ((i = 0; i < ${#pids[@]}; ++i)); do
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  is_killed=0
+  for v in "${killed[@]}"; do [ "$v" = "$i" ] && is_killed=1; done
+  if [ $is_killed = 1 ]; then
+    [ $rc = 137 ] || failed+=("${names[$i]} exited $rc before it was killed")
+  elif [ $rc != 0 ]; then
+    failed+=("${names[$i]} exited $rc")
+  fi
+done
+trap - EXIT
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'elastic-chaos: FAILED: %s\n' "${failed[@]}"
+  echo "elastic-chaos: logs in $dir"
+  exit 1
+fi
+steps=$(grep -ho "regroup_worker: [0-9]* steps checked as rank [0-9]* of [0-9]*, regrouped [0-9]*" \
+  "$dir"/worker*.log | sort)
+echo "$steps"
+echo "elastic-chaos: $kills kills, each followed by a new worker; every sum exact, every" \
+  "process ended as expected (logs: $dir)"
