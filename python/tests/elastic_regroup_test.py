@@ -19,7 +19,11 @@ done). Scenarios:
   others, which go on past STEPS until 3 steps were done by the three.
 After the run each worker's parameters are bitwise equal to rank 0's, and
 equal (within 1e-5) to one model trained in this process on the union of
-the live workers' shards, step by step, with the sizes the job had.
+the live workers' shards, step by step, with the sizes the job had. Each
+step also takes this worker's next batch of sample indices from an
+ElasticSampler in the state: no batch holds a sample it already processed,
+and at the end every worker's processed samples are the same, the union
+of what the live workers recorded.
 """
 import os
 import signal
@@ -47,16 +51,23 @@ def worker(scenario, steps):
     model = make_model()
     optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                          named_parameters=model.named_parameters())
-    state = elastic.TorchState(model, optimizer, step=0, sizes=[])
+    sampler = elastic.ElasticSampler(range(100000), seed=7)
+    state = elastic.TorchState(model, optimizer, sampler=sampler, step=0, sizes=[])
+    recorded = set()  # the samples this worker recorded
     resets = []
     state.register_reset_callbacks([lambda: resets.append(bps.size())])
     newcomer = []
 
     @elastic.run
     def train(state):
+        taken = 0  # batches taken from the sampler since it was divided
         # join: on until 3 steps were done with the newcomer (the counters
         # are rank 0's on every worker, so all stop alike).
         while state.step < steps or (want and state.sizes[-3:] != [want] * 3):
+            mine = sampler.indices[taken * LOCAL_BATCH:(taken + 1) * LOCAL_BATCH]
+            check(len(mine) == LOCAL_BATCH and not set(mine) & sampler.processed,
+                  "the sampler handed out %s, of which %s were processed" %
+                  (mine, set(mine) & sampler.processed))
             rank, size = bps.rank(), bps.size()
             x, y = global_batch(state.step, size)
             shard = slice(rank * LOCAL_BATCH, (rank + 1) * LOCAL_BATCH)
@@ -66,6 +77,9 @@ def worker(scenario, steps):
                 print("worker %d: dying at step %d" % (me, state.step), flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
             optimizer.step()
+            sampler.record_batch(taken, LOCAL_BATCH)
+            recorded.update(mine)
+            taken += 1
             state.sizes.append(size)
             state.step += 1
             state.commit()
@@ -93,6 +107,15 @@ def worker(scenario, steps):
     for i, (mine, ref) in enumerate(zip(model.parameters(), reference.parameters())):
         check_equal(mine.detach(), ref.detach(), "parameter %d against the reference" % i,
                     atol=1e-5)
+    # The sampler: every worker has the union of what the live ones recorded.
+    sampler.sync()
+    union = set()
+    for r in range(bps.size()):
+        union |= bps.broadcast_object(recorded, root_rank=r, name="recorded.%d" % r)
+    check(sampler.processed == union, "the sampler's %d processed samples are not the %d the "
+          "live workers recorded" % (len(sampler.processed), len(union)))
+    check(bps.broadcast_object(sampler.processed, root_rank=0, name="processed") ==
+          sampler.processed, "the workers' processed samples differ")
     final = 2 if scenario == "lose" else 3
     check(state.sizes[-1] == final and len(resets) == (0 if me < 0 else 1),
           "expected one regroup to %d workers; resets %s, sizes %s" %

@@ -189,7 +189,8 @@ class ElasticSampler(torch.utils.data.Sampler):
         """Every worker's processed samples, and rank 0's epoch; then this
         worker's share of the rest."""
         self.epoch = broadcast_object(self.epoch, root_rank=0, name="elastic.sampler.epoch")
-        mask = torch.zeros(len(self.dataset), dtype=torch.uint8)
+        # int32: a sum of uint8 flags would wrap at 256 workers.
+        mask = torch.zeros(len(self.dataset), dtype=torch.int32)
         if self.processed:
             mask[torch.tensor(sorted(self.processed))] = 1
         ops.push_pull_inplace(mask, average=False, name="elastic.sampler.processed")
