@@ -1,5 +1,6 @@
 // The scheduler's membership of the job: registrations, ranks and the
-// node table, and the job re-formed after a suspend (SchedulerService).
+// node table, and the job re-formed after a suspend or a regroup
+// (SchedulerService).
 #include <algorithm>
 #include <chrono>
 #include <climits>
