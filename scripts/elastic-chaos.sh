@@ -58,7 +58,10 @@ for ((k = 1; k <= kills; ++k)); do
   victim_slot=$((RANDOM % ${#live[@]}))
   victim=${live[$victim_slot]}
   if ! kill -0 "${pids[$victim]}" 2>/dev/null; then
-    echo "elastic-chaos: ${names[$victim]} died before kill $k; see $dir/${names[$victim]}.log"
+    rc=0
+    wait "${pids[$victim]}" || rc=$?
+    echo "elastic-chaos: ${names[$victim]} ended (status $rc) before kill $k; see" \
+      "$dir/${names[$victim]}.log"
     trap - EXIT; cleanup; exit 1
   fi
   kill -9 "${pids[$victim]}"

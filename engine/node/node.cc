@@ -111,8 +111,10 @@ void Node::prove_van_paths() {
     if (!why.empty()) reasons += "; " + why;
   }
   std::string failure = link_.failure();
+  // The link's code: a regroup (CARAVAN_ELASTIC) during start-up makes the
+  // node join the next generation rather than fail.
   if (!failure.empty())
-    throw Error(CARAVAN_ERR_PEER_LOST,
+    throw Error(link_.failure_code(),
                 failure + " (this node had not yet heard over the van from " + who + ")");
   std::string what = reasons.empty() ? "no answer to a probe within " +
                                            std::to_string(config_.connect_timeout_s) +

@@ -161,6 +161,12 @@ int DistributedWorker::wait(Op& op, std::string* error) {
 }
 
 int DistributedWorker::explain_failure(int rc, std::string* error) const {
+  // Once the job regrouped, the node's paths are closed, and a send the
+  // client still makes fails however the van says it (not connected).
+  if (rc < 0 && elastic_ && node_->regrouped()) {
+    if (error) *error = node_->failure();
+    return CARAVAN_ERR_REGROUPED;
+  }
   if (rc != CARAVAN_ERR_PEER_LOST && rc != CARAVAN_ERR_TRANSPORT) return rc;
   // A server leaving the regrouped generation may close its van paths
   // before this worker hears the scheduler; the scheduler sends its word

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   int steps = atoi(argv[1]);
   int killer = argc > 3 ? atoi(argv[2]) : -1, kill_step = argc > 3 ? atoi(argv[3]) : -1;
   pid_t victim = argc > 4 ? (pid_t)atoi(argv[4]) : getpid();
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a log cut by SIGKILL keeps its lines */
   const char* id = getenv("DMLC_WORKER_ID");
   int me = id ? atoi(id) : -1;
   const char* until = getenv("REGROUP_UNTIL_SIZE");
