@@ -1,5 +1,6 @@
 #include "engine/control/job_settings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -111,6 +112,15 @@ Settings shared_settings(const JobConfig& c, const std::string& van, size_t van_
       {"BYTEPS_ENABLE_MIXED_MODE", c.enable_mixed_mode ? "1" : "0"},
       {"CARAVAN_ELASTIC", c.elastic ? "1" : "0"},
   };
+}
+
+void drop_counts(Settings& settings) {
+  settings.erase(std::remove_if(settings.begin(), settings.end(),
+                                [](const auto& kv) {
+                                  return kv.first == "DMLC_NUM_WORKER" ||
+                                         kv.first == "DMLC_NUM_SERVER";
+                                }),
+                 settings.end());
 }
 
 std::string settings_conflict(const JobConfig& sched, const NodeInfo& n,

@@ -29,4 +29,9 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const JobConfig
 std::string settings_conflict(const JobConfig& scheduler, const NodeInfo& node,
                               const std::vector<const NodeInfo*>& others);
 
+// `settings` without DMLC_NUM_WORKER and DMLC_NUM_SERVER: those of a node
+// whose counts are the job's to decide (a server after a suspend, a worker
+// rejoining after a regroup, a worker new to an elastic job).
+void drop_counts(std::vector<std::pair<std::string, std::string>>& settings);
+
 }  // namespace caravan

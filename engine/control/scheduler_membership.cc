@@ -293,12 +293,7 @@ void SchedulerService::admit_worker(int conn, const NodeInfo& n) {
         "the job has its CARAVAN_MAX_WORKERS=" + std::to_string(config_.max_workers) + " workers");
   // Its counts are those it was started with; the job's are the scheduler's.
   NodeInfo uncounted = n;
-  auto& st = uncounted.settings;
-  st.erase(std::remove_if(st.begin(), st.end(),
-                          [](const auto& kv) {
-                            return kv.first == "DMLC_NUM_WORKER" || kv.first == "DMLC_NUM_SERVER";
-                          }),
-           st.end());
+  drop_counts(uncounted.settings);
   if (std::string conflict = settings_conflict(config_, uncounted, others); !conflict.empty())
     return refuse_node(conflict);
   std::string key = server_key(n);

@@ -47,12 +47,7 @@ void Node::join(NodeOptions& options) {
   if ((config_.resuming && config_.role == Role::kServer) || config_.regrouped) {
     // The workers that resume bring the job's new counts; after a regroup
     // the scheduler has them.
-    auto& st = self_.settings;
-    st.erase(std::remove_if(st.begin(), st.end(),
-                            [](const auto& kv) {
-                              return kv.first == "DMLC_NUM_WORKER" || kv.first == "DMLC_NUM_SERVER";
-                            }),
-             st.end());
+    drop_counts(self_.settings);
   }
   CARAVAN_VLOG(1) << "van '" << van_->name() << "' (" << van_->properties().transport
                   << ") listening at " << self_.van_address;

@@ -24,8 +24,8 @@ int run_scheduler(const JobConfig& config) {
 namespace {
 
 // One generation of the job as a server: joins, sums until the job ends,
-// is suspended or regroups without a lost node, and leaves. Sets *suspended and, for the next
-// generation, *rank.
+// is suspended or regroups without a lost node, and leaves. Sets
+// *suspended and, for the next generation, *rank.
 int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* rank) {
   JobConfig config = joined_with;
   std::unique_ptr<SumServer> server;

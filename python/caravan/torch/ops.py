@@ -229,11 +229,21 @@ def resume(num_workers, num_servers, global_rank=None, context=None):
                    what="caravan.torch.resume(%d, %d, %r)" % (num_workers, num_servers,
                                                                global_rank))
         _session.suspended = False
-        _session.size = _capi.call("caravan_size", what="caravan.torch.resume()")
-        _session.initialized = True
-        _session.joins += 1
-        _session.restart_names()
-        declared = list(_session.declared.items())
+        declared = _joined_again("caravan.torch.resume()")
+    _declare_again(declared)
+
+
+def _joined_again(what):
+    """After resume() or rejoin(), with the session's lock held: the new
+    size, the names restarted; returns the declarations to make again."""
+    _session.size = _capi.call("caravan_size", what=what)
+    _session.initialized = True
+    _session.joins += 1
+    _session.restart_names()
+    return list(_session.declared.items())
+
+
+def _declare_again(declared):
     for name, params in declared:
         declare(name, **params)
 
@@ -261,12 +271,8 @@ def rejoin():
             for h in orphans:
                 h._fail(RegroupedError("%s: the job regrouped before it was synchronized" %
                                        h._what, code=ERR_REGROUPED, tensor_name=h.name))
-        _session.size = _capi.call("caravan_size", what="caravan.torch.rejoin()")
-        _session.joins += 1
-        _session.restart_names()
-        declared = list(_session.declared.items())
-    for name, params in declared:
-        declare(name, **params)
+        declared = _joined_again("caravan.torch.rejoin()")
+    _declare_again(declared)
 
 
 def async_mode():
