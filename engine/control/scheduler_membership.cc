@@ -63,13 +63,10 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   // A server that was in the job before a suspend registers without the
   // counts, which the resumed workers (or nodes new to the job) bring.
   bool has_counts = brings_counts(n);
-  // CARAVAN_ELASTIC: a worker new to a running job makes it regroup with
+  // CARAVAN_ELASTIC: a worker or server new to a running job (the nodes of
+  // the last generation come back without counts) makes it regroup with
   // one more.
-  bool joins = n.role == Role::kWorker && has_counts && (regrouping_ || can_regroup());
-  if (joins) return admit_worker(conn, n);
-  if (regrouping_ && has_counts)
-    return refuse_node(
-        "the job regroups (CARAVAN_ELASTIC); only the nodes left and new workers may join it");
+  if (has_counts && (regrouping_ || can_regroup())) return admit(conn, n);
   if (regrouping_) {
     // A node of the last generation: its counts are the scheduler's.
     if (!returning_.erase(server_key(n)))
@@ -276,7 +273,7 @@ void SchedulerService::start_regroup(const std::string& text) {
   cv_.notify_all();
 }
 
-void SchedulerService::admit_worker(int conn, const NodeInfo& n) {
+void SchedulerService::admit(int conn, const NodeInfo& n) {
   auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   int workers = 0;
   std::vector<const NodeInfo*> others;
@@ -288,7 +285,7 @@ void SchedulerService::admit_worker(int conn, const NodeInfo& n) {
   }
   // While the job regroups: those expected back, and the new ones so far.
   if (regrouping_) workers = config_.num_workers;
-  if (config_.max_workers > 0 && workers >= config_.max_workers)
+  if (n.role == Role::kWorker && config_.max_workers > 0 && workers >= config_.max_workers)
     return refuse_node(
         "the job has its CARAVAN_MAX_WORKERS=" + std::to_string(config_.max_workers) + " workers");
   // Its counts are those it was started with; the job's are the scheduler's.
@@ -305,10 +302,13 @@ void SchedulerService::admit_worker(int conn, const NodeInfo& n) {
     send_abort(conn, kAbortRegroup, text);
     returning_[key] = n.describe();
     unanswered_[conn] = key;
+    // A worker comes again with its counts (and is counted then); a server
+    // as one of the last generation, without.
+    if (n.role == Role::kServer) ++config_.num_servers;
     return;
   }
   returning_.erase(key);
-  ++config_.num_workers;
+  ++(n.role == Role::kServer ? config_.num_servers : config_.num_workers);
   pending_[conn] = n;
   CARAVAN_VLOG(1) << "scheduler: " << n.describe() << " joins; " << missing_summary();
   send_table_if_complete();

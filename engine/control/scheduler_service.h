@@ -101,11 +101,12 @@ class SchedulerService {
   // Ends this generation: every node hears kAbortRegroup with `text` and
   // is awaited back (returning_). Caller holds mu_.
   void start_regroup(const std::string& text);
-  // CARAVAN_ELASTIC: worker `n`, new to the running job, joins it at the
-  // regroup under way, or starts one (and then, like every node of the
-  // ended generation, is told to register again); unless
-  // CARAVAN_MAX_WORKERS or its settings refuse it. Caller holds mu_.
-  void admit_worker(int conn, const NodeInfo& n);
+  // CARAVAN_ELASTIC: worker or server `n`, new to the running job, joins
+  // it at the regroup under way, or starts one (and then, like every node
+  // of the ended generation, is told to register again); unless its
+  // settings or, for a worker, CARAVAN_MAX_WORKERS refuse it. Caller
+  // holds mu_.
+  void admit(int conn, const NodeInfo& n);
   // After a suspend, the first node to register with counts (a resumed
   // worker, or a node new to the job) brings them. Caller holds mu_.
   void take_counts_from(int conn, const NodeInfo& node);

@@ -90,7 +90,9 @@ int run_server(const JobConfig& config) {
       CARAVAN_VLOG(1) << "leaving: " << e.what();
       return 0;
     } catch (const Error& e) {
-      // Another node was lost while this one joined a generation.
+      // Another node was lost while this one joined a generation, or this
+      // one is new to a running job (CARAVAN_ELASTIC), which regroups to
+      // take it in.
       if (e.code() != CARAVAN_ERR_REGROUPED) throw;
       CARAVAN_LOG(WARNING) << e.what() << "; joining the next generation";
       suspended = true;

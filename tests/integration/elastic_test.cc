@@ -8,9 +8,12 @@
 // checked by regroup_worker against the workers left.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -316,6 +319,42 @@ TEST(ElasticTest, AWorkerStartedLaterJoinsTheJob) {
   EXPECT_EQ(w2.output().find("at step 0 "), std::string::npos) << w2.output();
   expect_clean_exit(*server, "server");
   expect_clean_exit(*job.scheduler, "scheduler", "joins the job");
+}
+
+// A server started with the job's DMLC_* while it runs joins it at a
+// regroup, and takes keys: once the first server is then killed, the
+// workers go on with the newcomer alone, every sum exact.
+TEST(ElasticTest, AServerStartedLaterJoinsTheJob) {
+  const std::string stop =
+      ::testing::TempDir() + "caravan_server_joins_" + std::to_string(getpid());
+  std::remove(stop.c_str());
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
+  auto w0 = job.regroup_worker(0, {"1000000"});
+  auto w1 = job.regroup_worker(1, {"1000000"});
+  ASSERT_TRUE(w0->wait_for_output("step 5 done", 90)) << w0->output();
+  auto server1 = job.server(2, 2);
+  ASSERT_TRUE(w0->wait_for_output("(regroup 1)", 90)) << w0->output();
+  server0->signal(SIGKILL);
+  expect_killed(*server0, "server 0");
+  ASSERT_TRUE(w0->wait_for_output("(regroup 2)", 90)) << w0->output();
+  // A step done after the second regroup: every key on the newcomer.
+  std::string out = w0->output();
+  size_t at = out.find("at step ", out.find("(regroup 2)"));
+  if (at == std::string::npos) {
+    ASSERT_TRUE(w0->wait_for_output("(regroup 2)\nat step ", 90)) << w0->output();
+    out = w0->output();
+    at = out.find("at step ", out.find("(regroup 2)"));
+  }
+  const std::string done =
+      "step " + std::to_string(std::atoi(out.c_str() + at + 8)) + " done as rank 0 of 2";
+  ASSERT_TRUE(w0->wait_for_output(done, 90)) << w0->output();
+  std::ofstream(stop) << "stop\n";
+  expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 2, regrouped 2 time(s)");
+  expect_clean_exit(*w1, "worker 1", "steps checked as rank 1 of 2, regrouped 2 time(s)");
+  expect_clean_exit(*server1, "server 1");
+  expect_clean_exit(*job.scheduler, "scheduler", "joins the job");
+  std::remove(stop.c_str());
 }
 
 // Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on

@@ -19,7 +19,8 @@
  *   push_pulls: the others then wait for a second tensor when the
  *   scheduler regroups the job.
  * Prints "step S done as rank R of N at T ms" after each step (T:
- * CLOCK_MONOTONIC, comparable across the processes of one host), and at
+ * CLOCK_MONOTONIC, comparable across the processes of one host), "rejoined
+ * as rank R of N at T ms (regroup K)" after its K-th regroup, and at
  * the end "regroup_worker: S steps checked as rank R of N, regrouped K
  * time(s)". Exit 0 when every value was right; 1 naming the first wrong
  * one or the failed call. */
@@ -119,7 +120,8 @@ int main(int argc, char** argv) {
     if (rc == CARAVAN_ERR_REGROUPED) {
       ++regroups;
       CHECK_RC(caravan_rejoin());
-      printf("rejoined as rank %d of %d at %lld ms\n", caravan_rank(), caravan_size(), now_ms());
+      printf("rejoined as rank %d of %d at %lld ms (regroup %d)\n", caravan_rank(), caravan_size(),
+             now_ms(), regroups);
       joined = 1; /* the step again, with the workers there now */
       continue;
     }
