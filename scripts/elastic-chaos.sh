@@ -5,12 +5,15 @@
 # WORKERS=3 workers and SERVERS=2 servers runs tests/programs/regroup_worker
 # (every sum of every step checked exactly against the workers in the job
 # at that moment). KILLS times (default 50), after a pause of PAUSE seconds
-# (default 1; pacing, not synchronisation), a random live worker is killed
-# with SIGKILL and a new one started with the job's variables: it joins at
-# a regroup. Then a stop file ends the run; every live worker, the servers
-# and the scheduler must exit 0, and every killed worker must have died of
-# SIGKILL, not of an error. Exits 0 when all held; otherwise names who
-# failed and keeps the logs. SEED (default 1) picks the victims.
+# (default 1; pacing, not synchronisation), a random live worker or server
+# (VICTIMS=workers: workers only) is killed with SIGKILL and a new one
+# started with the job's variables: it joins at a regroup. A server is
+# killed only once the last one started has joined (its log says so), so
+# the job always keeps one. Then a stop file ends the run; every live
+# worker, server and the scheduler must exit 0, and every killed process
+# must have died of SIGKILL, not of an error. Exits 0 when all held;
+# otherwise names who failed and keeps the logs. SEED (default 1) picks the
+# victims.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kills=${1:-50}
@@ -18,7 +21,9 @@ build=${2:-$root/build}
 workers=${WORKERS:-3}
 servers=${SERVERS:-2}
 pause=${PAUSE:-1}
+victims=${VICTIMS:-all}
 RANDOM=${SEED:-1}
+[[ $victims =~ ^(all|workers)$ ]] || { echo "elastic-chaos: VICTIMS must be all or workers, not '$victims'"; exit 2; }
 [[ $kills =~ ^[0-9]+$ ]] || { echo "elastic-chaos: KILLS must be a whole number, not '$kills'"; exit 2; }
 for bin in caravan-server regroup_worker; do
   [ -x "$build/bin/$bin" ] || { echo "elastic-chaos: $build/bin/$bin is missing (build it first)"; exit 2; }
@@ -43,20 +48,31 @@ cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 start scheduler scheduler -- "$build/bin/caravan-server"
+live=()  # the slots in pids of the live workers and servers
 for ((s = 0; s < servers; ++s)); do
-  start "server$s" server CARAVAN_SERVER_ID=$s -- "$build/bin/caravan-server"
+  # PS_VERBOSE=1: a server's log says when it joined.
+  start "server$s" server CARAVAN_SERVER_ID=$s PS_VERBOSE=1 -- "$build/bin/caravan-server"
+  [ "$victims" = all ] && live+=($((${#pids[@]} - 1)))
 done
-live=()
 for ((w = 0; w < workers; ++w)); do
   start "worker$w" worker DMLC_WORKER_ID=$w -- "$build/bin/regroup_worker" 100000000
   live+=($((${#pids[@]} - 1)))
 done
 killed=()
-next=$workers
+next=$workers next_server=$servers last_server=server$((servers - 1))
 for ((k = 1; k <= kills; ++k)); do
   sleep "$pause"
   victim_slot=$((RANDOM % ${#live[@]}))
   victim=${live[$victim_slot]}
+  if [[ ${names[$victim]} == server* ]]; then
+    # The server started last must be in the job before another goes.
+    for ((t = 0; t < 600; ++t)); do
+      grep -q "joined the job as server" "$dir/$last_server.log" && break
+      sleep 0.1
+    done
+    grep -q "joined the job as server" "$dir/$last_server.log" ||
+      { echo "elastic-chaos: $last_server did not join in 60 s; see $dir/$last_server.log"; exit 1; }
+  fi
   if ! kill -0 "${pids[$victim]}" 2>/dev/null; then
     rc=0
     wait "${pids[$victim]}" || rc=$?
@@ -66,18 +82,25 @@ for ((k = 1; k <= kills; ++k)); do
   fi
   kill -9 "${pids[$victim]}"
   killed+=("$victim")
-  start "worker$next" worker -- "$build/bin/regroup_worker" 100000000
+  if [[ ${names[$victim]} == server* ]]; then
+    new=server$next_server last_server=$new next_server=$((next_server + 1))
+    start "$new" server PS_VERBOSE=1 -- "$build/bin/caravan-server"
+  else
+    new=worker$next next=$((next + 1))
+    start "$new" worker -- "$build/bin/regroup_worker" 100000000
+  fi
   live[$victim_slot]=$((${#pids[@]} - 1))
-  echo "elastic-chaos: kill $k: ${names[$victim]}; started worker$next"
-  next=$((next + 1))
+  echo "elastic-chaos: kill $k: ${names[$victim]}; started $new" | tee -a "$dir/kills"
 done
-# The last worker started must have joined before the run ends.
-last="$dir/${names[-1]}.log"
+# The last worker and server started must have joined before the run ends.
+last="$dir/worker$((next - 1)).log"
 for ((t = 0; t < 600; ++t)); do
-  grep -q "^at step" "$last" && break
+  grep -q "^at step" "$last" && grep -q "joined the job as server" "$dir/$last_server.log" && break
   sleep 0.1
 done
-grep -q "^at step" "$last" || { echo "elastic-chaos: ${names[-1]} did not join in 60 s; see $last"; exit 1; }
+grep -q "^at step" "$last" || { echo "elastic-chaos: $last did not join in 60 s"; exit 1; }
+grep -q "joined the job as server" "$dir/$last_server.log" ||
+  { echo "elastic-chaos: $last_server did not join in 60 s; see $dir/$last_server.log"; exit 1; }
 touch "$dir/stop"
 failed=()
 for ((i = 0; i < ${#pids[@]}; ++i)); do
@@ -100,5 +123,6 @@ fi
 steps=$(grep -ho "regroup_worker: [0-9]* steps checked as rank [0-9]* of [0-9]*, regrouped [0-9]*" \
   "$dir"/worker*.log | sort)
 echo "$steps"
-echo "elastic-chaos: $kills kills, each followed by a new worker; every sum exact, every" \
-  "process ended as expected (logs: $dir)"
+echo "elastic-chaos: $kills kills ($(grep -c 'kill .*: server' "$dir/kills" || true) of servers)," \
+  "each followed by a new process of its role; every sum exact, every process ended as" \
+  "expected (logs: $dir)"

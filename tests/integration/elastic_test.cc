@@ -381,5 +381,84 @@ TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {
   EXPECT_EQ(w0->output().find("abandoned"), std::string::npos) << w0->output();
 }
 
+// --- caravan-launch --elastic: lost workers and servers started again. ---
+
+ProcessSpec elastic_launch(const std::vector<std::string>& args, const Env& env) {
+  ProcessSpec s;
+  s.argv = {CARAVAN_LAUNCH_BIN, "--elastic"};
+  s.argv.insert(s.argv.end(), args.begin(), args.end());
+  s.timeout_s = 120;
+  s.set_env = {{"BYTEPS_PARTITION_BYTES", "4096"}};
+  s.set_env.insert(s.set_env.end(), env.begin(), env.end());
+  return s;
+}
+
+// The pids in `out` of the log lines of child `name` ("[server 1] [caravan
+// I ... server pid N]"), in order.
+std::vector<int> logged_pids(const std::string& out, const std::string& name) {
+  std::vector<int> pids;
+  const std::string head = "[" + name + "] [caravan ";
+  for (size_t at = out.find(head); at != std::string::npos; at = out.find(head, at + 1)) {
+    size_t pid = out.find(" pid ", at);
+    if (pid == std::string::npos || pid > out.find('\n', at)) continue;
+    int p = std::atoi(out.c_str() + pid + 5);
+    if (std::find(pids.begin(), pids.end(), p) == pids.end()) pids.push_back(p);
+  }
+  return pids;
+}
+
+// Worker 1 of 3 kills itself at step 5: the launcher starts another, which
+// joins; the three finish together (REGROUP_UNTIL_SIZE), every sum exact.
+TEST(ElasticTest, TheLauncherStartsALostWorkerAgain) {
+  ProcessSpec s =
+      elastic_launch({"--workers", "3", "--servers", "1", "--", REGROUP_WORKER_BIN, "30", "1", "5"},
+                     {{"REGROUP_UNTIL_SIZE", "3"}});
+  ProcessResult r = run_process(s);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("worker 1 (pid"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("killed by signal 9 (Killed); starting it again"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(count_of(r.output, "steps checked as rank"), 3) << r.output;
+  EXPECT_NE(r.output.find("of 3, regrouped 0 time(s)"), std::string::npos)
+      << r.output;  // the new one
+  EXPECT_NE(r.output.find("1 process(es) started again (--elastic), and all exited 0"),
+            std::string::npos)
+      << r.output;
+}
+
+// Server 1 of 2 is killed mid-training: the launcher starts another, which
+// joins at a regroup and serves until the end.
+TEST(ElasticTest, TheLauncherStartsALostServerAgain) {
+  const std::string stop =
+      ::testing::TempDir() + "caravan_launcher_server_" + std::to_string(getpid());
+  std::remove(stop.c_str());
+  RunningProcess launcher(
+      elastic_launch({"--workers", "2", "--servers", "2", "--", REGROUP_WORKER_BIN, "1000000"},
+                     {{"REGROUP_STOP_FILE", stop}, {"PS_VERBOSE", "1"}}));
+  ASSERT_TRUE(launcher.wait_for_output("step 5 done", 90)) << launcher.output();
+  std::vector<int> first = logged_pids(launcher.output(), "server 1");
+  ASSERT_EQ(first.size(), 1u) << launcher.output();
+  kill(first[0], SIGKILL);
+  // The replacement's log lines carry its own pid; it joined once it says so.
+  std::vector<int> pids;
+  ASSERT_TRUE(launcher.wait_for(
+      [&](const std::string& out) { return (pids = logged_pids(out, "server 1")).size() >= 2; },
+      90))
+      << launcher.output();
+  const std::string joined = "pid " + std::to_string(pids[1]) + "] joined the job as server";
+  ASSERT_TRUE(launcher.wait_for_output(joined, 90)) << launcher.output();
+  std::ofstream(stop) << "stop\n";
+  ProcessResult r = launcher.wait(90);
+  std::remove(stop.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("server 1 (pid " + std::to_string(first[0]) +
+                          ") killed by signal 9 (Killed); starting it again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("1 process(es) started again (--elastic), and all exited 0"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace caravan::test

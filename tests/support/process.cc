@@ -83,12 +83,18 @@ bool RunningProcess::read_some(int timeout_ms) {
 }
 
 bool RunningProcess::wait_for_output(const std::string& needle, double timeout_s) {
+  return wait_for([&](const std::string& out) { return out.find(needle) != std::string::npos; },
+                  timeout_s);
+}
+
+bool RunningProcess::wait_for(const std::function<bool(const std::string&)>& done,
+                              double timeout_s) {
   double deadline = now_s() + timeout_s;
-  while (result_.output.find(needle) == std::string::npos) {
+  while (!done(result_.output)) {
     double left = deadline - now_s();
     if (left <= 0 || !read_some(static_cast<int>(left * 1000) + 1)) break;
   }
-  return result_.output.find(needle) != std::string::npos;
+  return done(result_.output);
 }
 
 ProcessResult RunningProcess::wait(double timeout_s) {

@@ -2,6 +2,7 @@
 // a hard deadline after which the whole process group is killed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,8 @@ class RunningProcess {
   void signal(int sig);
   // Reads output until it contains `needle` or `timeout_s` passes.
   bool wait_for_output(const std::string& needle, double timeout_s);
+  // Reads output until done(output) holds or `timeout_s` passes.
+  bool wait_for(const std::function<bool(const std::string&)>& done, double timeout_s);
   // Waits for the exit (killing it after timeout_s, then timed_out is set).
   ProcessResult wait(double timeout_s);
   const std::string& output() const { return result_.output; }

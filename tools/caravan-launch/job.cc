@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -135,6 +136,7 @@ struct ExecPlan {
 
 struct Child {
   const ChildSpec* spec;
+  const ChildSpec* first;  // the one the plan gave (its replacement and domain)
   pid_t pid = -1;
   bool running = false;
   int fds[2] = {-1, -1};  // read ends of the child's stdout and stderr
@@ -146,20 +148,29 @@ struct Child {
 
 class Supervisor {
  public:
-  Supervisor(const std::vector<ChildSpec>& specs, double timeout_seconds)
-      : timeout_seconds_(timeout_seconds) {
-    for (const auto& s : specs) {
-      Child c;
-      c.spec = &s;
-      for (auto& p : c.prefixers) p = std::make_unique<LinePrefixer>("[" + s.name + "] ");
-      children_.push_back(std::move(c));
-    }
+  Supervisor(const std::vector<ChildSpec>& specs, double timeout_seconds,
+             const RestartPolicy& restarts)
+      : timeout_seconds_(timeout_seconds), restarts_(restarts) {
+    for (const auto& s : specs) children_.push_back(MakeChild(s, s));
   }
 
   JobOutcome Run();
 
  private:
+  static Child MakeChild(const ChildSpec& spec, const ChildSpec& first) {
+    Child c;
+    c.spec = &spec;
+    c.first = &first;
+    for (auto& p : c.prefixers) p = std::make_unique<LinePrefixer>("[" + spec.name + "] ");
+    return c;
+  }
   bool Start(Child& c, int devnull, const sigset_t& original_mask);
+  // Whether the job goes on after child `c` failed (RestartPolicy): it is
+  // started again, or left out once its domain failed too often; says
+  // which.
+  bool KeepsTheJob(const Child& c, int status);
+  // Starts the replacements KeepsTheJob() decided on.
+  void StartReplacements(int devnull, const sigset_t& handled);
   void ReadOnce(Child& c, int stream);
   void Drain(Child& c);
   void CloseStream(Child& c, int stream);
@@ -187,6 +198,13 @@ class Supervisor {
   void Forward(const Child& c, const std::string& text);
 
   double timeout_seconds_;
+  RestartPolicy restarts_;
+  std::map<std::string, int> domain_failures_;  // RestartPolicy's count
+  std::vector<const ChildSpec*> to_restart_;    // the first specs of those to start again
+  // A child ended cleanly: the job is finishing (a process started now
+  // would find no job), so none is started again.
+  bool finishing_ = false;
+  int restarted_ = 0;
   std::vector<Child> children_;
   std::vector<Failure> failures_;  // every child that failed, in the order seen
   Clock::time_point start_;
@@ -225,7 +243,6 @@ JobOutcome Supervisor::Run() {
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
     if (!ok) break;
   }
-  if (devnull >= 0) close(devnull);
 
   std::vector<pollfd> pfds;
   std::vector<std::pair<Child*, int>> owners;
@@ -269,10 +286,13 @@ JobOutcome Supervisor::Run() {
       }
     }
     ReapAll();
+    StartReplacements(devnull, handled);
     CheckDeadlines();
   }
+  if (devnull >= 0) close(devnull);
   for (auto& c : children_) Drain(c);
   NameTheCause();
+  outcome_.restarts = restarted_;
   return outcome_;
 }
 
@@ -420,6 +440,8 @@ void Supervisor::OnChildExit(Child& c, int status) {
     c.stdin_w = -1;
   }
   Drain(c);
+  finishing_ = finishing_ || !Failed(status);
+  if (Failed(status) && !stopping_ && !settle_until_ && KeepsTheJob(c, status)) return;
   if (Failed(status)) failures_.push_back({Clock::now(), status, c.Label()});
   // Once stopping, the others dying of our SIGTERM is expected, not news.
   if (stopping_ || settle_until_ || !Failed(status)) return;
@@ -427,6 +449,43 @@ void Supervisor::OnChildExit(Child& c, int status) {
   Say(reason);
   outcome_ = {1, reason};
   settle_until_ = Clock::now() + kSettle;
+}
+
+bool Supervisor::KeepsTheJob(const Child& c, int status) {
+  if (!restarts_.enabled || !c.first->replacement) return false;
+  std::string what = c.Label() + " " + DescribeStatus(status);
+  if (finishing_) {
+    Say(what + "; not started again: the job is finishing");
+    return false;
+  }
+  const std::string& domain = c.first->failure_domain;
+  int failures = ++domain_failures_[domain];
+  std::string count = std::to_string(failures) + " failure(s) of " + domain + ", --max-restarts " +
+                      std::to_string(restarts_.max_restarts);
+  if (failures > restarts_.max_restarts) {
+    // The job goes on without it where CARAVAN_MIN_WORKERS allows; the
+    // scheduler decides, and ends the job otherwise.
+    Say(what + "; not started again (" + count + ")");
+    return true;
+  }
+  Say(what + "; starting it again, to join the job at a regroup (" + count + ")");
+  to_restart_.push_back(c.first);
+  return true;
+}
+
+void Supervisor::StartReplacements(int devnull, const sigset_t& handled) {
+  std::vector<const ChildSpec*> due;
+  due.swap(to_restart_);
+  if (stopping_ || settle_until_) return;
+  for (const ChildSpec* first : due) {
+    children_.push_back(MakeChild(*first->replacement, *first));
+    sigset_t original_mask;
+    sigprocmask(SIG_BLOCK, &handled, &original_mask);
+    bool ok = Start(children_.back(), devnull, original_mask);
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    if (!ok) return;
+    ++restarted_;
+  }
 }
 
 void Supervisor::OnStopSignal(int sig) {
@@ -506,8 +565,9 @@ int Supervisor::PollTimeoutMs() const {
 
 }  // namespace
 
-JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds) {
-  Supervisor s(children, timeout_seconds);
+JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds,
+                  const RestartPolicy& restarts) {
+  Supervisor s(children, timeout_seconds, restarts);
   return s.Run();
 }
 

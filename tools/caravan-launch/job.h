@@ -1,6 +1,7 @@
 // Starts the processes of one job and supervises them until all are gone.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,20 @@ struct ChildSpec {
   // kInheritedListenFd (the scheduler's, bound by the launcher). The
   // launcher closes its own copy once the child is forked.
   int listen_fd = -1;
+  // --elastic: the process started in this one's place after it fails, as
+  // a node new to the job (without DMLC_WORKER_ID or CARAVAN_SERVER_ID: it
+  // joins at a regroup); none for the scheduler, whose loss ends the job.
+  std::shared_ptr<const ChildSpec> replacement;
+  // Failures of the children of one domain count together against
+  // RestartPolicy::max_restarts: their host (--hostfile), else the child.
+  std::string failure_domain;
+};
+
+// --elastic (CARAVAN_ELASTIC=1): a worker or server that fails is started
+// again while the job runs, up to max_restarts times a failure domain.
+struct RestartPolicy {
+  bool enabled = false;
+  int max_restarts = 3;
 };
 
 // Where a child finds ChildSpec::listen_fd, as with systemd's sockets.
@@ -27,11 +42,15 @@ constexpr int kInheritedListenFd = 3;
 struct JobOutcome {
   int exit_code = 0;   // 0, 1 on a failed child or timeout, 128+N on signal N
   std::string reason;  // why it failed; empty on success
+  int restarts = 0;    // processes started again (RestartPolicy)
 };
 
 // Runs every child in its own process group, copies their output to stdout
 // line by line behind "[name] ", and stops them all once one fails, the
-// timeout passes (0 = never) or the launcher gets SIGINT/SIGTERM/SIGHUP.
-JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds);
+// timeout passes (0 = never) or the launcher gets SIGINT/SIGTERM/SIGHUP;
+// with `restarts` enabled, a failed child that has a replacement is started
+// again instead, unless the job is ending.
+JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds,
+                  const RestartPolicy& restarts = {});
 
 }  // namespace caravan::launch

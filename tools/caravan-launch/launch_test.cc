@@ -347,6 +347,68 @@ TEST(Launch, ChildIgnoringSigtermIsKilledAfterGrace) {
       << Dump(l);
 }
 
+// --elastic: a worker that fails is started again without the id that
+// placed the first (it joins at a regroup), with CARAVAN_ELASTIC and the
+// bounds set; the job goes on and ends cleanly. The others end once the
+// replacement has run (a file it makes), so none ends before it starts.
+TEST(Launch, ElasticStartsAFailedWorkerAgainWithoutItsId) {
+  std::string done = ::testing::TempDir() + "caravan_elastic_" + std::to_string(getpid());
+  unlink(done.c_str());
+  Launcher l({"--elastic", "--min-workers", "1", "--max-workers", "4", "--spmd", "--workers", "2",
+              "--", "sh", "-c",
+              "if [ \"$DMLC_ROLE\" = worker ] && [ \"$DMLC_WORKER_ID\" = 1 ]; then exit 3; fi; "
+              "if [ \"$DMLC_ROLE\" = worker ] && [ -z \"$DMLC_WORKER_ID\" ]; then "
+              "echo \"again: $CARAVAN_ELASTIC $CARAVAN_MIN_WORKERS $CARAVAN_MAX_WORKERS\"; "
+              "touch " +
+                  done +
+                  "; exit 0; fi; "
+                  "while [ ! -e " +
+                  done + " ]; do sleep 0.05; done"});
+  EXPECT_EQ(l.Wait(), 0) << Dump(l);
+  unlink(done.c_str());
+  std::regex again(
+      "caravan-launch: worker 1 \\(pid [0-9]+\\) exited with status 3; starting it again, to "
+      "join the job at a regroup \\(1 failure\\(s\\) of worker 1, --max-restarts 3\\)\n");
+  EXPECT_TRUE(std::regex_search(l.err(), again)) << Dump(l);
+  EXPECT_NE(l.out().find("[worker 1] again: 1 1 4\n"), std::string::npos) << Dump(l);
+  EXPECT_NE(l.err().find("job finished: 2 workers, 1 servers, 1 process(es) started again "
+                         "(--elastic), and all exited 0"),
+            std::string::npos)
+      << Dump(l);
+}
+
+// After --max-restarts failures a process is not started again, and the
+// launcher leaves the job to the engine (which ends it when too few
+// workers are left): here the others end cleanly once told.
+TEST(Launch, ElasticGivesUpOnAProcessThatKeepsFailing) {
+  std::string done = ::testing::TempDir() + "caravan_elastic_give_up_" + std::to_string(getpid());
+  unlink(done.c_str());
+  Launcher l({"--elastic", "--max-restarts", "2", "--spmd", "--workers", "2", "--", "sh", "-c",
+              "if [ \"$DMLC_ROLE\" = worker ] && [ \"$DMLC_WORKER_ID\" != 0 ]; then exit 3; fi; "
+              "while [ ! -e " +
+                  done + " ]; do sleep 0.05; done"});
+  const std::string gave_up =
+      "exited with status 3; not started again (3 failure(s) of worker 1, --max-restarts 2)\n";
+  ASSERT_TRUE(l.ReadUntil([&](const std::string&) {
+    return l.err().find(gave_up) != std::string::npos;
+  })) << Dump(l);
+  std::ofstream(done) << "done\n";
+  EXPECT_EQ(l.Wait(), 0) << Dump(l);
+  unlink(done.c_str());
+  EXPECT_EQ(Count(l.err(), "starting it again"), 2u) << Dump(l);
+  EXPECT_NE(l.err().find("2 process(es) started again"), std::string::npos) << Dump(l);
+}
+
+// Without --elastic a failed process still ends the job (FailingWorkerStopsTheOthers);
+// with it, the scheduler's loss does too: it has no replacement.
+TEST(Launch, ElasticStillEndsTheJobWhenTheSchedulerFails) {
+  Launcher l({"--elastic", "--spmd", "--", "sh", "-c",
+              "if [ \"$DMLC_ROLE\" = scheduler ]; then exit 4; fi; exec sleep 60"});
+  EXPECT_EQ(l.Wait(), 1) << Dump(l);
+  EXPECT_NE(l.err().find("job failed: scheduler"), std::string::npos) << Dump(l);
+  EXPECT_EQ(l.err().find("starting it again"), std::string::npos) << Dump(l);
+}
+
 struct BadArgs {
   std::vector<std::string> args;
   std::vector<std::string> mentions;
@@ -365,16 +427,20 @@ TEST_P(LaunchBadOptions, ExitTwoNamingTheProblem) {
 
 INSTANTIATE_TEST_SUITE_P(
     Launch, LaunchBadOptions,
-    testing::Values(BadArgs{{"--workers", "abc", "--", "true"}, {"--workers", "'abc'"}},
-                    BadArgs{{"--workers", "0", "--", "true"}, {"--workers", "'0'"}},
-                    BadArgs{{"--workers=-2", "--", "true"}, {"--workers", "'-2'"}},
-                    BadArgs{{"--servers", "0", "--spmd", "--", "true"}, {"--servers", "'0'"}},
-                    BadArgs{{"--timeout", "soon", "--", "true"}, {"--timeout", "'soon'"}},
-                    BadArgs{{"--workers"}, {"--workers", "needs a value"}},
-                    BadArgs{{"--frobnicate", "--", "true"}, {"--frobnicate"}},
-                    BadArgs{{"--spmd", "true"}, {"'true'", "--"}},
-                    BadArgs{{"--spmd"}, {"missing", "COMMAND"}},
-                    BadArgs{{"--spmd", "--"}, {"missing COMMAND"}}));
+    testing::Values(
+        BadArgs{{"--workers", "abc", "--", "true"}, {"--workers", "'abc'"}},
+        BadArgs{{"--workers", "0", "--", "true"}, {"--workers", "'0'"}},
+        BadArgs{{"--workers=-2", "--", "true"}, {"--workers", "'-2'"}},
+        BadArgs{{"--servers", "0", "--spmd", "--", "true"}, {"--servers", "'0'"}},
+        BadArgs{{"--timeout", "soon", "--", "true"}, {"--timeout", "'soon'"}},
+        BadArgs{{"--workers"}, {"--workers", "needs a value"}},
+        BadArgs{{"--frobnicate", "--", "true"}, {"--frobnicate"}},
+        BadArgs{{"--spmd", "true"}, {"'true'", "--"}}, BadArgs{{"--spmd"}, {"missing", "COMMAND"}},
+        BadArgs{{"--spmd", "--"}, {"missing COMMAND"}},
+        BadArgs{{"--min-workers", "2", "--", "true"}, {"--min-workers needs --elastic"}},
+        BadArgs{{"--elastic", "--min-workers", "3", "--max-workers", "2", "--", "true"},
+                {"--min-workers 3 is more than --max-workers 2"}},
+        BadArgs{{"--elastic", "--max-restarts", "-1", "--", "true"}, {"--max-restarts", "'-1'"}}));
 
 TEST(Launch, HelpGoesToStdout) {
   Launcher l({"--help"});

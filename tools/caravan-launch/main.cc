@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -63,6 +64,14 @@ const char kUsage[] =
     "                     default 1 a host when no line says); the scheduler on the\n"
     "                     first host. Same paths on every host. Not with --workers/--servers.\n"
     "  --ssh COMMAND      how to reach a host (default 'ssh'), e.g. 'ssh -p 2222 -i key'\n"
+    "  --elastic          CARAVAN_ELASTIC=1: the job regroups when it loses a worker or\n"
+    "                     server, and one that fails is started again and joins it\n"
+    "                     (see docs/elastic.md)\n"
+    "  --min-workers A    with --elastic: fewer workers left end the job\n"
+    "                     (CARAVAN_MIN_WORKERS, default 1)\n"
+    "  --max-workers B    with --elastic: more workers are refused (CARAVAN_MAX_WORKERS)\n"
+    "  --max-restarts N   with --elastic: start processes of one host (--hostfile), else\n"
+    "                     each process, again at most N times (default 3)\n"
     "  --help             show this help\n";
 
 struct Options {
@@ -75,6 +84,9 @@ struct Options {
   std::string from_env;  // --from-env: mpi, slurm, k8s, auto
   std::string hostfile;  // --hostfile
   std::string ssh = "ssh";
+  bool elastic = false;
+  int min_workers = 0, max_workers = 0;  // 0: not given
+  int max_restarts = RestartPolicy{}.max_restarts;
   std::vector<std::string> given;  // the valued options given, for conflicts
   std::vector<std::string> command;
 };
@@ -120,8 +132,8 @@ Options ParseArgs(int argc, char** argv) {
       fputs(kUsage, stdout);
       exit(0);
     }
-    if (arg == "--spmd") {
-      o.spmd = true;
+    if (arg == "--spmd" || arg == "--elastic") {
+      (arg == "--spmd" ? o.spmd : o.elastic) = true;
       continue;
     }
     std::string name = arg, value;
@@ -131,9 +143,9 @@ Options ParseArgs(int argc, char** argv) {
       value = arg.substr(eq + 1);
       inline_value = true;
     }
-    static const std::set<std::string> kValued = {"--workers",  "--servers", "--server-bin",
-                                                  "--host",     "--timeout", "--from-env",
-                                                  "--hostfile", "--ssh"};
+    static const std::set<std::string> kValued = {
+        "--workers",  "--servers", "--server-bin",  "--host",        "--timeout",     "--from-env",
+        "--hostfile", "--ssh",     "--min-workers", "--max-workers", "--max-restarts"};
     if (!kValued.count(name)) {
       if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
       UsageError("unexpected argument '" + arg + "': put the command after '--'");
@@ -154,6 +166,10 @@ Options ParseArgs(int argc, char** argv) {
       o.workers = ParseCount(name, value);
     } else if (name == "--servers") {
       o.servers = ParseCount(name, value);
+    } else if (name == "--min-workers" || name == "--max-workers") {
+      (name == "--min-workers" ? o.min_workers : o.max_workers) = ParseCount(name, value);
+    } else if (name == "--max-restarts") {
+      o.max_restarts = value == "0" ? 0 : ParseCount(name, value);
     } else if (name == "--timeout") {
       o.timeout = ParseSeconds(name, value);
     } else if (name == "--host") {
@@ -186,6 +202,12 @@ Options ParseArgs(int argc, char** argv) {
                    " has no meaning with --from-env: the cluster manager's "
                    "ranks and DMLC_NUM_SERVER decide the job's shape");
   }
+  for (const char* opt : {"--min-workers", "--max-workers", "--max-restarts"})
+    if (!o.elastic && std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
+      UsageError(std::string(opt) + " needs --elastic");
+  if (o.min_workers > 0 && o.max_workers > 0 && o.min_workers > o.max_workers)
+    UsageError("--min-workers " + std::to_string(o.min_workers) + " is more than --max-workers " +
+               std::to_string(o.max_workers));
   if (o.spmd && !o.server_bin.empty()) {
     UsageError("--server-bin '" + o.server_bin + "' has no effect with --spmd");
   }
@@ -340,11 +362,39 @@ struct Plan {
   std::vector<std::string> base;
   std::vector<ChildSpec> children;
   void add(std::string name, const std::vector<std::string>& argv, std::vector<std::string> extra) {
-    ChildSpec c{std::move(name), argv, base, std::nullopt};
+    ChildSpec c;
+    c.name = std::move(name);
+    c.argv = argv;
+    c.env = base;
     c.env.insert(c.env.end(), extra.begin(), extra.end());
     children.push_back(std::move(c));
   }
 };
+
+// The variables that place a first worker or server (its rank), dropped
+// for one started in its place (--elastic): that one is new to the job and
+// joins at a regroup, where the rank may be taken.
+std::vector<std::string> WithoutIds(std::vector<std::string> env) {
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [](const std::string& kv) {
+                             return kv.rfind("DMLC_WORKER_ID=", 0) == 0 ||
+                                    kv.rfind("CARAVAN_SERVER_ID=", 0) == 0;
+                           }),
+            env.end());
+  return env;
+}
+
+// --elastic on this machine: every child but the scheduler gets a
+// replacement, and its failures count on their own.
+void AddReplacements(std::vector<ChildSpec>& children) {
+  for (ChildSpec& c : children) {
+    if (c.name == "scheduler") continue;
+    auto r = std::make_shared<ChildSpec>(c);
+    r->env = WithoutIds(c.env);
+    c.failure_domain = c.name;
+    c.replacement = std::move(r);
+  }
+}
 
 // `node_host`: DMLC_NODE_HOST for every child unless the user set one ("":
 // none, each finds its address).
@@ -524,8 +574,8 @@ std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin
   std::istringstream words(o.ssh);
   for (std::string w; words >> w;) ssh.push_back(w);
   std::vector<ChildSpec> plan;
-  auto add = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
-                 std::vector<std::string> extra) {
+  auto make = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
+                  const std::vector<std::string>& extra) {
     std::vector<std::string> env = forward;
     // A node advertises the address its line gives when that is an IPv4
     // address (else it finds its own: DMLC_INTERFACE).
@@ -542,7 +592,15 @@ std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin
     c.argv.push_back(remote_command(env, argv, dir));
     for (char** e = environ; *e; ++e) c.env.push_back(*e);
     c.stdin_data = stdin_line;
-    plan.push_back(std::move(c));
+    return c;
+  };
+  auto add = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
+                 const std::vector<std::string>& extra) {
+    plan.push_back(make(h, name, argv, extra));
+    // --elastic: failures count against the host.
+    if (!o.elastic || name == "scheduler") return;
+    plan.back().replacement = std::make_shared<ChildSpec>(make(h, name, argv, WithoutIds(extra)));
+    plan.back().failure_domain = "host " + h.host;
   };
   std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
   add(hosts[0], "scheduler", server_argv, {"DMLC_ROLE=scheduler"});
@@ -589,17 +647,33 @@ int Main(int argc, char** argv) {
     }
     server_bin = *found;
   }
+  RestartPolicy restarts{o.elastic, o.max_restarts};
+  if (o.elastic) {
+    // Every child's, and with --hostfile every remote one's (CARAVAN_*).
+    setenv("CARAVAN_ELASTIC", "1", 1);
+    if (o.min_workers) setenv("CARAVAN_MIN_WORKERS", std::to_string(o.min_workers).c_str(), 1);
+    if (o.max_workers) setenv("CARAVAN_MAX_WORKERS", std::to_string(o.max_workers).c_str(), 1);
+  }
+  // ", all exited 0" or ", 2 processes started again and all exited 0".
+  auto ended_well = [](const JobOutcome& out) {
+    return out.restarts ? ", " + std::to_string(out.restarts) +
+                              " process(es) started again (--elastic), and all exited 0"
+                        : std::string(", all exited 0");
+  };
   if (!o.hostfile.empty()) {
     std::string summary;
-    JobOutcome out = RunJob(PlanHosts(o, server_bin, &summary), o.timeout);
+    JobOutcome out = RunJob(PlanHosts(o, server_bin, &summary), o.timeout, restarts);
     if (out.exit_code == 0)
-      fprintf(stderr, "caravan-launch: job finished: %s, all exited 0\n", summary.c_str());
+      fprintf(stderr, "caravan-launch: job finished: %s%s\n", summary.c_str(),
+              ended_well(out).c_str());
     else
       fprintf(stderr, "caravan-launch: job failed: %s\n", out.reason.c_str());
     return out.exit_code;
   }
   if (!o.from_env.empty()) {
-    JobOutcome out = RunJob(PlanFromEnv(o, server_bin), o.timeout);
+    std::vector<ChildSpec> children = PlanFromEnv(o, server_bin);
+    if (o.elastic) AddReplacements(children);
+    JobOutcome out = RunJob(children, o.timeout, restarts);
     if (out.exit_code != 0) fprintf(stderr, "caravan-launch: failed: %s\n", out.reason.c_str());
     return out.exit_code;
   }
@@ -607,7 +681,9 @@ int Main(int argc, char** argv) {
   int listen_fd = BindAnyPort(o.host, true, &port);
   if (listen_fd < 0) return 1;
 
-  JobOutcome out = RunJob(PlanJob(o, server_bin, port, listen_fd), o.timeout);
+  std::vector<ChildSpec> children = PlanJob(o, server_bin, port, listen_fd);
+  if (o.elastic) AddReplacements(children);
+  JobOutcome out = RunJob(children, o.timeout, restarts);
   // BYTEPS_ENABLE_IPC: a worker that died between making a shared-memory
   // segment and its server mapping it left the name, and a server stopped
   // by us could not remove it.
@@ -616,8 +692,8 @@ int Main(int argc, char** argv) {
             "caravan-launch: removed %zu shared-memory segment(s) of this job from /dev/shm\n", n);
   }
   if (out.exit_code == 0) {
-    fprintf(stderr, "caravan-launch: job finished: %d workers, %d servers, all exited 0\n",
-            o.workers, o.servers);
+    fprintf(stderr, "caravan-launch: job finished: %d workers, %d servers%s\n", o.workers,
+            o.servers, ended_well(out).c_str());
   } else {
     fprintf(stderr, "caravan-launch: job failed: %s\n", out.reason.c_str());
   }
