@@ -112,7 +112,20 @@ int leave_job(bool suspend) {
 
 }  // namespace
 
-int caravan_shutdown(void) { return leave_job(false); }
+int caravan_shutdown(void) {
+  // A worker of a regrouped job (CARAVAN_ELASTIC) that did not rejoin: the
+  // scheduler awaits it in the next generation, and would keep the others
+  // waiting CARAVAN_CONNECT_TIMEOUT for it. It rejoins to leave cleanly.
+  bool regrouped = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    regrouped = g_state && g_state->worker->regrouped();
+  }
+  if (regrouped) {
+    if (int rc = caravan_rejoin(); rc != 0) return rc;
+  }
+  return leave_job(false);
+}
 
 int caravan_suspend(void) { return leave_job(true); }
 

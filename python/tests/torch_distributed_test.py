@@ -13,6 +13,8 @@ gloo group of the same ranks computes the reference of each collective.
     torch_distributed_test.py timeout       init_process_group(timeout=2 s) bounds a collective
     torch_distributed_test.py mismatch      ranks that pass different shapes or dtypes are named
     torch_distributed_test.py monitored     monitored_barrier names the ranks that did not arrive
+    torch_distributed_test.py regrouped     CARAVAN_ELASTIC=1 and rank 1 killed: the others'
+                                            collectives raise RegroupedError
 Exit 0 when every check passed; each failure is printed first (scripts
 prints every check: PASS, FAIL, or SKIP with the reason).
 """
@@ -485,6 +487,35 @@ def timeout(rank, size, gloo):
     dist.barrier(group=gloo)
 
 
+def regrouped(rank, size, gloo):
+    """Under caravan-launch --elastic (CARAVAN_ELASTIC=1): rank 1 kills
+    itself after a first all_reduce. On the others the next collective
+    raises caravan.torch.RegroupedError naming the lost worker, and so does
+    every later one (a group's size cannot change: docs/torch-distributed.md);
+    the script then ends, and the job with it, cleanly."""
+    import os
+    import signal
+
+    from caravan.torch import RegroupedError
+    t = torch.ones(5)
+    dist.all_reduce(t)
+    check(t.tolist() == [float(size)] * 5, "the first all_reduce gave %s" % t.tolist())
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    for what in ("all_reduce", "broadcast", "all_reduce(async_op=True).wait()"):
+        try:
+            if what == "all_reduce":
+                dist.all_reduce(torch.ones(5))
+            elif what == "broadcast":
+                dist.broadcast(torch.ones(5), 0)
+            else:
+                dist.all_reduce(torch.ones(5), async_op=True).wait()
+            check(False, "%s after the loss returned" % what)
+        except RegroupedError as e:
+            check("lost worker 1 " in str(e) and "CARAVAN_ERR_REGROUPED" in str(e),
+                  "%s said %r" % (what, str(e)))
+
+
 def main():
     mode = sys.argv[1]
     seconds = {"timeout": 2, "mismatch": 10}.get(mode, 60)
@@ -493,7 +524,8 @@ def main():
     check(dist.get_backend() == "caravan", "the default group's backend is caravan")
     gloo = dist.new_group(backend="gloo")
     {"collectives": collectives, "ddp": ddp, "scripts": scripts, "errors": errors,
-     "timeout": timeout, "mismatch": mismatch, "monitored": monitored}[mode](rank, size, gloo)
+     "timeout": timeout, "mismatch": mismatch, "monitored": monitored,
+     "regrouped": regrouped}[mode](rank, size, gloo)
     print("rank %d of %d: %s: %s" % (rank, size, mode,
                                      "%d failures" % len(failures) if failures else "all right"),
           flush=True)

@@ -275,6 +275,25 @@ TEST(ElasticTest, FewerWorkersThanTheMinimumEndTheJob) {
   EXPECT_NE(server->wait(60).exit_code, 0);
 }
 
+// Workers that end on the regroup's error instead of rejoining (as a
+// script does that does not catch it) shut down cleanly: caravan_shutdown
+// rejoins to leave, so the scheduler does not wait CARAVAN_CONNECT_TIMEOUT
+// for them and then end the job.
+TEST(ElasticTest, WorkersThatEndAfterARegroupLeaveCleanly) {
+  ElasticJob job("3x1", kElastic);
+  auto server = job.server(0, 0);
+  const Env leave = {{"REGROUP_LEAVE", "1"}};
+  std::vector<std::unique_ptr<RunningProcess>> w;
+  for (int i = 0; i < 3; ++i) w.push_back(job.regroup_worker(i, {"30", "1", "5"}, leave));
+  expect_clean_exit(*w[0], "worker 0", "left after step 5 was abandoned");
+  expect_clean_exit(*w[2], "worker 2", "left after step 5 was abandoned");
+  expect_killed(*w[1], "worker 1");
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*job.scheduler, "scheduler", "job finished");
+  EXPECT_EQ(job.scheduler->output().find("did not register again"), std::string::npos)
+      << job.scheduler->output();
+}
+
 // A worker stopped (SIGSTOP) past PS_HEARTBEAT_TIMEOUT is lost: the
 // others regroup and finish; woken, it is out of the job and says so
 // rather than summing with the next generation.

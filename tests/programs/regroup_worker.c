@@ -11,7 +11,9 @@
  * workers (all decide alike: they share the step and the size). With
  * REGROUP_STOP_FILE=PATH they stop early once PATH exists: rank 0 looks
  * every 50 steps and tells the others with the step (scripts/
- * elastic-chaos.sh ends its runs so).
+ * elastic-chaos.sh ends its runs so). With REGROUP_LEAVE=1 a worker whose
+ * step is abandoned shuts down instead of rejoining, as a script that
+ * ends on the error does.
  *
  * Usage: regroup_worker STEPS [KILLER STEP [PID]]
  *   The worker started with DMLC_WORKER_ID=KILLER kills process PID
@@ -96,6 +98,8 @@ int main(int argc, char** argv) {
   const char* until = getenv("REGROUP_UNTIL_SIZE");
   int until_size = until ? atoi(until) : 0;
   const char* stop_file = getenv("REGROUP_STOP_FILE");
+  const char* leave_env = getenv("REGROUP_LEAVE");
+  int leave = leave_env && atoi(leave_env) == 1;
   CHECK_RC(caravan_init());
   int regroups = 0, joined = 1;
   if (me != killer) victim = 0;
@@ -117,6 +121,11 @@ int main(int argc, char** argv) {
     pid_t none = 0;
     if (rc == 0) rc = step(s, s == kill_step ? &victim : &none);
     if (rc == 1) return 1;
+    if (rc == CARAVAN_ERR_REGROUPED && leave) {
+      CHECK_RC(caravan_shutdown());
+      printf("regroup_worker: left after step %d was abandoned\n", (int)s);
+      return 0;
+    }
     if (rc == CARAVAN_ERR_REGROUPED) {
       ++regroups;
       CHECK_RC(caravan_rejoin());

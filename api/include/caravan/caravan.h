@@ -70,8 +70,10 @@ int caravan_init(void);
 /* Waits for this worker's operations in flight, then leaves the job at the
  * shutdown barrier (all workers and servers) and frees everything. Blocks
  * until every worker has called it or CARAVAN_OP_TIMEOUT passes. Handles
- * not yet waited for become invalid. Errors: NOT_INITIALIZED, TIMEOUT,
- * PEER_LOST (the job still ends for this process). */
+ * not yet waited for become invalid. After CARAVAN_ERR_REGROUPED without
+ * caravan_rejoin(), it rejoins first, so that the others do not wait for
+ * this worker in the job's next generation. Errors: NOT_INITIALIZED,
+ * TIMEOUT, PEER_LOST (the job still ends for this process). */
 int caravan_shutdown(void);
 
 /* This worker's rank in 0..size-1 (machine * BYTEPS_LOCAL_SIZE + local
