@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# usage: netns_link_cut.sh CARAVAN_SERVER REGROUP_WORKER
+#
+# CARAVAN_ELASTIC=1 across emulated hosts (network namespaces joined by a
+# bridge, scripts/lib/netns.sh): the scheduler, 2 servers and 3 workers,
+# each on a host of its own, train with regroup_worker, which checks every
+# sum against the workers in the job at that moment. Once worker 1 has done
+# step 3 its host's link is cut (its bridge port down): it falls silent,
+# the scheduler loses it past PS_HEARTBEAT_TIMEOUT, and the others regroup
+# and train on as ranks 0 and 1 of 2. Then server 1's link is cut the same
+# way: the workers go on with server 0 alone. Then both links come back:
+# the two cut off find themselves out of the job (they are never summed
+# with the next generation) and exit non-zero, naming what they lost; the
+# workers left stop (a stop file), and they, server 0 and the scheduler
+# exit 0.
+#
+# Exits 77 (CTest: skipped) with the reason where namespaces, veths or
+# bridges cannot be set up here.
+set -u
+server_bin=$1 worker_bin=$2
+
+deadline=90  # seconds each node may run
+skip() { echo "netns_link_cut: SKIP: $*"; exit 77; }
+
+[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
+command -v ip >/dev/null || skip "no 'ip' command (iproute2 is not installed)"
+for bin in "$server_bin" "$worker_bin"; do
+  [ -x "$bin" ] || { echo "netns_link_cut: FAIL: $bin is not an executable"; exit 1; }
+done
+
+prefix="cvlc$$"
+switch_ns="${prefix}sw"
+nodes=(sched s0 s1 w0 w1 w2)
+declare -A role=([sched]=scheduler [s0]=server [s1]=server [w0]=worker [w1]=worker [w2]=worker)
+declare -A addr=([sched]=10.79.0.1 [s0]=10.79.0.11 [s1]=10.79.0.12
+                 [w0]=10.79.0.21 [w1]=10.79.0.22 [w2]=10.79.0.23)
+logdir=$(mktemp -d /tmp/netns_link_cut.XXXXXX)
+source "$(dirname "$0")/../../scripts/lib/netns.sh"
+declare -A pid_of=()
+
+cleanup() {
+  for n in "${!pid_of[@]}"; do kill -KILL "${pid_of[$n]}" 2>/dev/null; done
+  netns_remove_all
+  rm -rf "$logdir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+print_logs() {
+  for f in "$logdir"/*.log; do
+    echo "----- $(basename "$f" .log) -----"
+    cat "$f"
+  done
+}
+fail() {
+  echo "netns_link_cut: FAIL: $*"
+  print_logs
+  exit 1
+}
+
+# wait_for WHAT SECONDS COMMAND...: until COMMAND succeeds, or fail naming WHAT.
+wait_for() {
+  local what=$1 seconds=$2 t
+  shift 2
+  for ((t = 0; t < seconds * 10; ++t)); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  fail "$what did not happen within $seconds s"
+}
+# Whether log $1 has a line matching $3 after its first line matching $2.
+after() { awk -v a="$2" -v b="$3" 'index($0, a) { seen = 1 } seen && index($0, b) { found = 1 } END { exit !found }' "$1"; }
+
+netns_switch "$switch_ns"
+for n in "${nodes[@]}"; do
+  netns_add "${prefix}$n"
+  netns_link "${prefix}$n" "$switch_ns" "$n" "${addr[$n]}/24"
+done
+
+for n in "${nodes[@]}"; do
+  cmd=("$server_bin")
+  [ "${role[$n]}" = worker ] && cmd=("$worker_bin" 1000000)
+  id=()
+  case $n in w?) id=(DMLC_WORKER_ID=${n#w}) ;; s?) id=(CARAVAN_SERVER_ID=${n#s}) ;; esac
+  timeout -k 5 "$deadline" ip netns exec "${prefix}$n" env \
+    DMLC_ROLE="${role[$n]}" DMLC_PS_ROOT_URI="${addr[sched]}" DMLC_PS_ROOT_PORT=9000 \
+    DMLC_NUM_WORKER=3 DMLC_NUM_SERVER=2 DMLC_INTERFACE=eth1 PS_VERBOSE=1 "${id[@]}" \
+    CARAVAN_ELASTIC=1 PS_HEARTBEAT_INTERVAL=1 PS_HEARTBEAT_TIMEOUT=3 CARAVAN_OP_TIMEOUT=30 \
+    BYTEPS_PARTITION_BYTES=4096 REGROUP_STOP_FILE="$logdir/stop" \
+    "${cmd[@]}" >"$logdir/$n.log" 2>&1 &
+  pid_of[$n]=$!
+done
+
+wait_for "worker 1's step 3" 60 grep -q "^step 3 done" "$logdir/w1.log"
+ip -n "$switch_ns" link set w1 down || fail "cannot cut worker 1's link"
+cut_w1=$(date +%s.%N)
+wait_for "the regroup without worker 1" 30 grep -q "(regroup 1)" "$logdir/w0.log"
+wait_for "a step of the two workers left" 30 after "$logdir/w0.log" "(regroup 1)" "done as rank 0 of 2"
+w1_s=$(awk -v s="$cut_w1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+
+ip -n "$switch_ns" link set s1 down || fail "cannot cut server 1's link"
+cut_s1=$(date +%s.%N)
+wait_for "the regroup without server 1" 30 grep -q "(regroup 2)" "$logdir/w0.log"
+wait_for "a step on server 0 alone" 30 after "$logdir/w0.log" "(regroup 2)" "done as rank 0 of 2"
+s1_s=$(awk -v s="$cut_s1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+
+ip -n "$switch_ns" link set w1 up && ip -n "$switch_ns" link set s1 up ||
+  fail "cannot restore the links"
+touch "$logdir/stop"
+
+declare -A rc_of=()
+for n in "${nodes[@]}"; do
+  wait "${pid_of[$n]}"
+  rc_of[$n]=$?
+  unset "pid_of[$n]"
+done
+for n in sched s0 w0 w2; do
+  [ "${rc_of[$n]}" -eq 0 ] || fail "$n (${role[$n]}) exited with status ${rc_of[$n]}"
+done
+for n in w1 s1; do
+  rc=${rc_of[$n]}
+  { [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; } ||
+    fail "$n (${role[$n]}, cut off) exited with status $rc: want an error of its own, not 0 or the deadline"
+done
+grep -q "steps checked as rank 0 of 2, regrouped 2 time(s)" "$logdir/w0.log" ||
+  fail "worker 0 did not end as rank 0 of 2 after two regroups"
+grep -q "steps checked as rank 1 of 2, regrouped 2 time(s)" "$logdir/w2.log" ||
+  fail "worker 2 did not end as rank 1 of 2 after two regroups"
+grep -q "steps checked" "$logdir/w1.log" && fail "worker 1, cut off, finished its steps"
+grep -q "lost worker 1 .*no heartbeat for" "$logdir/sched.log" ||
+  fail "the scheduler did not lose worker 1 for its silence"
+grep -q "lost server 1 .*no heartbeat for" "$logdir/sched.log" ||
+  fail "the scheduler did not lose server 1 for its silence"
+echo "netns_link_cut: worker 1's link cut: the other two trained on ${w1_s} s later" \
+  "(PS_HEARTBEAT_TIMEOUT=3); server 1's link cut: ${s1_s} s later; every sum exact"
+for n in w1 s1; do
+  echo "----- ${role[$n]} ${n#?}, cut off, ends with -----"
+  tail -n 1 "$logdir/$n.log"
+done
+echo "netns_link_cut: OK"
