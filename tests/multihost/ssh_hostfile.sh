@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# usage: ssh_hostfile.sh CARAVAN_LAUNCH SUM_CHECK_WORKER
+# usage: ssh_hostfile.sh CARAVAN_LAUNCH SUM_CHECK_WORKER [REGROUP_WORKER]
 #
 # caravan-launch --hostfile over real OpenSSH: three "hosts" (network
 # namespaces joined by a bridge), each running Debian's sshd with a host key
@@ -11,10 +11,16 @@
 #   2. a long job in which one host's worker is killed midway: the launcher
 #      stops everything, exits non-zero naming that worker and host, no
 #      process of the job is left on any host, and the job token was on no
-#      process's command line while it ran.
+#      process's command line while it ran;
+#   3. with REGROUP_WORKER given, --elastic: a job on the first two hosts
+#      (regroup_worker, every sum checked against the workers in the job)
+#      whose second host's worker is killed: the launcher starts it again
+#      there over ssh and it joins; then the third host is added to the host
+#      file: the launcher starts its worker, which joins, and the job ends
+#      with status 0 once the three have trained together.
 # Exits 77 (skipped) saying why where namespaces or sshd cannot run here.
 set -u
-launch=$1 worker=$2
+launch=$1 worker=$2 regroup=${3:-}
 
 skip() { echo "ssh_hostfile: SKIP: $*"; exit 77; }
 [ "$(id -u)" -eq 0 ] || skip "network namespaces need root (uid $(id -u))"
@@ -148,4 +154,48 @@ done
 echo "ssh_hostfile: worker 2 on ${addr[h3]} killed: the launcher exited $rc after $elapsed s naming it," \
   "and no process of the job is left on any host; the job token was on no command line"
 grep "job failed" "$tmp/killed.log"
+[ -n "$regroup" ] || { echo "ssh_hostfile: OK"; exit 0; }
+
+# 3. --elastic: a worker killed is started again; a host added joins.
+cat >"$tmp/elastic_hosts" <<HOSTS
+${addr[h1]}   slots=1  servers=1
+${addr[h2]}   slots=1
+HOSTS
+# The workers go on until the job has 3 (REGROUP_UNTIL_SIZE) and 100 steps.
+on_h1 timeout -k 5 90 "$launch" --elastic --hostfile "$tmp/elastic_hosts" --ssh "$ssh_cmd" -- \
+  env REGROUP_UNTIL_SIZE=3 BYTEPS_PARTITION_BYTES=4096 "$regroup" 100 >"$tmp/elastic.log" 2>&1 &
+launcher=$!
+# seen PATTERN [COUNT]: the launcher's output has COUNT (default 1) lines
+# matching PATTERN within 60 s; polled, each look bounded.
+seen() {
+  for _ in $(seq 1 600); do
+    [ "$(grep -c -- "$1" "$tmp/elastic.log")" -ge "${2:-1}" ] && return 0
+    kill -0 $launcher 2>/dev/null || break
+    sleep 0.1
+  done
+  fail "elastic: no ${2:-1} line(s) matching '$1' in the launcher's output"
+}
+seen "^\[worker 1 on ${addr[h2]}\] step 20 done"
+victim=""
+for p in $(ip netns pids "${prefix}h2"); do
+  [ "$(cat /proc/$p/comm 2>/dev/null)" = regroup_worker ] && victim=$p
+done
+[ -n "$victim" ] || fail "elastic: worker 1 does not run on h2"
+kill -KILL "$victim"
+seen "worker 1 on ${addr[h2]} (pid [0-9]*) exited with status 137; starting it again"
+seen "^\[worker 1 on ${addr[h2]}\] at step" 2  # the new one joined
+echo "${addr[h3]}   slots=1" >>"$tmp/elastic_hosts"
+wait $launcher
+rc=$?
+[ $rc -eq 0 ] || fail "elastic: the launcher exited $rc"
+grep -q "the host file adds 1 worker(s) and 0 server(s) on ${addr[h3]} (line 3)" "$tmp/elastic.log" ||
+  fail "elastic: the launcher did not say it added ${addr[h3]}"
+for w in "0 on ${addr[h1]}" "1 on ${addr[h2]}" "2 on ${addr[h3]}"; do
+  grep -q "^\[worker $w\] regroup_worker: [0-9]* steps checked as rank [0-2] of 3" "$tmp/elastic.log" ||
+    fail "elastic: worker $w did not finish in the job of 3"
+done
+grep -q "job finished: 2 workers, 1 servers on 2 hosts, 1 process(es) started again, 1 added from the host file (--elastic), and all exited 0" \
+  "$tmp/elastic.log" || fail "elastic: the launcher did not report the job finished"
+echo "ssh_hostfile: --elastic: worker 1 on ${addr[h2]} killed and started again there, ${addr[h3]}" \
+  "added to the host file: the three finished together, every sum exact"
 echo "ssh_hostfile: OK"

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,7 +27,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kGrace = std::chrono::seconds(5);
-constexpr auto kSettle = std::chrono::seconds(1);  // Supervisor::settle_until_
+constexpr auto kSettle = std::chrono::seconds(1);              // Supervisor::settle_until_
+constexpr auto kLookForNewChildren = std::chrono::seconds(1);  // Elasticity::added
 constexpr int kHandledSignals[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
 
 // Self-pipe: the handler only records the signal; the poll loop acts on it.
@@ -148,9 +150,8 @@ struct Child {
 
 class Supervisor {
  public:
-  Supervisor(const std::vector<ChildSpec>& specs, double timeout_seconds,
-             const RestartPolicy& restarts)
-      : timeout_seconds_(timeout_seconds), restarts_(restarts) {
+  Supervisor(const std::vector<ChildSpec>& specs, double timeout_seconds, const Elasticity& elastic)
+      : timeout_seconds_(timeout_seconds), elastic_(elastic) {
     for (const auto& s : specs) children_.push_back(MakeChild(s, s));
   }
 
@@ -165,12 +166,14 @@ class Supervisor {
     return c;
   }
   bool Start(Child& c, int devnull, const sigset_t& original_mask);
-  // Whether the job goes on after child `c` failed (RestartPolicy): it is
+  // Whether the job goes on after child `c` failed (Elasticity): it is
   // started again, or left out once its domain failed too often; says
   // which.
   bool KeepsTheJob(const Child& c, int status);
-  // Starts the replacements KeepsTheJob() decided on.
-  void StartReplacements(int devnull, const sigset_t& handled);
+  // Starts the replacements KeepsTheJob() decided on, and the children
+  // Elasticity::added has, when it is time to ask.
+  void StartNewChildren(int devnull, const sigset_t& handled);
+  bool StartNew(Child c, int devnull, const sigset_t& handled);
   void ReadOnce(Child& c, int stream);
   void Drain(Child& c);
   void CloseStream(Child& c, int stream);
@@ -198,13 +201,16 @@ class Supervisor {
   void Forward(const Child& c, const std::string& text);
 
   double timeout_seconds_;
-  RestartPolicy restarts_;
-  std::map<std::string, int> domain_failures_;  // RestartPolicy's count
+  Elasticity elastic_;
+  std::map<std::string, int> domain_failures_;  // Elasticity's count
   std::vector<const ChildSpec*> to_restart_;    // the first specs of those to start again
   // A child ended cleanly: the job is finishing (a process started now
   // would find no job), so none is started again.
   bool finishing_ = false;
   int restarted_ = 0;
+  std::deque<ChildSpec> added_specs_;  // Elasticity::added's, kept where children point
+  int added_ = 0;
+  Clock::time_point next_look_;  // when to ask Elasticity::added next
   std::vector<Child> children_;
   std::vector<Failure> failures_;  // every child that failed, in the order seen
   Clock::time_point start_;
@@ -286,13 +292,14 @@ JobOutcome Supervisor::Run() {
       }
     }
     ReapAll();
-    StartReplacements(devnull, handled);
+    StartNewChildren(devnull, handled);
     CheckDeadlines();
   }
   if (devnull >= 0) close(devnull);
   for (auto& c : children_) Drain(c);
   NameTheCause();
   outcome_.restarts = restarted_;
+  outcome_.added = added_;
   return outcome_;
 }
 
@@ -452,7 +459,7 @@ void Supervisor::OnChildExit(Child& c, int status) {
 }
 
 bool Supervisor::KeepsTheJob(const Child& c, int status) {
-  if (!restarts_.enabled || !c.first->replacement) return false;
+  if (!elastic_.enabled || !c.first->replacement) return false;
   std::string what = c.Label() + " " + DescribeStatus(status);
   if (finishing_) {
     Say(what + "; not started again: the job is finishing");
@@ -461,8 +468,8 @@ bool Supervisor::KeepsTheJob(const Child& c, int status) {
   const std::string& domain = c.first->failure_domain;
   int failures = ++domain_failures_[domain];
   std::string count = std::to_string(failures) + " failure(s) of " + domain + ", --max-restarts " +
-                      std::to_string(restarts_.max_restarts);
-  if (failures > restarts_.max_restarts) {
+                      std::to_string(elastic_.max_restarts);
+  if (failures > elastic_.max_restarts) {
     // The job goes on without it where CARAVAN_MIN_WORKERS allows; the
     // scheduler decides, and ends the job otherwise.
     Say(what + "; not started again (" + count + ")");
@@ -473,18 +480,30 @@ bool Supervisor::KeepsTheJob(const Child& c, int status) {
   return true;
 }
 
-void Supervisor::StartReplacements(int devnull, const sigset_t& handled) {
+bool Supervisor::StartNew(Child c, int devnull, const sigset_t& handled) {
+  children_.push_back(std::move(c));
+  sigset_t original_mask;
+  sigprocmask(SIG_BLOCK, &handled, &original_mask);
+  bool ok = Start(children_.back(), devnull, original_mask);
+  sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+  return ok;
+}
+
+void Supervisor::StartNewChildren(int devnull, const sigset_t& handled) {
   std::vector<const ChildSpec*> due;
   due.swap(to_restart_);
   if (stopping_ || settle_until_) return;
   for (const ChildSpec* first : due) {
-    children_.push_back(MakeChild(*first->replacement, *first));
-    sigset_t original_mask;
-    sigprocmask(SIG_BLOCK, &handled, &original_mask);
-    bool ok = Start(children_.back(), devnull, original_mask);
-    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    if (!ok) return;
+    if (!StartNew(MakeChild(*first->replacement, *first), devnull, handled)) return;
     ++restarted_;
+  }
+  if (!elastic_.added || finishing_ || Clock::now() < next_look_) return;
+  next_look_ = Clock::now() + kLookForNewChildren;
+  for (ChildSpec& spec : elastic_.added()) {
+    added_specs_.push_back(std::move(spec));
+    const ChildSpec& kept = added_specs_.back();
+    if (!StartNew(MakeChild(kept, kept), devnull, handled)) return;
+    ++added_;
   }
 }
 
@@ -558,6 +577,8 @@ int Supervisor::PollTimeoutMs() const {
   }
   if (settle_until_ && !stopping_ && (!deadline || *settle_until_ < *deadline))
     deadline = settle_until_;
+  if (elastic_.added && !stopping_ && !finishing_ && (!deadline || next_look_ < *deadline))
+    deadline = next_look_;
   if (!deadline) return -1;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, 60 * 60 * 1000));
@@ -566,8 +587,8 @@ int Supervisor::PollTimeoutMs() const {
 }  // namespace
 
 JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds,
-                  const RestartPolicy& restarts) {
-  Supervisor s(children, timeout_seconds, restarts);
+                  const Elasticity& elastic) {
+  Supervisor s(children, timeout_seconds, elastic);
   return s.Run();
 }
 

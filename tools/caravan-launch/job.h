@@ -1,6 +1,7 @@
 // Starts the processes of one job and supervises them until all are gone.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,15 +26,18 @@ struct ChildSpec {
   // joins at a regroup); none for the scheduler, whose loss ends the job.
   std::shared_ptr<const ChildSpec> replacement;
   // Failures of the children of one domain count together against
-  // RestartPolicy::max_restarts: their host (--hostfile), else the child.
+  // Elasticity::max_restarts: their host (--hostfile), else the child.
   std::string failure_domain;
 };
 
 // --elastic (CARAVAN_ELASTIC=1): a worker or server that fails is started
-// again while the job runs, up to max_restarts times a failure domain.
-struct RestartPolicy {
+// again while the job runs, up to max_restarts times a failure domain; and
+// `added`, when set, is asked about once a second for new children to
+// start (the hosts a host file adds).
+struct Elasticity {
   bool enabled = false;
   int max_restarts = 3;
+  std::function<std::vector<ChildSpec>()> added;
 };
 
 // Where a child finds ChildSpec::listen_fd, as with systemd's sockets.
@@ -42,15 +46,16 @@ constexpr int kInheritedListenFd = 3;
 struct JobOutcome {
   int exit_code = 0;   // 0, 1 on a failed child or timeout, 128+N on signal N
   std::string reason;  // why it failed; empty on success
-  int restarts = 0;    // processes started again (RestartPolicy)
+  int restarts = 0;    // processes started again (Elasticity)
+  int added = 0;       // processes started for Elasticity::added
 };
 
 // Runs every child in its own process group, copies their output to stdout
 // line by line behind "[name] ", and stops them all once one fails, the
 // timeout passes (0 = never) or the launcher gets SIGINT/SIGTERM/SIGHUP;
-// with `restarts` enabled, a failed child that has a replacement is started
+// with `elastic` enabled, a failed child that has a replacement is started
 // again instead, unless the job is ending.
 JobOutcome RunJob(const std::vector<ChildSpec>& children, double timeout_seconds,
-                  const RestartPolicy& restarts = {});
+                  const Elasticity& elastic = {});
 
 }  // namespace caravan::launch

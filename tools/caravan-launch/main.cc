@@ -1,5 +1,5 @@
 // caravan-launch: runs a scheduler, M servers and N workers on this machine.
-#include <arpa/inet.h>
+#include <arpa/inet.h>  // ntohs
 #include <fcntl.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -12,41 +12,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <optional>
-#include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "child_env.h"
 #include "cluster_env.h"
 #include "engine/ipc/segment_names.h"
-#include "hostfile.h"
+#include "host_plan.h"
 #include "job.h"
 #include "options.h"
-
-extern char** environ;
 
 namespace caravan::launch {
 namespace {
 
-// --from-env without DMLC_PS_ROOT_PORT (or k8s's MASTER_PORT): every rank
-// must agree on it without talking, so it is fixed.
-constexpr int kFromEnvDefaultPort = 9000;
-
 bool IsExecutableFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
-}
-
-// The folder this program lies in, with a trailing '/'; empty if unknown.
-std::string SelfDir() {
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return "";
-  std::string dir(self, static_cast<size_t>(n));
-  dir.resize(dir.rfind('/') + 1);
-  return dir;
 }
 
 // A build tree and an install both put caravan-server beside us, so that
@@ -132,46 +114,6 @@ int PickFreePort(const std::string& host) {
   return port;
 }
 
-// This environment without the variables the launcher sets per child, with
-// the build tree's Python packages first on PYTHONPATH when run from one.
-std::vector<std::string> InheritedEnv(bool* have_node_host_out) {
-  // Set per child below; a stale value inherited from the shell would lie.
-  static const std::set<std::string> kManaged = {
-      "DMLC_ROLE",         "DMLC_PS_ROOT_URI",         "DMLC_PS_ROOT_PORT",
-      "DMLC_NUM_WORKER",   "DMLC_NUM_SERVER",          "DMLC_WORKER_ID",
-      "CARAVAN_SERVER_ID", "BYTEPS_FORCE_DISTRIBUTED", "CARAVAN_SCHEDULER_FD"};
-  std::vector<std::string> base;
-  bool have_node_host = false;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    if (kManaged.count(key)) continue;
-    if (key == "DMLC_NODE_HOST") {
-      if (kv.size() == key.size() + 1) continue;  // set but empty counts as unset
-      have_node_host = true;
-    }
-    base.push_back(std::move(kv));
-  }
-  // In a build tree the Python packages (caravan.torch, byteps.torch) lie in
-  // build/python, beside build/bin: put them first on the workers' path, so
-  // that `caravan-launch -- python3 train.py` finds the ones of this build.
-  // An install puts them in the interpreter's own folder instead.
-  std::string packages = SelfDir() + "../python";
-  struct stat st;
-  if (!SelfDir().empty() && stat((packages + "/caravan/__init__.py").c_str(), &st) == 0) {
-    char resolved[PATH_MAX];
-    if (realpath(packages.c_str(), resolved)) packages = resolved;
-    const char* old = getenv("PYTHONPATH");
-    base.erase(
-        std::remove_if(base.begin(), base.end(),
-                       [](const std::string& kv) { return kv.rfind("PYTHONPATH=", 0) == 0; }),
-        base.end());
-    base.push_back("PYTHONPATH=" + packages + (old && *old ? ":" + std::string(old) : ""));
-  }
-  *have_node_host_out = have_node_host;
-  return base;
-}
-
 // The children of a job: each gets the job's variables and its own.
 struct Plan {
   std::vector<std::string> base;
@@ -186,31 +128,6 @@ struct Plan {
   }
 };
 
-// The variables that place a first worker or server (its rank), dropped
-// for one started in its place (--elastic): that one is new to the job and
-// joins at a regroup, where the rank may be taken.
-std::vector<std::string> WithoutIds(std::vector<std::string> env) {
-  env.erase(std::remove_if(env.begin(), env.end(),
-                           [](const std::string& kv) {
-                             return kv.rfind("DMLC_WORKER_ID=", 0) == 0 ||
-                                    kv.rfind("CARAVAN_SERVER_ID=", 0) == 0;
-                           }),
-            env.end());
-  return env;
-}
-
-// --elastic on this machine: every child but the scheduler gets a
-// replacement, and its failures count on their own.
-void AddReplacements(std::vector<ChildSpec>& children) {
-  for (ChildSpec& c : children) {
-    if (c.name == "scheduler") continue;
-    auto r = std::make_shared<ChildSpec>(c);
-    r->env = WithoutIds(c.env);
-    c.failure_domain = c.name;
-    c.replacement = std::move(r);
-  }
-}
-
 // `node_host`: DMLC_NODE_HOST for every child unless the user set one ("":
 // none, each finds its address).
 Plan StartPlan(const std::string& root, int port, int workers, int servers,
@@ -224,24 +141,6 @@ Plan StartPlan(const std::string& root, int port, int workers, int servers,
   p.base.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
   if (!have_node_host && !node_host.empty()) p.base.push_back("DMLC_NODE_HOST=" + node_host);
   return p;
-}
-
-// torch.distributed's env:// rendezvous for the workers, as torchrun gives it;
-// the user's MASTER_ADDR and MASTER_PORT where set. Rank 0 (worker 0) serves
-// torch's store at MASTER_ADDR:MASTER_PORT: a port the OS hands out, not the
-// scheduler's port plus one, which another process may hold
-// (caravan.torch.distributed falls back to that where no launcher says).
-// `master_port` 0: no port of ours.
-std::vector<std::string> TorchRendezvous(const std::string& master_addr, int master_port) {
-  std::vector<std::string> env;
-  const char* addr = getenv("MASTER_ADDR");
-  const char* port = getenv("MASTER_PORT");
-  env.push_back("MASTER_ADDR=" + (addr && *addr ? std::string(addr) : master_addr));
-  if (port && *port)
-    env.push_back("MASTER_PORT=" + std::string(port));
-  else if (master_port > 0)
-    env.push_back("MASTER_PORT=" + std::to_string(master_port));
-  return env;
 }
 
 // `listen_fd`: the scheduler's socket, listening on `port`.
@@ -340,111 +239,6 @@ std::vector<ChildSpec> PlanFromEnv(const Options& o, const std::string& server_b
   return plan.children;
 }
 
-// --hostfile: every process of the job, each started over ssh on its host.
-std::vector<ChildSpec> PlanHosts(const Options& o, const std::string& server_bin,
-                                 std::string* summary) {
-  std::vector<HostEntry> hosts;
-  try {
-    hosts = read_hostfile(o.hostfile);
-  } catch (const std::exception& e) {
-    UsageError(e.what());
-  }
-  int workers = 0, servers = 0;
-  for (auto& h : hosts) {
-    workers += h.slots;
-    servers += h.servers;
-  }
-  const char* root_env = getenv("DMLC_PS_ROOT_URI");
-  std::string root = root_env && *root_env ? root_env : host_address(hosts[0]);
-  const char* port_env = getenv("DMLC_PS_ROOT_PORT");
-  std::string port = port_env && *port_env ? port_env : std::to_string(kFromEnvDefaultPort);
-  char* port_end = nullptr;
-  long port_value = strtol(port.c_str(), &port_end, 10);
-  if (*port_end || port_value < 1 || port_value > 65535)
-    UsageError("DMLC_PS_ROOT_PORT=" + port + " is not a port");
-
-  // What goes to every remote process: the job's variables and this shell's
-  // settings for Caravan, BytePS and ps-lite, and the search paths. The job
-  // token goes on stdin, never on a command line.
-  bool have_node_host = false;
-  std::vector<std::string> forward;
-  for (const std::string& kv : InheritedEnv(&have_node_host)) {
-    std::string key = kv.substr(0, kv.find('='));
-    if (key == "CARAVAN_JOB_TOKEN") continue;
-    bool ours = key.rfind("DMLC_", 0) == 0 || key.rfind("BYTEPS_", 0) == 0 ||
-                key.rfind("PS_", 0) == 0 || key.rfind("CARAVAN_", 0) == 0;
-    if (ours || key == "PATH" || key == "PYTHONPATH" || key == "LD_LIBRARY_PATH")
-      forward.push_back(kv);
-  }
-  forward.push_back("DMLC_PS_ROOT_URI=" + root);
-  forward.push_back("DMLC_PS_ROOT_PORT=" + port);
-  forward.push_back("DMLC_NUM_WORKER=" + std::to_string(workers));
-  forward.push_back("DMLC_NUM_SERVER=" + std::to_string(servers));
-  const char* token = getenv("CARAVAN_JOB_TOKEN");
-  std::string stdin_line = std::string(token ? token : "") + "\n";
-  char cwd[PATH_MAX];
-  std::string dir = getcwd(cwd, sizeof cwd) ? cwd : "/";
-
-  std::vector<std::string> ssh;
-  std::istringstream words(o.ssh);
-  for (std::string w; words >> w;) ssh.push_back(w);
-  std::vector<ChildSpec> plan;
-  auto make = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
-                  const std::vector<std::string>& extra) {
-    std::vector<std::string> env = forward;
-    // A node advertises the address its line gives when that is an IPv4
-    // address (else it finds its own: DMLC_INTERFACE).
-    in_addr ip{};
-    if (!have_node_host && inet_pton(AF_INET, host_address(h).c_str(), &ip) == 1)
-      env.push_back("DMLC_NODE_HOST=" + host_address(h));
-    env.insert(env.end(), extra.begin(), extra.end());
-    ChildSpec c;
-    c.name = name + " on " + host_address(h);
-    c.argv = ssh;
-    for (const char* opt : {"-o", "BatchMode=yes", "-o", "ConnectTimeout=20"})
-      c.argv.push_back(opt);
-    c.argv.push_back(h.host);
-    c.argv.push_back(remote_command(env, argv, dir));
-    for (char** e = environ; *e; ++e) c.env.push_back(*e);
-    c.stdin_data = stdin_line;
-    return c;
-  };
-  auto add = [&](const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
-                 const std::vector<std::string>& extra) {
-    plan.push_back(make(h, name, argv, extra));
-    // --elastic: failures count against the host.
-    if (!o.elastic || name == "scheduler") return;
-    plan.back().replacement = std::make_shared<ChildSpec>(make(h, name, argv, WithoutIds(extra)));
-    plan.back().failure_domain = "host " + h.host;
-  };
-  std::vector<std::string> server_argv = o.spmd ? o.command : std::vector<std::string>{server_bin};
-  add(hosts[0], "scheduler", server_argv, {"DMLC_ROLE=scheduler"});
-  int server = 0, worker = 0;
-  // Worker 0 serves torch's store: on the first host with worker slots,
-  // which need not be the scheduler's (a remote host's free port is not
-  // known here: the port stays caravan.torch.distributed's choice).
-  std::vector<std::string> torch;
-  for (const HostEntry& h : hosts)
-    if (h.slots > 0 && torch.empty()) torch = TorchRendezvous(host_address(h), 0);
-  for (const HostEntry& h : hosts)
-    for (int j = 0; j < h.servers; ++j, ++server)
-      add(h, "server " + std::to_string(server), server_argv,
-          {"DMLC_ROLE=server", "CARAVAN_SERVER_ID=" + std::to_string(server)});
-  for (const HostEntry& h : hosts)
-    for (int j = 0; j < h.slots; ++j, ++worker) {
-      std::vector<std::string> extra = {"DMLC_ROLE=worker",
-                                        "DMLC_WORKER_ID=" + std::to_string(worker),
-                                        "BYTEPS_FORCE_DISTRIBUTED=1"};
-      extra.insert(extra.end(), torch.begin(), torch.end());
-      add(h, "worker " + std::to_string(worker), o.command, extra);
-    }
-  *summary = std::to_string(workers) + " workers, " + std::to_string(servers) + " servers on " +
-             std::to_string(hosts.size()) + " hosts";
-  fprintf(stderr, "caravan-launch: %s from %s, scheduler at %s:%s\n", summary->c_str(),
-          o.hostfile.c_str(), root.c_str(), port.c_str());
-  return plan;
-}
-
 int Main(int argc, char** argv) {
   // Pipes made later must not land on 0-2, where dup2 in the child would be
   // a no-op that leaves close-on-exec set.
@@ -462,24 +256,28 @@ int Main(int argc, char** argv) {
     }
     server_bin = *found;
   }
-  RestartPolicy restarts{o.elastic, o.max_restarts};
+  Elasticity elastic{o.elastic, o.max_restarts, nullptr};
   if (o.elastic) {
     // Every child's, and with --hostfile every remote one's (CARAVAN_*).
     setenv("CARAVAN_ELASTIC", "1", 1);
     if (o.min_workers) setenv("CARAVAN_MIN_WORKERS", std::to_string(o.min_workers).c_str(), 1);
     if (o.max_workers) setenv("CARAVAN_MAX_WORKERS", std::to_string(o.max_workers).c_str(), 1);
   }
-  // ", all exited 0" or ", 2 processes started again and all exited 0".
+  // ", all exited 0" or ", 2 process(es) started again (--elastic), and all
+  // exited 0".
   auto ended_well = [](const JobOutcome& out) {
-    return out.restarts ? ", " + std::to_string(out.restarts) +
-                              " process(es) started again (--elastic), and all exited 0"
-                        : std::string(", all exited 0");
+    std::string more;
+    if (out.restarts) more += ", " + std::to_string(out.restarts) + " process(es) started again";
+    if (out.added) more += ", " + std::to_string(out.added) + " added from the host file";
+    return more.empty() ? std::string(", all exited 0") : more + " (--elastic), and all exited 0";
   };
   if (!o.hostfile.empty()) {
-    std::string summary;
-    JobOutcome out = RunJob(PlanHosts(o, server_bin, &summary), o.timeout, restarts);
+    HostPlan plan(o, server_bin);
+    std::vector<ChildSpec> children = plan.Start();
+    if (o.elastic) elastic.added = [&plan] { return plan.Added(); };
+    JobOutcome out = RunJob(children, o.timeout, elastic);
     if (out.exit_code == 0)
-      fprintf(stderr, "caravan-launch: job finished: %s%s\n", summary.c_str(),
+      fprintf(stderr, "caravan-launch: job finished: %s%s\n", plan.Summary().c_str(),
               ended_well(out).c_str());
     else
       fprintf(stderr, "caravan-launch: job failed: %s\n", out.reason.c_str());
@@ -488,7 +286,7 @@ int Main(int argc, char** argv) {
   if (!o.from_env.empty()) {
     std::vector<ChildSpec> children = PlanFromEnv(o, server_bin);
     if (o.elastic) AddReplacements(children);
-    JobOutcome out = RunJob(children, o.timeout, restarts);
+    JobOutcome out = RunJob(children, o.timeout, elastic);
     if (out.exit_code != 0) fprintf(stderr, "caravan-launch: failed: %s\n", out.reason.c_str());
     return out.exit_code;
   }
@@ -498,7 +296,7 @@ int Main(int argc, char** argv) {
 
   std::vector<ChildSpec> children = PlanJob(o, server_bin, port, listen_fd);
   if (o.elastic) AddReplacements(children);
-  JobOutcome out = RunJob(children, o.timeout, restarts);
+  JobOutcome out = RunJob(children, o.timeout, elastic);
   // BYTEPS_ENABLE_IPC: a worker that died between making a shared-memory
   // segment and its server mapping it left the name, and a server stopped
   // by us could not remove it.

@@ -22,7 +22,7 @@ struct Options {
   std::string ssh = "ssh";
   bool elastic = false;
   int min_workers = 0, max_workers = 0;  // 0: not given
-  int max_restarts = RestartPolicy{}.max_restarts;
+  int max_restarts = Elasticity{}.max_restarts;
   std::vector<std::string> given;  // the valued options given, for conflicts
   std::vector<std::string> command;
 };
