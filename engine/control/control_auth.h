@@ -59,6 +59,12 @@ class AuthResponder {
   void renew_job_nonce() {
     if (token_) job_ = auth::fresh_nonce();
   }
+  // The J of a running job this scheduler takes over (its nodes' seals
+  // use it), as a node reported it. Connections admitted from here on get
+  // it.
+  void adopt_job_nonce(const auth::Nonce& job) {
+    if (token_) job_ = job;
+  }
 
  private:
   struct Conn {

@@ -1,6 +1,11 @@
 #include "engine/control/control_message.h"
 
 #include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/wire/bytes.h"
 
 namespace caravan {
 
@@ -32,6 +37,8 @@ const char* control_type_name(wire::Type t) {
       return "AUTH_PROOF";
     case wire::Type::kBarrierWaiting:
       return "BARRIER_WAITING";
+    case wire::Type::kReport:
+      return "REPORT";
   }
   return "?";
 }
@@ -48,6 +55,7 @@ bool expected_by(ControlReceiver r, wire::Type t) {
     case wire::Type::kAuthHello:
     case wire::Type::kRegister:
     case wire::Type::kBarrier:
+    case wire::Type::kReport:
       return r == ControlReceiver::kScheduler;
     case wire::Type::kAuthChallenge:
     case wire::Type::kNodeTable:
@@ -126,6 +134,34 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
                std::to_string(body.size()) + " bytes: " + e.what();
         return false;
       }
+    case wire::Type::kReport: {
+      // The job nonce (empty without a token), then the node table.
+      try {
+        wire::Reader r(body.data(), body.size());
+        std::string nonce = r.str(kAuthNonceBytes);
+        if (!nonce.empty() && nonce.size() != kAuthNonceBytes) {
+          *why = "a REPORT with a job nonce of " + std::to_string(nonce.size()) +
+                 " bytes (it carries 0 or " + std::to_string(kAuthNonceBytes) + ")";
+          return false;
+        }
+        out->auth.assign(nonce.begin(), nonce.end());
+        size_t table_at = 8 + nonce.size();
+        out->table = decode_node_table(std::vector<uint8_t>(body.begin() + table_at, body.end()));
+      } catch (const std::exception& e) {
+        *why = "malformed REPORT body of " + std::to_string(body.size()) + " bytes: " + e.what();
+        return false;
+      }
+      bool sender_listed = false;
+      for (const NodeInfo& n : out->table) {
+        if (!check_node(n, why)) return false;
+        sender_listed = sender_listed || n.id == head.sender;
+      }
+      if (!sender_listed) {
+        *why = "a REPORT from node " + std::to_string(head.sender) + ", which its table lacks";
+        return false;
+      }
+      return true;
+    }
     case wire::Type::kAbort:
       if (receiver == ControlReceiver::kScheduler && head.cmd != 0 && head.cmd != kAbortRegroup) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " from a node (it sends 0: it " +
@@ -204,6 +240,14 @@ std::vector<uint8_t> control_body(const ControlMessage& msg) {
     case wire::Type::kAuthChallenge:
     case wire::Type::kAuthProof:
       return msg.auth;
+    case wire::Type::kReport: {
+      wire::Writer w;
+      w.str(std::string(msg.auth.begin(), msg.auth.end()));
+      std::vector<uint8_t> body = std::move(w.bytes());
+      std::vector<uint8_t> table = encode_node_table(msg.table);
+      body.insert(body.end(), table.begin(), table.end());
+      return body;
+    }
     default:
       return {};
   }

@@ -15,7 +15,7 @@
 namespace caravan {
 
 // Who receives: the scheduler takes AUTH_HELLO, AUTH_PROOF, REGISTER,
-// BARRIER and HEARTBEAT; a server or worker takes AUTH_CHALLENGE,
+// REPORT, BARRIER and HEARTBEAT; a server or worker takes AUTH_CHALLENGE,
 // AUTH_PROOF, NODE_TABLE, BARRIER_DONE and HEARTBEAT; both take
 // BARRIER_WAITING (the scheduler the question, a node the answer) and
 // ABORT (from a node: it ends the job, saying why).
@@ -42,12 +42,12 @@ constexpr size_t kSchedulerProofBytes = 64;  // AUTH_PROOF to a node: the HMAC, 
 struct ControlMessage {
   wire::Header head;            // a barrier's group is head.cmd, kFinal in head.flags
   NodeInfo node;                // REGISTER: the node that registers
-  std::vector<NodeInfo> table;  // NODE_TABLE
+  std::vector<NodeInfo> table;  // NODE_TABLE, REPORT
   // ABORT: why the job ended (from a node: why it ends it), or why this
   // node is refused; BARRIER_WAITING's answer: the nodes the barrier still
   // waits for.
   std::string text;
-  std::vector<uint8_t> auth;  // AUTH_*: the nonce or proof, as sized above
+  std::vector<uint8_t> auth;  // AUTH_*: the nonce or proof, as sized above; REPORT: the job nonce
 };
 
 // "REGISTER", "AUTH_PROOF", ... for logs.

@@ -36,15 +36,27 @@ std::string SchedulerLink::silence_note() const {
 void SchedulerLink::on_heartbeat_tick() {
   std::unique_lock<std::mutex> lock(mu_);
   if (closing_ || !failure_.empty()) return;
+  // Orphaned: nobody to tell until a report went out, and no silence to
+  // judge until a scheduler took the job over.
+  if (orphaned_ && !reported_) return;
   auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                  last_seen_)
                     .count();
-  lock.unlock();
-  if (silent >= config_.heartbeat_timeout_s) {
-    fail("the scheduler at " + scheduler_name() + " has been silent for " + std::to_string(silent) +
-         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) + ")");
+  if (!orphaned_ && silent >= config_.heartbeat_timeout_s) {
+    std::string why =
+        "the scheduler at " + scheduler_name() + " has been silent for " + std::to_string(silent) +
+        " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) + ")";
+    int silent_conn = conn_;
+    if (orphan(why)) {
+      lock.unlock();
+      hub_.close(silent_conn);  // without on_lost: this node has moved on
+      return;
+    }
+    lock.unlock();
+    fail(why);
     return;
   }
+  lock.unlock();
   wire::Header h;
   h.type = wire::Type::kHeartbeat;
   h.sender = my_id_;
@@ -77,6 +89,12 @@ void SchedulerLink::on_lost(const std::string& why) {
   std::string hint;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (orphaned_) {  // a reconnect attempt's connection
+      attempt_lost_ = true;
+      cv_.notify_all();
+      return;
+    }
+    if (orphan("lost the connection to the scheduler at " + scheduler_name() + ": " + why)) return;
     // A scheduler that cannot take part in the challenge (an older build)
     // drops the connection at the first AUTH message.
     if (auth_ && !authenticated_)
@@ -112,6 +130,14 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
   switch (head.type) {
     case wire::Type::kNodeTable: {
       std::lock_guard<std::mutex> lock(mu_);
+      if (orphaned_) {
+        // The restarted scheduler took the job over (the table is the one
+        // this node reported): barriers sent before go again.
+        orphaned_ = false;
+        ++epoch_;
+        cv_.notify_all();
+        break;
+      }
       table_ = std::move(msg.table);
       my_id_ = head.recipient;
       have_table_ = true;
@@ -195,8 +221,12 @@ void SchedulerLink::authenticate(long long deadline_ms) {
   bool ok = cv_.wait_until(
       lock,
       std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms - net::now_ms()),
-      [&] { return authenticated_ || !failure_.empty(); });
+      [&] { return authenticated_ || !failure_.empty() || attempt_lost_; });
   if (!failure_.empty()) throw Error(failure_code_, failure_);
+  if (attempt_lost_)
+    throw Error(CARAVAN_ERR_PEER_LOST, "the scheduler at " + scheduler_name() +
+                                           " closed the connection during the "
+                                           "CARAVAN_JOB_TOKEN challenge");
   if (!ok)
     throw Error(CARAVAN_ERR_TIMEOUT, "the scheduler at " + scheduler_name() +
                                          " did not answer the CARAVAN_JOB_TOKEN challenge within " +
@@ -271,7 +301,18 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
                     "every node)");
   for (auto& n : table_)
     if (n.id == my_id_) self = n;
+  if (auth_) job_nonce_at_join_.assign(auth_->job_nonce().begin(), auth_->job_nonce().end());
   return table_;
+}
+
+bool SchedulerLink::send_barrier(int group, bool final, bool suspend) {
+  wire::Header h;
+  h.type = wire::Type::kBarrier;
+  h.sender = my_id_;
+  h.cmd = group;
+  h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
+  if (final && suspend) h.flags |= wire::kSuspend;
+  return hub_.send(conn_, h, {});
 }
 
 bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) {
@@ -279,27 +320,39 @@ bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) 
   std::unique_lock<std::mutex> lock(mu_);
   if (!failure_.empty()) throw Error(failure_code_, failure_);
   int before = barriers_done_[key];
-  lock.unlock();
-  wire::Header h;
-  h.type = wire::Type::kBarrier;
-  h.sender = my_id_;
-  h.cmd = group;
-  h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
-  if (final && suspend) h.flags |= wire::kSuspend;
-  if (!hub_.send(conn_, h, {}))
-    throw Error(CARAVAN_ERR_PEER_LOST, "lost the scheduler at " + scheduler_name());
-  lock.lock();
-  auto done = [&] { return barriers_done_[key] > before || !failure_.empty(); };
-  if (timeout_s < 0) {
-    cv_.wait(lock, done);
-  } else if (!cv_.wait_for(lock, std::chrono::seconds(timeout_s), done)) {
-    std::string waiting = ask_who_is_missing(lock, group, final);
-    throw Error(CARAVAN_ERR_TIMEOUT, std::string(final ? "the shutdown barrier" : "a barrier") +
-                                         " timed out after " + std::to_string(timeout_s) +
-                                         " s: the scheduler at " + scheduler_name() +
-                                         " is still waiting for " + waiting);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  // The BARRIER goes out once, and again to a scheduler that took the job
+  // over (CARAVAN_ELASTIC) after the one that had it was lost. A send that
+  // fails is the connection's loss, which on_lost turns into a failure or
+  // an orphaned link.
+  int sent_in = -1;  // the epoch it went out in
+  auto done = [&] {
+    return barriers_done_[key] > before || !failure_.empty() || (!orphaned_ && sent_in != epoch_);
+  };
+  for (;;) {
+    if (!failure_.empty()) throw Error(failure_code_, failure_);
+    if (barriers_done_[key] > before) break;
+    if (!orphaned_ && sent_in != epoch_) {
+      sent_in = epoch_;
+      lock.unlock();
+      bool sent = send_barrier(group, final, suspend);
+      lock.lock();
+      if (!sent && !config_.elastic && failure_.empty())
+        throw Error(CARAVAN_ERR_PEER_LOST, "lost the scheduler at " + scheduler_name());
+      continue;
+    }
+    if (timeout_s < 0) {
+      cv_.wait(lock, done);
+    } else if (!cv_.wait_until(lock, deadline, done)) {
+      std::string waiting = orphaned_ ? "a scheduler to take the job over (it was lost)"
+                                      : ask_who_is_missing(lock, group, final);
+      throw Error(CARAVAN_ERR_TIMEOUT, std::string(final ? "the shutdown barrier" : "a barrier") +
+                                           " timed out after " + std::to_string(timeout_s) +
+                                           " s: the scheduler at " + scheduler_name() +
+                                           " is still waiting for " + waiting);
+    }
   }
-  if (!failure_.empty()) throw Error(failure_code_, failure_);
+  if (final) left_ = true;
   return final && suspended_;
 }
 
@@ -327,7 +380,7 @@ std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock
 
 void SchedulerLink::end_job(const std::string& why) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (closing_ || !failure_.empty() || conn_ < 0) return;
+  if (closing_ || !failure_.empty() || conn_ < 0 || orphaned_) return;
   if (!ended_job_) {
     ended_job_ = true;
     lock.unlock();
@@ -350,11 +403,14 @@ void SchedulerLink::end_job(const std::string& why) {
 }
 
 void SchedulerLink::close() {
+  std::vector<std::thread> reconnects;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closing_ = true;
-    cv_.notify_all();  // an end_job() waiting for its answer
+    cv_.notify_all();  // an end_job() waiting for its answer, a reconnect
+    reconnects.swap(reconnect_threads_);
   }
+  for (auto& t : reconnects) t.join();
   heartbeat_.stop();
   hub_.stop();
 }

@@ -1,7 +1,11 @@
 // A server's or worker's connection to the scheduler: registration, the
-// node table, barriers, and the news that the job failed.
+// node table, barriers, and the news that the job failed. With
+// CARAVAN_ELASTIC, a scheduler lost after the table is no failure: the
+// node trains on and reports the job to the scheduler started again at
+// the same address (scheduler_link_recovery.cc); barriers wait for it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -9,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "caravan/caravan.h"
@@ -80,8 +85,21 @@ class SchedulerLink {
   void on_message(ControlMessage&& msg);
   void on_auth_message(const ControlMessage& msg);
   void on_lost(const std::string& why);
-  // Blocks until the challenge is answered both ways; throws otherwise.
+  // Blocks until the challenge on conn_ is answered both ways; throws
+  // otherwise (also when that connection is lost meanwhile).
   void authenticate(long long deadline_ms);
+  // CARAVAN_ELASTIC (scheduler_link_recovery.cc): whether the loss of the
+  // scheduler's connection leaves this node orphaned rather than failed;
+  // then starts reconnect(). Caller holds mu_.
+  bool orphan(const std::string& why);
+  // On its own thread: connects to DMLC_PS_ROOT_URI:PORT again and again
+  // until a scheduler there takes the job over from this node's REPORT, or
+  // fails the link after CARAVAN_RESUME_TIMEOUT.
+  void reconnect(std::string why);
+  // One attempt of reconnect(); whether the scheduler took the job over.
+  bool report_to(int fd, std::chrono::steady_clock::time_point deadline);
+  // Sends BARRIER for `group`; false when the connection is gone.
+  bool send_barrier(int group, bool final, bool suspend);
   void fail(const std::string& why, int code = CARAVAN_ERR_PEER_LOST);
   std::string scheduler_name() const;
   // After a barrier timed out: the scheduler's word on which nodes it still
@@ -92,7 +110,7 @@ class SchedulerLink {
   JobConfig config_;
   FailureHandler on_failure_;
   ControlHub hub_;
-  int conn_ = -1;
+  std::atomic<int> conn_{-1};  // the scheduler's connection; another after a reconnect
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool have_table_ = false;
@@ -110,6 +128,17 @@ class SchedulerLink {
   bool authenticated_ = false;
   std::chrono::steady_clock::time_point last_seen_;  // the scheduler, last heard
   bool heard_ = false;                               // any message from the scheduler yet
+  // CARAVAN_ELASTIC: the scheduler was lost and none has taken the job
+  // over yet; epoch_ counts the takeovers (a barrier sent before one is
+  // sent again); attempt_lost_: the connection of a reconnect attempt
+  // closed; reported_: the REPORT went out on conn_.
+  bool orphaned_ = false;
+  int epoch_ = 0;
+  bool attempt_lost_ = false;
+  bool reported_ = false;
+  std::vector<uint8_t> job_nonce_at_join_;      // with a token: the seals' J, for the REPORT
+  std::vector<std::thread> reconnect_threads_;  // joined at close()
+  bool left_ = false;                           // the shutdown barrier completed
   HeartbeatTimer heartbeat_;
   void on_heartbeat_tick();
 };

@@ -49,6 +49,11 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   if (pending_.count(conn) || nodes_.count(conn))
     return evict(conn, "it registered a second time on one connection");
+  if (recovering_) {
+    // Taken once the job it joins is recovered (finish_recovery).
+    held_registrations_.emplace_back(conn, n);
+    return;
+  }
   ++registrations_;
   cv_.notify_all();
   if (!failure_.empty()) {
@@ -321,22 +326,31 @@ bool SchedulerService::regroup_without(int conn, const std::string& why) {
   nodes_.erase(it);
   hub_.hang_up(conn);  // a stopped process that wakes finds itself out
   last_seen_.erase(conn);
+  regroup_or_end("lost " + lost.describe() + ": " + why);
+  return true;
+}
+
+void SchedulerService::regroup_or_end(const std::string& lost) {
   int workers = 0, servers = 0;
   for (auto& [c, n] : nodes_) (n.role == Role::kServer ? servers : workers)++;
-  std::string lost_text = "lost " + lost.describe() + ": " + why;
-  if (workers < config_.min_workers) {
-    abort_job(
-        lost_text + "; " + std::to_string(workers) +
+  if (workers < config_.min_workers)
+    return abort_job(
+        lost + "; " + std::to_string(workers) +
         " worker(s) left, fewer than CARAVAN_MIN_WORKERS=" + std::to_string(config_.min_workers));
-    return true;
+  if (servers == 0) return abort_job(lost + "; no server left");
+  start_regroup(lost + "; the job goes on with the " + std::to_string(workers) + " worker(s) and " +
+                std::to_string(servers) + " server(s) left");
+}
+
+void SchedulerService::send_table_to_nodes(const std::vector<NodeInfo>& all) {
+  auto body = encode_node_table(all);
+  for (auto& [conn, n] : nodes_) {
+    wire::Header h;
+    h.type = wire::Type::kNodeTable;
+    h.sender = kSchedulerId;
+    h.recipient = n.id;
+    hub_.send(conn, h, body);
   }
-  if (servers == 0) {
-    abort_job(lost_text + "; no server left");
-    return true;
-  }
-  start_regroup(lost_text + "; the job goes on with the " + std::to_string(workers) +
-                " worker(s) and " + std::to_string(servers) + " server(s) left");
-  return true;
 }
 
 void SchedulerService::send_table() {
@@ -352,14 +366,7 @@ void SchedulerService::send_table() {
   for (auto& [c, n] : pending_) nodes_[c] = all[i++];
   pending_.clear();
   if (participant_) all.push_back(self_);
-  auto body = encode_node_table(all);
-  for (auto& [conn, n] : nodes_) {
-    wire::Header h;
-    h.type = wire::Type::kNodeTable;
-    h.sender = kSchedulerId;
-    h.recipient = n.id;
-    hub_.send(conn, h, body);
-  }
+  send_table_to_nodes(all);
   table_sent_ = true;
   if (reforming_) {
     CARAVAN_VLOG(1) << "scheduler: the job resumed with " << all.size() << " nodes";

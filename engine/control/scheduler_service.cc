@@ -50,6 +50,12 @@ void SchedulerService::on_heartbeat_tick() {
     for (auto& [conn, n] : *m) {
       auto it = last_seen_.find(conn);
       if (it == last_seen_.end()) continue;
+      // A node that reported the job heartbeats; one that dies closes its
+      // connection (on_closed). The table's loss is judged at its end.
+      if (recovering_) {
+        hub_.send(conn, h, {});
+        continue;
+      }
       auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - it->second).count();
       if (silent >= config_.heartbeat_timeout_s) {
         metrics::registry().peers_lost.add();
@@ -98,6 +104,9 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
   switch (msg.head.type) {
     case wire::Type::kRegister:
       handle_register(conn, msg.node);
+      break;
+    case wire::Type::kReport:
+      handle_report(conn, msg);
       break;
     case wire::Type::kBarrier:
       handle_barrier(conn, msg.head);
@@ -170,6 +179,16 @@ void SchedulerService::on_closed(int conn, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   last_seen_.erase(conn);
   auth_.forget(conn);
+  held_registrations_.erase(std::remove_if(held_registrations_.begin(), held_registrations_.end(),
+                                           [&](const auto& held) { return held.first == conn; }),
+                            held_registrations_.end());
+  if (auto it = nodes_.find(conn); recovering_ && it != nodes_.end()) {
+    // It reported and left: missing at the end, as if it never had.
+    CARAVAN_LOG(WARNING) << "scheduler: " << it->second.describe()
+                         << " left while the job is taken over (" << why << ")";
+    nodes_.erase(it);
+    return;
+  }
   if (auto it = pending_.find(conn); it != pending_.end()) {
     NodeInfo n = it->second;
     pending_.erase(it);
@@ -269,9 +288,20 @@ void SchedulerService::start() {
 std::vector<NodeInfo> SchedulerService::wait_table() {
   std::unique_lock<std::mutex> lock(mu_);
   auto deadline = started_ + std::chrono::seconds(config_.connect_timeout_s);
-  if (!cv_.wait_until(lock, deadline, [&] { return table_sent_ || !failure_.empty(); }))
-    abort_job("start-up timed out after " + std::to_string(config_.connect_timeout_s) +
-              " s (CARAVAN_CONNECT_TIMEOUT): " + missing_summary());
+  // A scheduler started again takes a running job over instead, from its
+  // nodes' reports (finish_recovery: the table, or a regroup).
+  while (!cv_.wait_until(lock, deadline,
+                         [&] { return table_sent_ || reforming_ || !failure_.empty(); })) {
+    if (!recovering_) {
+      abort_job("start-up timed out after " + std::to_string(config_.connect_timeout_s) +
+                " s (CARAVAN_CONNECT_TIMEOUT): " + missing_summary());
+      break;
+    }
+    if (std::chrono::steady_clock::now() < recovery_deadline_)
+      deadline = recovery_deadline_;
+    else
+      finish_recovery();
+  }
   if (!failure_.empty()) {
     // The job ended at start-up (a mismatch, a node lost): nodes still on
     // their way would wait out their own start-up deadline to hear nothing,

@@ -1,8 +1,9 @@
 // The scheduler role: registers nodes, assigns ranks, hands out the node
 // table, runs barriers, and ends the job, cleanly or with the name of the
-// node that was lost. Defined in three files: scheduler_service.cc (its
+// node that was lost. Defined in four files: scheduler_service.cc (its
 // life and messages), scheduler_membership.cc (registration, ranks,
-// re-forming) and scheduler_barriers.cc.
+// re-forming), scheduler_barriers.cc and scheduler_recovery.cc (taking a
+// running job over after the scheduler that had it was lost).
 #pragma once
 
 #include <chrono>
@@ -65,6 +66,8 @@ class SchedulerService {
   void evict(int conn, const std::string& why);
   void handle_barrier(int conn, const wire::Header& head);
   void send_table();
+  // Sends `all` as the node table to every node of nodes_. Caller holds mu_.
+  void send_table_to_nodes(const std::vector<NodeInfo>& all);
   // Sends BARRIER_DONE when every member of the barrier `key` arrived.
   // Caller holds mu_.
   void complete_barrier_if_ready(int key, int group, bool final);
@@ -101,6 +104,10 @@ class SchedulerService {
   // Ends this generation: every node hears kAbortRegroup with `text` and
   // is awaited back (returning_). Caller holds mu_.
   void start_regroup(const std::string& text);
+  // After `lost` (what was lost, and why): the job regroups with the nodes
+  // of nodes_, or ends when fewer than CARAVAN_MIN_WORKERS workers or no
+  // server are left. Caller holds mu_.
+  void regroup_or_end(const std::string& lost);
   // CARAVAN_ELASTIC: worker or server `n`, new to the running job, joins
   // it at the regroup under way, or starts one (and then, like every node
   // of the ended generation, is told to register again); unless its
@@ -124,6 +131,15 @@ class SchedulerService {
   // A node across a suspend or a regroup: its host and pid.
   static std::string server_key(const NodeInfo& n);
   int node_of(int conn) const;
+  // CARAVAN_ELASTIC (scheduler_recovery.cc): a node reports the job it is
+  // in to this scheduler, started again after the one that had the job
+  // was lost; once every node of the report has (or CARAVAN_CONNECT_TIMEOUT
+  // after the first report), this scheduler has the job. Caller holds mu_.
+  void handle_report(int conn, const ControlMessage& msg);
+  // The reports are in, or the time for them is up: the job goes on with
+  // the nodes that reported, regrouping without the others. Caller holds
+  // mu_.
+  void finish_recovery();
 
   JobConfig config_;
   AuthResponder auth_;  // guarded by mu_
@@ -159,6 +175,13 @@ class SchedulerService {
   // The ended generation's connections (to their server_key) that have not
   // yet answered the regroup.
   std::map<int, std::string> unanswered_;
+  // Taking a job over from the nodes' reports (handle_report): the table
+  // the first reported, until when the others are awaited, and the
+  // registrations that came meanwhile (taken once the job is recovered).
+  bool recovering_ = false;
+  std::vector<NodeInfo> reported_table_;
+  std::chrono::steady_clock::time_point recovery_deadline_;
+  std::vector<std::pair<int, NodeInfo>> held_registrations_;
   std::string failure_;
   bool participant_ = false;
   NodeInfo self_;

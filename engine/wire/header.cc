@@ -37,6 +37,7 @@ bool known_type(uint16_t t) {
     case Type::kAuthChallenge:
     case Type::kAuthProof:
     case Type::kBarrierWaiting:
+    case Type::kReport:
       return true;
   }
   return false;

@@ -14,8 +14,8 @@ constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
 // 2: kAck and kWantAck (PS_RESEND). 3: kProbe. 4: kBroadcast.
 // 5: kCompressed (a server of 4 would sum compressed bytes as values).
 // 6: kBarrierWaiting. 7: kPush without kPull (a reduce-scatter's push of
-// another worker's shard, answered without values).
-constexpr uint16_t kVersion = 7;
+// another worker's shard, answered without values). 8: kReport.
+constexpr uint16_t kVersion = 8;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 
@@ -42,6 +42,11 @@ enum class Type : uint16_t {
   // in its BARRIER) which nodes the scheduler still waits for; the answer
   // names them as text, so the node's error can say who held it up.
   kBarrierWaiting = 19,
+  // CARAVAN_ELASTIC: a node whose scheduler was lost tells a scheduler
+  // started again at the same address the job it is in (the node table,
+  // and with a token the job nonce); the scheduler answers with NODE_TABLE
+  // once it has taken the job over.
+  kReport = 20,
 };
 
 enum Flags : uint32_t {

@@ -376,6 +376,74 @@ TEST(ElasticTest, AServerStartedLaterJoinsTheJob) {
   std::remove(stop.c_str());
 }
 
+// The highest S of the "step S done" lines in `out`.
+int last_step(const std::string& out) {
+  int last = 0;
+  for (size_t at = out.find("step "); at != std::string::npos; at = out.find("step ", at + 1))
+    last = std::max(last, std::atoi(out.c_str() + at + 5));
+  return last;
+}
+
+// The scheduler killed mid-training: the workers and servers train on
+// without it (50 steps more are waited for); a scheduler started again at
+// its port takes the job over from their reports, and the job ends
+// through it, cleanly, every sum exact and nothing regrouped.
+TEST(ElasticTest, ASchedulerStartedAgainTakesTheJobOver) {
+  const std::string stop =
+      ::testing::TempDir() + "caravan_scheduler_again_" + std::to_string(getpid());
+  std::remove(stop.c_str());
+  ElasticJob job("2x2", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
+  auto server1 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "1"}});
+  auto w0 = job.regroup_worker(0, {"1000000"});
+  auto w1 = job.regroup_worker(1, {"1000000"});
+  ASSERT_TRUE(w0->wait_for_output("step 5 done", 90)) << w0->output();
+  job.scheduler->signal(SIGKILL);
+  expect_killed(*job.scheduler, "the first scheduler");
+  ASSERT_TRUE(w0->wait_for_output("training goes on (CARAVAN_ELASTIC)", 90)) << w0->output();
+  const std::string later = "step " + std::to_string(last_step(w0->output()) + 50) + " done";
+  ASSERT_TRUE(w0->wait_for_output(later, 90)) << w0->output();
+  auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {});
+  ASSERT_TRUE(w0->wait_for_output("took the job over", 90)) << w0->output();
+  std::ofstream(stop) << "stop\n";
+  expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 2, regrouped 0 time(s)");
+  expect_clean_exit(*w1, "worker 1", "steps checked as rank 1 of 2, regrouped 0 time(s)");
+  expect_clean_exit(*server0, "server 0");
+  expect_clean_exit(*server1, "server 1");
+  expect_clean_exit(*again, "the scheduler started again",
+                    "took the job over from the reports of all its 4 nodes");
+  std::remove(stop.c_str());
+}
+
+// A worker killed while the job has no scheduler never reports to the one
+// started again: past CARAVAN_CONNECT_TIMEOUT from the first report, that
+// one regroups the job without it, and the others train on as 2.
+TEST(ElasticTest, ANodeLostWithoutASchedulerIsLeftOutByTheNext) {
+  const std::string stop =
+      ::testing::TempDir() + "caravan_scheduler_regroups_" + std::to_string(getpid());
+  std::remove(stop.c_str());
+  ElasticJob job("3x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  auto server = job.server(0, 0);
+  std::vector<std::unique_ptr<RunningProcess>> w;
+  for (int i = 0; i < 3; ++i) w.push_back(job.regroup_worker(i, {"1000000"}));
+  ASSERT_TRUE(w[0]->wait_for_output("step 5 done", 90)) << w[0]->output();
+  job.scheduler->signal(SIGKILL);
+  expect_killed(*job.scheduler, "the first scheduler");
+  ASSERT_TRUE(w[2]->wait_for_output("training goes on (CARAVAN_ELASTIC)", 90)) << w[2]->output();
+  w[2]->signal(SIGKILL);
+  expect_killed(*w[2], "worker 2");
+  auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {{"CARAVAN_CONNECT_TIMEOUT", "3"}});
+  ASSERT_TRUE(w[0]->wait_for_output("(regroup 1)", 90)) << w[0]->output();
+  std::ofstream(stop) << "stop\n";
+  expect_clean_exit(*w[0], "worker 0", "steps checked as rank 0 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*w[1], "worker 1", "steps checked as rank 1 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(
+      *again, "the scheduler started again",
+      "no report to the scheduler started again within 3 s (CARAVAN_CONNECT_TIMEOUT)");
+  std::remove(stop.c_str());
+}
+
 // Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on
 // untouched (no regroup: the others' steps are not abandoned).
 TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {
@@ -391,11 +459,8 @@ TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {
   EXPECT_NE(r.output.find("the job has its CARAVAN_MAX_WORKERS=2 workers"), std::string::npos)
       << r.output;
   // Steps done after the refusal, by the same two workers.
-  int last = 0;
-  const std::string& out = w0->output();
-  for (size_t at = out.find("step "); at != std::string::npos; at = out.find("step ", at + 1))
-    last = std::max(last, std::atoi(out.c_str() + at + 5));
-  std::string later = "step " + std::to_string(last + 50) + " done as rank 0 of 2";
+  std::string later =
+      "step " + std::to_string(last_step(w0->output()) + 50) + " done as rank 0 of 2";
   ASSERT_TRUE(w0->wait_for_output(later, 90)) << w0->output();
   EXPECT_EQ(w0->output().find("abandoned"), std::string::npos) << w0->output();
 }
