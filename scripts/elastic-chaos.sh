@@ -5,11 +5,14 @@
 # WORKERS=3 workers and SERVERS=2 servers runs tests/programs/regroup_worker
 # (every sum of every step checked exactly against the workers in the job
 # at that moment). KILLS times (default 50), after a pause of PAUSE seconds
-# (default 1; pacing, not synchronisation), a random live worker or server
-# (VICTIMS=workers: workers only) is killed with SIGKILL and a new one
-# started with the job's variables: it joins at a regroup. A server is
-# killed only once the last one started has joined (its log says so), so
-# the job always keeps one. Then a stop file ends the run; every live
+# (default 1; pacing, not synchronisation), a random live worker, server or
+# the scheduler (VICTIMS=workers: workers only) is killed with SIGKILL and
+# a new one started with the job's variables: a worker or server joins at
+# a regroup, a scheduler takes the job over from the nodes' reports. A
+# server or the scheduler is killed only once the last worker and server
+# started have joined (their logs say so), so the job always keeps a
+# server and no node is on its way in; after a scheduler's kill the next
+# waits until the new one has taken the job over. Then a stop file ends the run; every live
 # worker, server and the scheduler must exit 0, and every killed process
 # must have died of SIGKILL, not of an error. Exits 0 when all held;
 # otherwise names who failed and keeps the logs. SEED (default 1) picks the
@@ -47,8 +50,9 @@ start() {  # start NAME ROLE [VAR=VALUE...] -- COMMAND...
 cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-start scheduler scheduler -- "$build/bin/caravan-server"
-live=()  # the slots in pids of the live workers and servers
+start scheduler0 scheduler PS_VERBOSE=1 -- "$build/bin/caravan-server"
+live=()  # the slots in pids of the live workers, servers and scheduler
+[ "$victims" = all ] && live+=(0)
 for ((s = 0; s < servers; ++s)); do
   # PS_VERBOSE=1: a server's log says when it joined.
   start "server$s" server CARAVAN_SERVER_ID=$s PS_VERBOSE=1 -- "$build/bin/caravan-server"
@@ -59,19 +63,25 @@ for ((w = 0; w < workers; ++w)); do
   live+=($((${#pids[@]} - 1)))
 done
 killed=()
-next=$workers next_server=$servers last_server=server$((servers - 1))
+next=$workers next_server=$servers last_server=server$((servers - 1)) next_scheduler=1
+# joined NAME PATTERN: NAME's log matches PATTERN within 60 s, else the run fails.
+joined() {
+  for ((t = 0; t < 600; ++t)); do
+    grep -q "$2" "$dir/$1.log" && return 0
+    sleep 0.1
+  done
+  echo "elastic-chaos: $1 did not say '$2' in 60 s; see $dir/$1.log"
+  exit 1
+}
 for ((k = 1; k <= kills; ++k)); do
   sleep "$pause"
   victim_slot=$((RANDOM % ${#live[@]}))
   victim=${live[$victim_slot]}
-  if [[ ${names[$victim]} == server* ]]; then
-    # The server started last must be in the job before another goes.
-    for ((t = 0; t < 600; ++t)); do
-      grep -q "joined the job as server" "$dir/$last_server.log" && break
-      sleep 0.1
-    done
-    grep -q "joined the job as server" "$dir/$last_server.log" ||
-      { echo "elastic-chaos: $last_server did not join in 60 s; see $dir/$last_server.log"; exit 1; }
+  if [[ ${names[$victim]} != worker* ]]; then
+    # The server and worker started last must be in the job before a
+    # server or the scheduler goes.
+    joined "$last_server" "joined the job as server"
+    joined "worker$((next - 1))" "^at step"
   fi
   if ! kill -0 "${pids[$victim]}" 2>/dev/null; then
     rc=0
@@ -82,7 +92,11 @@ for ((k = 1; k <= kills; ++k)); do
   fi
   kill -9 "${pids[$victim]}"
   killed+=("$victim")
-  if [[ ${names[$victim]} == server* ]]; then
+  if [[ ${names[$victim]} == scheduler* ]]; then
+    new=scheduler$next_scheduler next_scheduler=$((next_scheduler + 1))
+    start "$new" scheduler PS_VERBOSE=1 -- "$build/bin/caravan-server"
+    joined "$new" "took the job over"
+  elif [[ ${names[$victim]} == server* ]]; then
     new=server$next_server last_server=$new next_server=$((next_server + 1))
     start "$new" server PS_VERBOSE=1 -- "$build/bin/caravan-server"
   else
@@ -93,14 +107,8 @@ for ((k = 1; k <= kills; ++k)); do
   echo "elastic-chaos: kill $k: ${names[$victim]}; started $new" | tee -a "$dir/kills"
 done
 # The last worker and server started must have joined before the run ends.
-last="$dir/worker$((next - 1)).log"
-for ((t = 0; t < 600; ++t)); do
-  grep -q "^at step" "$last" && grep -q "joined the job as server" "$dir/$last_server.log" && break
-  sleep 0.1
-done
-grep -q "^at step" "$last" || { echo "elastic-chaos: $last did not join in 60 s"; exit 1; }
-grep -q "joined the job as server" "$dir/$last_server.log" ||
-  { echo "elastic-chaos: $last_server did not join in 60 s; see $dir/$last_server.log"; exit 1; }
+joined "worker$((next - 1))" "^at step"
+joined "$last_server" "joined the job as server"
 touch "$dir/stop"
 failed=()
 for ((i = 0; i < ${#pids[@]}; ++i)); do
@@ -123,6 +131,7 @@ fi
 steps=$(grep -ho "regroup_worker: [0-9]* steps checked as rank [0-9]* of [0-9]*, regrouped [0-9]*" \
   "$dir"/worker*.log | sort)
 echo "$steps"
-echo "elastic-chaos: $kills kills ($(grep -c 'kill .*: server' "$dir/kills" || true) of servers)," \
+echo "elastic-chaos: $kills kills ($(grep -c 'kill .*: server' "$dir/kills" || true) of servers," \
+  "$(grep -c 'kill .*: scheduler' "$dir/kills" || true) of the scheduler)," \
   "each followed by a new process of its role; every sum exact, every process ended as" \
   "expected (logs: $dir)"

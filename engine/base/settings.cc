@@ -78,9 +78,11 @@ const std::vector<Setting>& known_settings() {
        "seconds for start-up: scheduler, registration, van probes"},
       {"CARAVAN_OP_TIMEOUT", "600", "seconds a push_pull, barrier or shutdown may wait"},
       {"CARAVAN_RESUME_TIMEOUT", "600",
-       "seconds servers and the scheduler wait, after a suspend, for the workers to resume"},
+       "seconds servers and the scheduler wait, after a suspend, for the workers to resume; "
+       "with CARAVAN_ELASTIC, a node for a scheduler to take the job over"},
       {"CARAVAN_ELASTIC", "0",
-       "1 on every node: a lost worker or server regroups the job, which goes on without it"},
+       "1 on every node: a lost worker or server regroups the job, which goes on without it; "
+       "a scheduler started again takes a running job over"},
       {"CARAVAN_MIN_WORKERS", "1", "with CARAVAN_ELASTIC: fewer workers left end the job"},
       {"CARAVAN_MAX_WORKERS", "0: no bound",
        "with CARAVAN_ELASTIC: new workers beyond it are refused"},

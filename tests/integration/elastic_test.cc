@@ -544,5 +544,35 @@ TEST(ElasticTest, TheLauncherStartsALostServerAgain) {
       << r.output;
 }
 
+// The scheduler caravan-launch started is killed mid-training: the
+// launcher starts another on the socket it kept, which takes the job over
+// from the nodes, and the job ends through it with status 0.
+TEST(ElasticTest, TheLauncherStartsALostSchedulerAgain) {
+  const std::string stop =
+      ::testing::TempDir() + "caravan_launcher_scheduler_" + std::to_string(getpid());
+  std::remove(stop.c_str());
+  RunningProcess launcher(
+      elastic_launch({"--workers", "2", "--servers", "1", "--", REGROUP_WORKER_BIN, "1000000"},
+                     {{"REGROUP_STOP_FILE", stop}, {"PS_VERBOSE", "1"}}));
+  ASSERT_TRUE(launcher.wait_for_output("step 5 done", 90)) << launcher.output();
+  std::vector<int> first = logged_pids(launcher.output(), "scheduler");
+  ASSERT_EQ(first.size(), 1u) << launcher.output();
+  kill(first[0], SIGKILL);
+  ASSERT_TRUE(launcher.wait_for_output("took the job over from the reports of all its 3 nodes", 90))
+      << launcher.output();
+  std::ofstream(stop) << "stop\n";
+  ProcessResult r = launcher.wait(90);
+  std::remove(stop.c_str());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("scheduler (pid " + std::to_string(first[0]) +
+                          ") killed by signal 9 (Killed); starting it again, to take the job over"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(count_of(r.output, "regrouped 0 time(s)"), 2) << r.output;
+  EXPECT_NE(r.output.find("1 process(es) started again (--elastic), and all exited 0"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
 }  // namespace caravan::test

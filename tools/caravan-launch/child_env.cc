@@ -83,7 +83,7 @@ std::vector<std::string> WithoutIds(std::vector<std::string> env) {
 // replacement, and its failures count on their own.
 void AddReplacements(std::vector<ChildSpec>& children) {
   for (ChildSpec& c : children) {
-    if (c.name == "scheduler") continue;
+    c.vital = c.name == "scheduler";
     auto r = std::make_shared<ChildSpec>(c);
     r->env = WithoutIds(c.env);
     c.failure_domain = c.name;

@@ -27,8 +27,9 @@ std::vector<std::string> InheritedEnv(bool* have_node_host_out);
 // joins at a regroup, where the rank may be taken.
 std::vector<std::string> WithoutIds(std::vector<std::string> env);
 
-// --elastic on this machine: every child but the scheduler gets a
-// replacement, and its failures count on their own.
+// --elastic on this machine: every child gets a replacement (the
+// scheduler's takes the running job over), and its failures count on
+// their own.
 void AddReplacements(std::vector<ChildSpec>& children);
 
 // torch.distributed's env:// rendezvous for the workers (MASTER_ADDR,

@@ -96,10 +96,12 @@ void HostPlan::Add(const HostEntry& h, const std::string& name,
                    const std::vector<std::string>& argv, const std::vector<std::string>& extra,
                    std::vector<ChildSpec>* out) const {
   out->push_back(Make(h, name, argv, extra));
-  // --elastic: failures count against the host.
-  if (!o_.elastic || name == "scheduler") return;
+  // --elastic: failures count against the host; the scheduler started
+  // again there binds the job's port itself.
+  if (!o_.elastic) return;
   out->back().replacement = std::make_shared<ChildSpec>(Make(h, name, argv, WithoutIds(extra)));
   out->back().failure_domain = "host " + h.host;
+  out->back().vital = name == "scheduler";
 }
 
 void HostPlan::AddNodes(const HostEntry& h, int servers, int slots, bool first,

@@ -33,8 +33,7 @@ class HostPlan {
   std::vector<ChildSpec> Added();
 
  private:
-  // One process on host `h`; its replacement too (--elastic) unless it is
-  // the scheduler.
+  // One process on host `h`, and its replacement (--elastic).
   ChildSpec Make(const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,
                  const std::vector<std::string>& extra) const;
   void Add(const HostEntry& h, const std::string& name, const std::vector<std::string>& argv,

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "prefixer.h"
 
@@ -208,6 +209,7 @@ class Supervisor {
   // would find no job), so none is started again.
   bool finishing_ = false;
   int restarted_ = 0;
+  std::set<int> kept_listeners_;       // the scheduler's socket, for its replacement
   std::deque<ChildSpec> added_specs_;  // Elasticity::added's, kept where children point
   int added_ = 0;
   Clock::time_point next_look_;  // when to ask Elasticity::added next
@@ -296,6 +298,7 @@ JobOutcome Supervisor::Run() {
     CheckDeadlines();
   }
   if (devnull >= 0) close(devnull);
+  for (int fd : kept_listeners_) close(fd);
   for (auto& c : children_) Drain(c);
   NameTheCause();
   outcome_.restarts = restarted_;
@@ -349,8 +352,14 @@ bool Supervisor::Start(Child& c, int devnull, const sigset_t& original_mask) {
   close(out[1]);
   close(err[1]);
   // The child has its own: ours kept open would queue connections for a
-  // scheduler that died, instead of refusing them.
-  if (c.spec->listen_fd >= 0 && pid > 0) close(c.spec->listen_fd);
+  // scheduler that died, instead of refusing them; unless another is to
+  // take them (--elastic), given the same socket.
+  if (c.spec->listen_fd >= 0 && pid > 0) {
+    if (c.first->replacement)
+      kept_listeners_.insert(c.spec->listen_fd);
+    else
+      close(c.spec->listen_fd);
+  }
   if (c.spec->stdin_data) {
     close(in[0]);
     // A few hundred bytes: the pipe takes them without blocking.
@@ -470,12 +479,16 @@ bool Supervisor::KeepsTheJob(const Child& c, int status) {
   std::string count = std::to_string(failures) + " failure(s) of " + domain + ", --max-restarts " +
                       std::to_string(elastic_.max_restarts);
   if (failures > elastic_.max_restarts) {
-    // The job goes on without it where CARAVAN_MIN_WORKERS allows; the
-    // scheduler decides, and ends the job otherwise.
-    Say(what + "; not started again (" + count + ")");
-    return true;
+    // The job goes on without a worker or server where CARAVAN_MIN_WORKERS
+    // allows (the scheduler decides, and ends the job otherwise); not
+    // without its scheduler.
+    Say(what + "; not started again (" + count + ")" +
+        (c.first->vital ? ": the job cannot go on without it" : ""));
+    return !c.first->vital;
   }
-  Say(what + "; starting it again, to join the job at a regroup (" + count + ")");
+  Say(what + "; starting it again, to " +
+      (c.first->vital ? "take the job over from its nodes" : "join the job at a regroup") + " (" +
+      count + ")");
   to_restart_.push_back(c.first);
   return true;
 }

@@ -21,10 +21,15 @@ struct ChildSpec {
   // kInheritedListenFd (the scheduler's, bound by the launcher). The
   // launcher closes its own copy once the child is forked.
   int listen_fd = -1;
-  // --elastic: the process started in this one's place after it fails, as
-  // a node new to the job (without DMLC_WORKER_ID or CARAVAN_SERVER_ID: it
-  // joins at a regroup); none for the scheduler, whose loss ends the job.
+  // --elastic: the process started in this one's place after it fails: a
+  // worker or server new to the job (without DMLC_WORKER_ID or
+  // CARAVAN_SERVER_ID: it joins at a regroup), or a scheduler that takes
+  // the running job over from its nodes (given the same listen_fd, which
+  // the launcher then keeps open).
   std::shared_ptr<const ChildSpec> replacement;
+  // The job cannot go on without it (the scheduler): once it is not
+  // started again, its failure ends the job.
+  bool vital = false;
   // Failures of the children of one domain count together against
   // Elasticity::max_restarts: their host (--hostfile), else the child.
   std::string failure_domain;

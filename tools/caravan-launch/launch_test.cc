@@ -399,14 +399,20 @@ TEST(Launch, ElasticGivesUpOnAProcessThatKeepsFailing) {
   EXPECT_NE(l.err().find("2 process(es) started again"), std::string::npos) << Dump(l);
 }
 
-// Without --elastic a failed process still ends the job (FailingWorkerStopsTheOthers);
-// with it, the scheduler's loss does too: it has no replacement.
-TEST(Launch, ElasticStillEndsTheJobWhenTheSchedulerFails) {
-  Launcher l({"--elastic", "--spmd", "--", "sh", "-c",
+// The scheduler is started again too (the new one takes the job over
+// from its nodes); past --max-restarts its failure ends the job, which
+// cannot go on without one.
+TEST(Launch, ElasticEndsTheJobWhenTheSchedulerKeepsFailing) {
+  Launcher l({"--elastic", "--max-restarts", "1", "--spmd", "--", "sh", "-c",
               "if [ \"$DMLC_ROLE\" = scheduler ]; then exit 4; fi; exec sleep 60"});
   EXPECT_EQ(l.Wait(), 1) << Dump(l);
+  EXPECT_EQ(Count(l.err(), "starting it again, to take the job over from its nodes"), 1u)
+      << Dump(l);
+  EXPECT_NE(l.err().find("not started again (2 failure(s) of scheduler, --max-restarts 1): the "
+                         "job cannot go on without it"),
+            std::string::npos)
+      << Dump(l);
   EXPECT_NE(l.err().find("job failed: scheduler"), std::string::npos) << Dump(l);
-  EXPECT_EQ(l.err().find("starting it again"), std::string::npos) << Dump(l);
 }
 
 struct BadArgs {
