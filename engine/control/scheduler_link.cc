@@ -140,6 +140,7 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
       }
       table_ = std::move(msg.table);
       my_id_ = head.recipient;
+      generation_ = head.cmd;
       have_table_ = true;
       cv_.notify_all();
       break;

@@ -48,6 +48,9 @@ class SchedulerLink {
   // CARAVAN_CONNECT_TIMEOUT; after a suspend, CARAVAN_RESUME_TIMEOUT as
   // `resuming` says). Returns the table; fills self.id and rank.
   std::vector<NodeInfo> join(NodeInfo& self, bool resuming = false);
+  // After join(): the job's generation (the NODE_TABLE's cmd), which every
+  // data message carries (KVEndpoint::set_generation).
+  int generation() const { return generation_; }
   // After join(), with a token: the job nonce the scheduler vouched for.
   const auth::Nonce& job_nonce() const { return auth_->job_nonce(); }
   // Waits until every node of `group` arrived (final: the shutdown barrier
@@ -116,6 +119,7 @@ class SchedulerLink {
   bool have_table_ = false;
   std::vector<NodeInfo> table_;
   int my_id_ = 0;
+  int generation_ = 0;
   std::map<int, int> barriers_done_;            // group (-1: shutdown) -> count
   bool suspended_ = false;                      // the shutdown barrier completed as a suspend
   bool not_needed_ = false;                     // ABORT kAbortNotNeeded

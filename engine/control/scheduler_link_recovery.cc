@@ -67,6 +67,7 @@ bool SchedulerLink::report_to(int fd, std::chrono::steady_clock::time_point dead
     conn_ = conn;
     report.head.type = wire::Type::kReport;
     report.head.sender = my_id_;
+    report.head.cmd = generation_;
     report.table = table_;
     report.auth = job_nonce_at_join_;
   }
@@ -93,10 +94,18 @@ bool SchedulerLink::report_to(int fd, std::chrono::steady_clock::time_point dead
   reported_ = true;
   CARAVAN_VLOG(1) << "reported the job (" << table_.size() << " nodes) to the scheduler at "
                   << scheduler_name();
-  cv_.wait_until(lock, deadline,
+  // A scheduler taking the job over answers once every node reported, or
+  // CARAVAN_CONNECT_TIMEOUT passed: what took the connection and says
+  // nothing for longer (a stopped scheduler's socket) is tried again.
+  auto answer_by = std::min(deadline, std::chrono::steady_clock::now() +
+                                          std::chrono::seconds(config_.connect_timeout_s + 5));
+  cv_.wait_until(lock, answer_by,
                  [&] { return !orphaned_ || attempt_lost_ || closing_ || !failure_.empty(); });
   if (!orphaned_ && failure_.empty()) return true;
   reported_ = false;
+  bool lost = attempt_lost_;
+  lock.unlock();
+  if (!lost) hub_.close(conn);
   return false;
 }
 

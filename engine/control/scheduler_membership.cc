@@ -349,6 +349,7 @@ void SchedulerService::send_table_to_nodes(const std::vector<NodeInfo>& all) {
     h.type = wire::Type::kNodeTable;
     h.sender = kSchedulerId;
     h.recipient = n.id;
+    h.cmd = suspends_;  // the generation, which every data message carries
     hub_.send(conn, h, body);
   }
 }

@@ -29,6 +29,7 @@ void SchedulerService::handle_report(int conn, const ControlMessage& msg) {
   if (!recovering_) {
     recovering_ = true;
     reported_table_ = msg.table;
+    suspends_ = msg.head.cmd;  // the job's generation, which its data messages carry
     recovery_deadline_ =
         std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
     if (msg.auth.size() == auth::kNonceBytes) {
@@ -41,7 +42,8 @@ void SchedulerService::handle_report(int conn, const ControlMessage& msg) {
                          << " nodes whose scheduler was lost: taking it over (CARAVAN_ELASTIC); "
                          << "waiting up to " << config_.connect_timeout_s
                          << " s (CARAVAN_CONNECT_TIMEOUT) for the others' reports";
-  } else if (encode_node_table(msg.table) != encode_node_table(reported_table_) ||
+  } else if (msg.head.cmd != suspends_ ||
+             encode_node_table(msg.table) != encode_node_table(reported_table_) ||
              (msg.auth.size() == auth::kNonceBytes &&
               !std::equal(msg.auth.begin(), msg.auth.end(), auth_.job_nonce().begin()))) {
     return refuse_node("its report of the job differs from the first one this scheduler took");

@@ -268,6 +268,7 @@ void KVEndpoint::request(int recipient, KVMessage msg, ResponseHandler on_respon
   msg.head.sender = my_id_;
   msg.head.recipient = recipient;
   msg.head.timestamp = ts;
+  msg.head.customer_id = generation_;  // echoed in the response
   // A request the van failed to send is never answered (under PS_RESEND it
   // is sent again, and may be): its response is a local error, at once.
   bool resends = reliability_ && reliability_->resend_on();
@@ -387,6 +388,13 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
     } else {
       drop("a routed message, but this node runs no routed applications");
     }
+    return;
+  }
+  if (m.head.customer_id != generation_) {
+    CARAVAN_LOG(WARNING) << "kv: refused a message of the job's generation " << m.head.customer_id
+                         << " from node " << m.head.sender << " (" << peer
+                         << "): this node is in generation " << generation_
+                         << " (CARAVAN_ELASTIC: a node left out of the job at a regroup)";
     return;
   }
   if (m.head.flags & wire::kRequest) {

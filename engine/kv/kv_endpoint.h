@@ -45,6 +45,11 @@ class KVEndpoint {
   // one whose seal is missing or wrong; set before start(). Throws a config
   // error when the van carries fewer than the 5 segments this needs.
   void set_seal(std::unique_ptr<MessageSeal> seal);
+  // The job's generation (the scheduler's NODE_TABLE says it; a suspend or
+  // a regroup starts the next): every request carries it, and a message of
+  // another is refused, never summed (a node from before a regroup,
+  // paused and woken). Routed messages (ps-lite's) are not checked.
+  void set_generation(int32_t generation) { generation_ = generation; }
   // Sends a kRouted message as it is (sender filled in); throws when the
   // job already failed.
   void send_routed(int recipient, KVMessage msg, SentHandler on_sent);
@@ -117,6 +122,7 @@ class KVEndpoint {
   RequestHandler on_routed_;
   std::unique_ptr<Reliability> reliability_;
   std::unique_ptr<MessageSeal> seal_;
+  std::atomic<int32_t> generation_{0};
   std::mutex mu_;
   std::unordered_map<int32_t, Pending> pending_;
   int32_t next_timestamp_ = 1;

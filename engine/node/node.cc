@@ -56,6 +56,7 @@ void Node::join(NodeOptions& options) {
   kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
   kv_->set_reliability(config_.resend_timeout_ms, config_.drop_percent);
+  kv_->set_generation(link_.generation());
   if (config_.job_token) {
     std::vector<int32_t> ids;
     for (const NodeInfo& n : table_) ids.push_back(n.id);

@@ -44,8 +44,9 @@ enum class Type : uint16_t {
   kBarrierWaiting = 19,
   // CARAVAN_ELASTIC: a node whose scheduler was lost tells a scheduler
   // started again at the same address the job it is in (the node table,
-  // and with a token the job nonce); the scheduler answers with NODE_TABLE
-  // once it has taken the job over.
+  // the generation in cmd, and with a token the job nonce); the scheduler
+  // answers with NODE_TABLE once it has taken the job over. (NODE_TABLE's
+  // cmd is the generation too.)
   kReport = 20,
 };
 
@@ -86,6 +87,8 @@ struct Header {
   int32_t sender = 0;
   int32_t recipient = 0;
   int32_t app_id = 0;
+  // Routed (ps-lite) messages: the application object. Others: the job's
+  // generation (KVEndpoint::set_generation), echoed in the response.
   int32_t customer_id = 0;
   int32_t timestamp = 0;  // request id, echoed in the response
   int32_t cmd = 0;        // application command; barrier group

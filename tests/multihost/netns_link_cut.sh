@@ -8,11 +8,13 @@
 # step 3 its host's link is cut (its bridge port down): it falls silent,
 # the scheduler loses it past PS_HEARTBEAT_TIMEOUT, and the others regroup
 # and train on as ranks 0 and 1 of 2. Then server 1's link is cut the same
-# way: the workers go on with server 0 alone. Then both links come back:
-# the two cut off find themselves out of the job (they are never summed
-# with the next generation) and exit non-zero, naming what they lost; the
-# workers left stop (a stop file), and they, server 0 and the scheduler
-# exit 0.
+# way: the workers go on with server 0 alone. The two cut off take the
+# scheduler's silence for its loss and, as CARAVAN_ELASTIC nodes do, try
+# to report the job to a scheduler started again. Then both links come
+# back: the scheduler, which runs the job without them, refuses their
+# reports, and they exit non-zero saying so (they are never summed with
+# the next generation). Then the workers left stop (a stop file), and
+# they, server 0 and the scheduler exit 0.
 #
 # Exits 77 (CTest: skipped) with the reason where namespaces, veths or
 # bridges cannot be set up here.
@@ -106,14 +108,13 @@ s1_s=$(awk -v s="$cut_s1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }'
 
 ip -n "$switch_ns" link set w1 up && ip -n "$switch_ns" link set s1 up ||
   fail "cannot restore the links"
-touch "$logdir/stop"
-
 declare -A rc_of=()
-for n in "${nodes[@]}"; do
-  wait "${pid_of[$n]}"
-  rc_of[$n]=$?
-  unset "pid_of[$n]"
-done
+reap() { wait "${pid_of[$1]}"; rc_of[$1]=$?; unset "pid_of[$1]"; }
+# The two cut off end first, while the job they were in still runs.
+reap w1
+reap s1
+touch "$logdir/stop"
+for n in sched s0 w0 w2; do reap $n; done
 for n in sched s0 w0 w2; do
   [ "${rc_of[$n]}" -eq 0 ] || fail "$n (${role[$n]}) exited with status ${rc_of[$n]}"
 done
@@ -127,6 +128,8 @@ grep -q "steps checked as rank 0 of 2, regrouped 2 time(s)" "$logdir/w0.log" ||
 grep -q "steps checked as rank 1 of 2, regrouped 2 time(s)" "$logdir/w2.log" ||
   fail "worker 2 did not end as rank 1 of 2 after two regroups"
 grep -q "steps checked" "$logdir/w1.log" && fail "worker 1, cut off, finished its steps"
+grep -q "refused this node: this scheduler runs a job of its own" "$logdir/s1.log" ||
+  fail "server 1, cut off, was not refused by the scheduler once its link came back"
 grep -q "lost worker 1 .*no heartbeat for" "$logdir/sched.log" ||
   fail "the scheduler did not lose worker 1 for its silence"
 grep -q "lost server 1 .*no heartbeat for" "$logdir/sched.log" ||
@@ -135,6 +138,6 @@ echo "netns_link_cut: worker 1's link cut: the other two trained on ${w1_s} s la
   "(PS_HEARTBEAT_TIMEOUT=3); server 1's link cut: ${s1_s} s later; every sum exact"
 for n in w1 s1; do
   echo "----- ${role[$n]} ${n#?}, cut off, ends with -----"
-  tail -n 1 "$logdir/$n.log"
+  grep -E "refused this node|failed" "$logdir/$n.log" | tail -n 1
 done
 echo "netns_link_cut: OK"

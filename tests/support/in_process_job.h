@@ -30,6 +30,7 @@ class InProcessJob {
   FakeVan& worker_van(int rank) { return *workers_[static_cast<size_t>(rank)].van; }
   KVEndpoint& worker_kv(int rank) { return *workers_[static_cast<size_t>(rank)].kv; }
   FakeVan& server_van(int rank) { return *servers_[static_cast<size_t>(rank)].van; }
+  KVEndpoint& server_kv(int rank) { return *servers_[static_cast<size_t>(rank)].kv; }
   SumServer& server(int rank) { return *servers_[static_cast<size_t>(rank)].sum; }
   const JobConfig& config() const { return config_; }
 

@@ -166,6 +166,27 @@ TEST(DataPathInProcess, ALateAnswerLeavesATimedOutTensorAlone) {
   EXPECT_EQ(first_wrong(data[0], 2), -1);
 }
 
+// A request of another generation of the job (a worker left out at a
+// regroup, paused and woken) is refused, never summed: the round waits for
+// the worker of this generation; with the generations agreeing, the same
+// endpoints sum exactly.
+TEST(DataPathInProcess, ARequestOfAnotherGenerationIsNeverSummed) {
+  InProcessJob job(2, 1, with(4096000, 1));
+  job.server_kv(0).set_generation(3);
+  job.worker_kv(0).set_generation(3);
+  job.worker_kv(1).set_generation(2);
+  auto data = tensors(2, 1000);
+  std::vector<std::string> errors;
+  EXPECT_EQ(job.push_pull_all("t", data, &errors),
+            (std::vector<int>{CARAVAN_ERR_TIMEOUT, CARAVAN_ERR_TIMEOUT}));
+  job.worker_kv(1).set_generation(3);
+  data = tensors(2, 1000);
+  EXPECT_EQ(job.push_pull_all("u", data, &errors), (std::vector<int>{0, 0}))
+      << errors[0] << errors[1];
+  EXPECT_EQ(first_wrong(data[0], 2), -1);
+  EXPECT_EQ(first_wrong(data[1], 2), -1);
+}
+
 // An answer that never comes is named at the deadline: which server, how
 // many partitions.
 TEST(DataPathInProcess, ALostAnswerIsNamedAtTheDeadline) {

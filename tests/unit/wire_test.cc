@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 7 at 4, type at 6
+  // magic "CRVN" at 0, version 8 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 7);
+  EXPECT_EQ(buf[4], 8);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -136,14 +136,14 @@ TEST(WireHeader, RejectsBadMagic) {
 TEST(WireHeader, RejectsOtherVersion) {
   uint8_t buf[kHeaderBytes];
   encode(sample(), buf);
-  buf[4] = 6;  // the version before push-only requests: its server would refuse them
+  buf[4] = 7;  // the version before REPORT: its scheduler would take one for garbage
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 6, this build speaks 7"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 7, this build speaks 8"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {
   uint8_t buf[kHeaderBytes];
-  for (uint16_t t : {0, 4, 9, 20, 0xFFFF}) {
+  for (uint16_t t : {0, 4, 9, 21, 0xFFFF}) {
     Header h;
     h.type = static_cast<Type>(t);
     encode(h, buf);
