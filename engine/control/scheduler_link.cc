@@ -148,7 +148,12 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
     case wire::Type::kBarrierDone: {
       std::lock_guard<std::mutex> lock(mu_);
       barriers_done_[(head.flags & wire::kFinal) ? -1 : head.cmd]++;
-      if (head.flags & wire::kFinal) suspended_ = head.flags & wire::kSuspend;
+      if (head.flags & wire::kFinal) {
+        suspended_ = head.flags & wire::kSuspend;
+        // Here, not when barrier() wakes: the scheduler's hanging up next
+        // is the end of the job, no loss to report to another.
+        left_ = true;
+      }
       cv_.notify_all();
       break;
     }
@@ -353,7 +358,6 @@ bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) 
                                            " is still waiting for " + waiting);
     }
   }
-  if (final) left_ = true;
   return final && suspended_;
 }
 

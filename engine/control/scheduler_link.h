@@ -142,7 +142,7 @@ class SchedulerLink {
   bool reported_ = false;
   std::vector<uint8_t> job_nonce_at_join_;      // with a token: the seals' J, for the REPORT
   std::vector<std::thread> reconnect_threads_;  // joined at close()
-  bool left_ = false;                           // the shutdown barrier completed
+  bool left_ = false;  // the shutdown barrier completed (BARRIER_DONE with kFinal came)
   HeartbeatTimer heartbeat_;
   void on_heartbeat_tick();
 };
