@@ -7,6 +7,16 @@
 
 NETNS_CREATED=()
 
+# Skips (skip()) unless this shell can make namespaces: it is root and has
+# iproute2's `ip`, and each other command named (tc).
+netns_require() {
+  [ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
+  local cmd
+  for cmd in ip "$@"; do
+    command -v "$cmd" >/dev/null || skip "no '$cmd' command (iproute2 is not installed)"
+  done
+}
+
 # Runs one set-up step under a deadline; skip()s with its error if it fails.
 netns_setup() {
   local err

@@ -340,14 +340,24 @@ TEST(ElasticTest, AWorkerStartedLaterJoinsTheJob) {
   expect_clean_exit(*job.scheduler, "scheduler", "joins the job");
 }
 
+// REGROUP_STOP_FILE for regroup_worker: absent until touch(), removed at
+// the end whatever the test's outcome.
+struct StopFile {
+  explicit StopFile(const std::string& name)
+      : path(::testing::TempDir() + name + std::to_string(getpid())) {
+    std::remove(path.c_str());
+  }
+  ~StopFile() { std::remove(path.c_str()); }
+  void touch() const { std::ofstream(path) << "stop\n"; }
+  const std::string path;
+};
+
 // A server started with the job's DMLC_* while it runs joins it at a
 // regroup, and takes keys: once the first server is then killed, the
 // workers go on with the newcomer alone, every sum exact.
 TEST(ElasticTest, AServerStartedLaterJoinsTheJob) {
-  const std::string stop =
-      ::testing::TempDir() + "caravan_server_joins_" + std::to_string(getpid());
-  std::remove(stop.c_str());
-  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  StopFile stop("caravan_server_joins_");
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop.path}});
   auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
   auto w0 = job.regroup_worker(0, {"1000000"});
   auto w1 = job.regroup_worker(1, {"1000000"});
@@ -368,12 +378,11 @@ TEST(ElasticTest, AServerStartedLaterJoinsTheJob) {
   const std::string done =
       "step " + std::to_string(std::atoi(out.c_str() + at + 8)) + " done as rank 0 of 2";
   ASSERT_TRUE(w0->wait_for_output(done, 90)) << w0->output();
-  std::ofstream(stop) << "stop\n";
+  stop.touch();
   expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 2, regrouped 2 time(s)");
   expect_clean_exit(*w1, "worker 1", "steps checked as rank 1 of 2, regrouped 2 time(s)");
   expect_clean_exit(*server1, "server 1");
   expect_clean_exit(*job.scheduler, "scheduler", "joins the job");
-  std::remove(stop.c_str());
 }
 
 // The highest S of the "step S done" lines in `out`.
@@ -389,10 +398,8 @@ int last_step(const std::string& out) {
 // its port takes the job over from their reports, and the job ends
 // through it, cleanly, every sum exact and nothing regrouped.
 TEST(ElasticTest, ASchedulerStartedAgainTakesTheJobOver) {
-  const std::string stop =
-      ::testing::TempDir() + "caravan_scheduler_again_" + std::to_string(getpid());
-  std::remove(stop.c_str());
-  ElasticJob job("2x2", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  StopFile stop("caravan_scheduler_again_");
+  ElasticJob job("2x2", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop.path}});
   auto server0 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "0"}});
   auto server1 = job.server(0, 0, {{"CARAVAN_SERVER_ID", "1"}});
   auto w0 = job.regroup_worker(0, {"1000000"});
@@ -405,24 +412,21 @@ TEST(ElasticTest, ASchedulerStartedAgainTakesTheJobOver) {
   ASSERT_TRUE(w0->wait_for_output(later, 90)) << w0->output();
   auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {});
   ASSERT_TRUE(w0->wait_for_output("took the job over", 90)) << w0->output();
-  std::ofstream(stop) << "stop\n";
+  stop.touch();
   expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 2, regrouped 0 time(s)");
   expect_clean_exit(*w1, "worker 1", "steps checked as rank 1 of 2, regrouped 0 time(s)");
   expect_clean_exit(*server0, "server 0");
   expect_clean_exit(*server1, "server 1");
   expect_clean_exit(*again, "the scheduler started again",
                     "took the job over from the reports of all its 4 nodes");
-  std::remove(stop.c_str());
 }
 
 // A worker killed while the job has no scheduler never reports to the one
 // started again: past CARAVAN_CONNECT_TIMEOUT from the first report, that
 // one regroups the job without it, and the others train on as 2.
 TEST(ElasticTest, ANodeLostWithoutASchedulerIsLeftOutByTheNext) {
-  const std::string stop =
-      ::testing::TempDir() + "caravan_scheduler_regroups_" + std::to_string(getpid());
-  std::remove(stop.c_str());
-  ElasticJob job("3x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop}});
+  StopFile stop("caravan_scheduler_regroups_");
+  ElasticJob job("3x1", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop.path}});
   auto server = job.server(0, 0);
   std::vector<std::unique_ptr<RunningProcess>> w;
   for (int i = 0; i < 3; ++i) w.push_back(job.regroup_worker(i, {"1000000"}));
@@ -434,14 +438,13 @@ TEST(ElasticTest, ANodeLostWithoutASchedulerIsLeftOutByTheNext) {
   expect_killed(*w[2], "worker 2");
   auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {{"CARAVAN_CONNECT_TIMEOUT", "3"}});
   ASSERT_TRUE(w[0]->wait_for_output("(regroup 1)", 90)) << w[0]->output();
-  std::ofstream(stop) << "stop\n";
+  stop.touch();
   expect_clean_exit(*w[0], "worker 0", "steps checked as rank 0 of 2, regrouped 1 time(s)");
   expect_clean_exit(*w[1], "worker 1", "steps checked as rank 1 of 2, regrouped 1 time(s)");
   expect_clean_exit(*server, "server");
   expect_clean_exit(
       *again, "the scheduler started again",
       "no report to the scheduler started again within 3 s (CARAVAN_CONNECT_TIMEOUT)");
-  std::remove(stop.c_str());
 }
 
 // Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on
@@ -513,12 +516,10 @@ TEST(ElasticTest, TheLauncherStartsALostWorkerAgain) {
 // Server 1 of 2 is killed mid-training: the launcher starts another, which
 // joins at a regroup and serves until the end.
 TEST(ElasticTest, TheLauncherStartsALostServerAgain) {
-  const std::string stop =
-      ::testing::TempDir() + "caravan_launcher_server_" + std::to_string(getpid());
-  std::remove(stop.c_str());
+  StopFile stop("caravan_launcher_server_");
   RunningProcess launcher(
       elastic_launch({"--workers", "2", "--servers", "2", "--", REGROUP_WORKER_BIN, "1000000"},
-                     {{"REGROUP_STOP_FILE", stop}, {"PS_VERBOSE", "1"}}));
+                     {{"REGROUP_STOP_FILE", stop.path}, {"PS_VERBOSE", "1"}}));
   ASSERT_TRUE(launcher.wait_for_output("step 5 done", 90)) << launcher.output();
   std::vector<int> first = logged_pids(launcher.output(), "server 1");
   ASSERT_EQ(first.size(), 1u) << launcher.output();
@@ -531,9 +532,8 @@ TEST(ElasticTest, TheLauncherStartsALostServerAgain) {
       << launcher.output();
   const std::string joined = "pid " + std::to_string(pids[1]) + "] joined the job as server";
   ASSERT_TRUE(launcher.wait_for_output(joined, 90)) << launcher.output();
-  std::ofstream(stop) << "stop\n";
+  stop.touch();
   ProcessResult r = launcher.wait(90);
-  std::remove(stop.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("server 1 (pid " + std::to_string(first[0]) +
                           ") killed by signal 9 (Killed); starting it again"),
@@ -548,21 +548,18 @@ TEST(ElasticTest, TheLauncherStartsALostServerAgain) {
 // launcher starts another on the socket it kept, which takes the job over
 // from the nodes, and the job ends through it with status 0.
 TEST(ElasticTest, TheLauncherStartsALostSchedulerAgain) {
-  const std::string stop =
-      ::testing::TempDir() + "caravan_launcher_scheduler_" + std::to_string(getpid());
-  std::remove(stop.c_str());
+  StopFile stop("caravan_launcher_scheduler_");
   RunningProcess launcher(
       elastic_launch({"--workers", "2", "--servers", "1", "--", REGROUP_WORKER_BIN, "1000000"},
-                     {{"REGROUP_STOP_FILE", stop}, {"PS_VERBOSE", "1"}}));
+                     {{"REGROUP_STOP_FILE", stop.path}, {"PS_VERBOSE", "1"}}));
   ASSERT_TRUE(launcher.wait_for_output("step 5 done", 90)) << launcher.output();
   std::vector<int> first = logged_pids(launcher.output(), "scheduler");
   ASSERT_EQ(first.size(), 1u) << launcher.output();
   kill(first[0], SIGKILL);
   ASSERT_TRUE(launcher.wait_for_output("took the job over from the reports of all its 3 nodes", 90))
       << launcher.output();
-  std::ofstream(stop) << "stop\n";
+  stop.touch();
   ProcessResult r = launcher.wait(90);
-  std::remove(stop.c_str());
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("scheduler (pid " + std::to_string(first[0]) +
                           ") killed by signal 9 (Killed); starting it again, to take the job over"),

@@ -36,9 +36,8 @@ max_elements=131072   # caps the largest tensors at 0.5-1 MiB: about 7 MB per wo
 
 skip() { echo "netns_job: SKIP: $*"; exit 77; }
 
-[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
-command -v ip >/dev/null || skip "no 'ip' command (iproute2 is not installed)"
-command -v tc >/dev/null || skip "no 'tc' command (iproute2 is not installed)"
+source "$(dirname "$0")/../../scripts/lib/netns.sh"
+netns_require tc
 for bin in "$server_bin" "$worker_bin"; do
   [ -x "$bin" ] || { echo "netns_job: FAIL: $bin is not an executable"; exit 1; }
 done
@@ -61,7 +60,6 @@ fi
 ns_of() { echo "${prefix}${home[$1]:-$1}"; }
 
 logdir=$(mktemp -d /tmp/netns_job.XXXXXX)
-source "$(dirname "$0")/../../scripts/lib/netns.sh"
 declare -A pid_of=()
 
 cleanup() {

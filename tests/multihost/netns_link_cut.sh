@@ -24,8 +24,8 @@ server_bin=$1 worker_bin=$2
 deadline=90  # seconds each node may run
 skip() { echo "netns_link_cut: SKIP: $*"; exit 77; }
 
-[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
-command -v ip >/dev/null || skip "no 'ip' command (iproute2 is not installed)"
+source "$(dirname "$0")/../../scripts/lib/netns.sh"
+netns_require
 for bin in "$server_bin" "$worker_bin"; do
   [ -x "$bin" ] || { echo "netns_link_cut: FAIL: $bin is not an executable"; exit 1; }
 done
@@ -37,7 +37,6 @@ declare -A role=([sched]=scheduler [s0]=server [s1]=server [w0]=worker [w1]=work
 declare -A addr=([sched]=10.79.0.1 [s0]=10.79.0.11 [s1]=10.79.0.12
                  [w0]=10.79.0.21 [w1]=10.79.0.22 [w2]=10.79.0.23)
 logdir=$(mktemp -d /tmp/netns_link_cut.XXXXXX)
-source "$(dirname "$0")/../../scripts/lib/netns.sh"
 declare -A pid_of=()
 
 cleanup() {

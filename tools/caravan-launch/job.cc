@@ -174,6 +174,9 @@ class Supervisor {
   // Starts the replacements KeepsTheJob() decided on, and the children
   // Elasticity::added has, when it is time to ask.
   void StartNewChildren(int devnull, const sigset_t& handled);
+  // Start() with the handled signals blocked across fork, so no handler
+  // runs in a child before it resets them.
+  bool StartBlocked(Child& c, int devnull, const sigset_t& handled);
   bool StartNew(Child c, int devnull, const sigset_t& handled);
   void ReadOnce(Child& c, int stream);
   void Drain(Child& c);
@@ -240,17 +243,12 @@ JobOutcome Supervisor::Run() {
   signal(SIGPIPE, SIG_IGN);
 
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  // Blocked across fork so no handler runs in a child before it resets them.
-  sigset_t handled, original_mask;
+  sigset_t handled;  // blocked across each fork (StartBlocked)
   sigemptyset(&handled);
   for (int sig : kHandledSignals) sigaddset(&handled, sig);
   start_ = Clock::now();
-  for (auto& c : children_) {
-    sigprocmask(SIG_BLOCK, &handled, &original_mask);
-    bool ok = Start(c, devnull, original_mask);
-    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    if (!ok) break;
-  }
+  for (auto& c : children_)
+    if (!StartBlocked(c, devnull, handled)) break;
 
   std::vector<pollfd> pfds;
   std::vector<std::pair<Child*, int>> owners;
@@ -493,13 +491,17 @@ bool Supervisor::KeepsTheJob(const Child& c, int status) {
   return true;
 }
 
-bool Supervisor::StartNew(Child c, int devnull, const sigset_t& handled) {
-  children_.push_back(std::move(c));
+bool Supervisor::StartBlocked(Child& c, int devnull, const sigset_t& handled) {
   sigset_t original_mask;
   sigprocmask(SIG_BLOCK, &handled, &original_mask);
-  bool ok = Start(children_.back(), devnull, original_mask);
+  bool ok = Start(c, devnull, original_mask);
   sigprocmask(SIG_SETMASK, &original_mask, nullptr);
   return ok;
+}
+
+bool Supervisor::StartNew(Child c, int devnull, const sigset_t& handled) {
+  children_.push_back(std::move(c));
+  return StartBlocked(children_.back(), devnull, handled);
 }
 
 void Supervisor::StartNewChildren(int devnull, const sigset_t& handled) {

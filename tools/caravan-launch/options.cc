@@ -151,23 +151,25 @@ Options ParseArgs(int argc, char** argv) {
   if (o.command.empty()) UsageError("missing COMMAND after '--'");
   if (!o.hostfile.empty() && !o.from_env.empty())
     UsageError("--hostfile and --from-env are two ways to place a job: give one");
+  auto given = [&o](const char* opt) {
+    return std::find(o.given.begin(), o.given.end(), opt) != o.given.end();
+  };
   if (!o.hostfile.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})
-      if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
+      if (given(opt))
         UsageError(std::string(opt) +
                    " has no meaning with --hostfile: its lines give the "
                    "hosts, slots and servers");
   }
   if (!o.from_env.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})
-      if (std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
+      if (given(opt))
         UsageError(std::string(opt) +
                    " has no meaning with --from-env: the cluster manager's "
                    "ranks and DMLC_NUM_SERVER decide the job's shape");
   }
   for (const char* opt : {"--min-workers", "--max-workers", "--max-restarts"})
-    if (!o.elastic && std::find(o.given.begin(), o.given.end(), opt) != o.given.end())
-      UsageError(std::string(opt) + " needs --elastic");
+    if (!o.elastic && given(opt)) UsageError(std::string(opt) + " needs --elastic");
   if (o.min_workers > 0 && o.max_workers > 0 && o.min_workers > o.max_workers)
     UsageError("--min-workers " + std::to_string(o.min_workers) + " is more than --max-workers " +
                std::to_string(o.max_workers));
