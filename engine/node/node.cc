@@ -53,7 +53,18 @@ void Node::join(NodeOptions& options) {
                   << ") listening at " << self_.van_address;
   table_ = link_.join(self_, config_.resuming);
   Log::set_node_label(std::string(role_name(self_.role)) + " " + std::to_string(self_.rank));
-  kv_ = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
+  {
+    // The link's thread may report a failure (a regroup) at any moment from
+    // here on: on_failure fails the endpoint once it is published, and
+    // below the endpoint learns of a failure reported before.
+    auto kv = std::make_unique<KVEndpoint>(*van_, self_.id, std::move(options.on_request));
+    std::lock_guard<std::mutex> lock(joined_mu_);
+    kv_ = std::move(kv);
+  }
+  if (std::string failed = link_.failure(); !failed.empty()) {
+    int code = link_.failure_code();
+    kv_->fail_all(code ? code : CARAVAN_ERR_PEER_LOST, failed);
+  }
   if (options.on_routed) kv_->set_routed_handler(std::move(options.on_routed));
   kv_->set_reliability(config_.resend_timeout_ms, config_.drop_percent);
   kv_->set_generation(link_.generation());
@@ -71,6 +82,7 @@ void Node::join(NodeOptions& options) {
         options.full_mesh ? (n.id != self_.id && !n.van_address.empty()) : n.role == peers;
     if (wanted) {
       van_->connect(static_cast<uint64_t>(n.id), n.van_address);
+      std::lock_guard<std::mutex> lock(joined_mu_);
       peers_.push_back(n.id);
     }
   }
@@ -153,13 +165,21 @@ void Node::on_failure(const std::string& why) {
   // The link's code: a regroup (CARAVAN_ELASTIC) abandons the operations
   // in flight rather than failing the job.
   int code = link_.failure_code();
-  if (kv_) kv_->fail_all(code ? code : CARAVAN_ERR_PEER_LOST, why);
+  KVEndpoint* kv = nullptr;
+  std::vector<int> peers;
+  {
+    // join() may still be building these on the caller's thread.
+    std::lock_guard<std::mutex> lock(joined_mu_);
+    kv = kv_.get();
+    peers = peers_;
+  }
+  if (kv) kv->fail_all(code ? code : CARAVAN_ERR_PEER_LOST, why);
   // A van may keep messages queued for a peer that died (and keep reading
   // the caller's memory for them); closing every path makes it drop them
   // and report each as over (SENT with CLOSED, from a later poll), so no
   // operation waits for a send that will never complete.
   if (van_) {
-    for (int id : peers_) {
+    for (int id : peers) {
       try {
         van_->disconnect(static_cast<uint64_t>(id));
       } catch (const Error& e) {

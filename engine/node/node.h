@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ class Node {
   SchedulerLink link_;
   NodeInfo self_;
   std::vector<NodeInfo> table_;
+  // kv_ and peers_ are set by join() while the link's thread may already
+  // call on_failure: joined_mu_ guards their change and its reading there.
+  std::mutex joined_mu_;
   std::unique_ptr<KVEndpoint> kv_;
   std::vector<int> peers_;                  // van connections this node opened
   std::unique_ptr<MetricsServer> metrics_;  // CARAVAN_METRICS_PORT; null when unset

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/control/control_hub.h"
 #include "engine/control/node_info.h"
+#include "tests/unit/played_scheduler.h"
 
 namespace caravan {
 namespace {
@@ -26,16 +26,9 @@ using Clock = std::chrono::steady_clock;
 class HeldScheduler {
  public:
   HeldScheduler()
-      : hub_(
-            ControlReceiver::kScheduler,
-            [this](int conn, ControlMessage&& m) { on_message(conn, std::move(m)); },
-            [](int, const std::string&) {}) {
-    port_ = hub_.listen("127.0.0.1", 0);
-    hub_.start();
-  }
-  ~HeldScheduler() { hub_.stop(); }
+      : played_([this](int conn, ControlMessage&& m) { on_message(conn, std::move(m)); }) {}
 
-  int port() const { return port_; }
+  int port() const { return played_.port(); }
 
   // The ABORT's text once it arrived, or "" after `timeout`.
   std::string wait_for_abort(std::chrono::seconds timeout) {
@@ -78,12 +71,13 @@ class HeldScheduler {
     }
   }
 
-  ControlHub hub_;
-  int port_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   int conn_ = -1;
   std::string abort_text_;
+  // Last: its thread starts once the rest is built and stops before it goes.
+  PlayedScheduler played_;
+  ControlHub& hub_ = played_.hub();
 };
 
 JobConfig config_for(int port) {
