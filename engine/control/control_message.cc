@@ -170,11 +170,12 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
         return false;
       }
       if (head.cmd != 0 && head.cmd != kAbortRefused && head.cmd != kAbortNotNeeded &&
-          head.cmd != kAbortRegroup) {
+          head.cmd != kAbortRegroup && head.cmd != kAbortLeftOut) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " (0: the job ended, " +
                std::to_string(kAbortRefused) + ": this node is refused, " +
                std::to_string(kAbortNotNeeded) + ": the job resumed without this server, " +
-               std::to_string(kAbortRegroup) + ": the job regroups without a lost node)";
+               std::to_string(kAbortRegroup) + ": the job regroups without a lost node, " +
+               std::to_string(kAbortLeftOut) + ": the job went on without this node)";
         return false;
       }
       out->text.assign(body.begin(), body.end());

@@ -33,6 +33,11 @@ constexpr int32_t kAbortNotNeeded = 2;
 // ABORT of this kind (no text): a node of the ended generation whose
 // connection closes before it answered is lost too.
 constexpr int32_t kAbortRegroup = 3;
+// ABORT's head.cmd with CARAVAN_ELASTIC: the job went on without this
+// node, found lost (the text says why), while it was not running (stopped,
+// or cut off); it reads this when it runs again, and fails rather than
+// taking the closed connection for a lost scheduler.
+constexpr int32_t kAbortLeftOut = 4;
 
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).
 constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE

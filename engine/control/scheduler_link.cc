@@ -15,7 +15,8 @@ SchedulerLink::SchedulerLink(const JobConfig& config, FailureHandler on_failure)
       hub_(
           ControlReceiver::kNode, [this](int, ControlMessage&& m) { on_message(std::move(m)); },
           [this](int, const std::string& why) { on_lost(why); }),
-      heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {}
+      heartbeat_(config.heartbeat_interval_s,
+                 [this](bool after_stall) { on_heartbeat_tick(after_stall); }) {}
 
 std::string SchedulerLink::silence_note() const {
   if (config_.heartbeat_interval_s <= 0) return "";
@@ -33,7 +34,7 @@ std::string SchedulerLink::silence_note() const {
          "): its loss may be the cause";
 }
 
-void SchedulerLink::on_heartbeat_tick() {
+void SchedulerLink::on_heartbeat_tick(bool after_stall) {
   std::unique_lock<std::mutex> lock(mu_);
   if (closing_ || !failure_.empty()) return;
   // Orphaned: nobody to tell until a report went out, and no silence to
@@ -42,7 +43,7 @@ void SchedulerLink::on_heartbeat_tick() {
   auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                  last_seen_)
                     .count();
-  if (!orphaned_ && silent >= config_.heartbeat_timeout_s) {
+  if (!orphaned_ && !after_stall && silent >= config_.heartbeat_timeout_s) {
     std::string why =
         "the scheduler at " + scheduler_name() + " has been silent for " + std::to_string(silent) +
         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) + ")";
@@ -174,6 +175,9 @@ void SchedulerLink::on_message(ControlMessage&& msg) {
       } else if (head.cmd == kAbortRefused) {
         fail("the scheduler at " + scheduler_name() + " refused this node: " + msg.text,
              CARAVAN_ERR_CONFIG);
+      } else if (head.cmd == kAbortLeftOut) {
+        fail("the scheduler at " + scheduler_name() +
+             " left this node out of the job: " + msg.text);
       } else if (head.cmd == kAbortRegroup) {
         wire::Header h;
         h.type = wire::Type::kAbort;

@@ -144,7 +144,9 @@ class SchedulerLink {
   std::vector<std::thread> reconnect_threads_;  // joined at close()
   bool left_ = false;  // the shutdown barrier completed (BARRIER_DONE with kFinal came)
   HeartbeatTimer heartbeat_;
-  void on_heartbeat_tick();
+  // Sends heartbeats and judges silence, except just after this process
+  // itself stalled (HeartbeatTimer).
+  void on_heartbeat_tick(bool after_stall);
 };
 
 }  // namespace caravan

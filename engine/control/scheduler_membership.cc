@@ -324,7 +324,9 @@ bool SchedulerService::regroup_without(int conn, const std::string& why) {
   if (it == nodes_.end() || !can_regroup()) return false;
   NodeInfo lost = it->second;
   nodes_.erase(it);
-  hub_.hang_up(conn);  // a stopped process that wakes finds itself out
+  // A stopped process that wakes finds itself out, and reads why.
+  send_abort(conn, kAbortLeftOut, "lost " + lost.describe() + ": " + why);
+  hub_.hang_up(conn);
   last_seen_.erase(conn);
   regroup_or_end("lost " + lost.describe() + ": " + why);
   return true;

@@ -24,7 +24,8 @@ SchedulerService::SchedulerService(const JobConfig& config, const NodeInfo* self
           ControlReceiver::kScheduler,
           [this](int c, ControlMessage&& m) { on_message(c, std::move(m)); },
           [this](int c, const std::string& why) { on_closed(c, why); }),
-      heartbeat_(config.heartbeat_interval_s, [this] { on_heartbeat_tick(); }) {
+      heartbeat_(config.heartbeat_interval_s,
+                 [this](bool after_stall) { on_heartbeat_tick(after_stall); }) {
   if (self) {
     participant_ = true;
     self_ = *self;
@@ -39,7 +40,7 @@ SchedulerService::~SchedulerService() {
   hub_.stop();
 }
 
-void SchedulerService::on_heartbeat_tick() {
+void SchedulerService::on_heartbeat_tick(bool after_stall) {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_ || !failure_.empty()) return;
   auto now = std::chrono::steady_clock::now();
@@ -57,7 +58,7 @@ void SchedulerService::on_heartbeat_tick() {
         continue;
       }
       auto silent = std::chrono::duration_cast<std::chrono::seconds>(now - it->second).count();
-      if (silent >= config_.heartbeat_timeout_s) {
+      if (!after_stall && silent >= config_.heartbeat_timeout_s) {
         metrics::registry().peers_lost.add();
         std::string why =
             "no heartbeat for " + std::to_string(silent) +

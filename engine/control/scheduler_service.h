@@ -190,7 +190,9 @@ class SchedulerService {
   // When each connection was last heard from (any message counts).
   std::map<int, std::chrono::steady_clock::time_point> last_seen_;
   HeartbeatTimer heartbeat_;
-  void on_heartbeat_tick();
+  // Sends heartbeats and judges silence, except just after this process
+  // itself stalled (HeartbeatTimer).
+  void on_heartbeat_tick(bool after_stall);
 };
 
 }  // namespace caravan

@@ -15,7 +15,8 @@ constexpr uint32_t kMagic = 0x4E565243;  // "CRVN"
 // 5: kCompressed (a server of 4 would sum compressed bytes as values).
 // 6: kBarrierWaiting. 7: kPush without kPull (a reduce-scatter's push of
 // another worker's shard, answered without values). 8: kReport.
-constexpr uint16_t kVersion = 8;
+// 9: ABORT kind 4, kAbortLeftOut (a node of 8 drops it as malformed).
+constexpr uint16_t kVersion = 9;
 constexpr size_t kHeaderBytes = 72;
 constexpr size_t kSegments = 3;  // keys, vals, lens (control: body, -, -)
 

@@ -313,6 +313,10 @@ TEST(ElasticTest, AStoppedWorkerIsLeftOutAndCannotComeBack) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   // PEER_LOST or TRANSPORT, whichever it notices first; never REGROUPED.
   EXPECT_NE(r.output.find("push_pull failed: -"), std::string::npos) << r.output;
+  // At once, from what the scheduler left it: not a lost scheduler waited
+  // for over CARAVAN_RESUME_TIMEOUT.
+  EXPECT_NE(r.output.find("left this node out of the job"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("reports the job to a scheduler"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("abandoned"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("200 steps checked"), std::string::npos) << r.output;
   expect_clean_exit(*server, "server");

@@ -232,8 +232,13 @@ TEST(ControlMessage, AnAbortEndsTheJobOrRefusesOneNode) {
   h.cmd = kAbortRegroup;
   EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
   EXPECT_TRUE(parse_control_message(ControlReceiver::kScheduler, h, {}, &msg, &why)) << why;
-  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 4));
-  EXPECT_NE(why.find("an ABORT of kind 4"), std::string::npos) << why;
+  // A node found lost learns that the job went on without it.
+  h.cmd = kAbortLeftOut;
+  EXPECT_TRUE(parse_control_message(ControlReceiver::kNode, h, {'n', 'o'}, &msg, &why)) << why;
+  why = refusal(ControlReceiver::kNode, control_frame(wire::Type::kAbort, {}, 5));
+  EXPECT_NE(why.find("an ABORT of kind 5"), std::string::npos) << why;
+  why = refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}, kAbortLeftOut));
+  EXPECT_NE(why.find("from a node"), std::string::npos) << why;
   // Only a scheduler tells a node it is not needed.
   why =
       refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kAbort, {}, kAbortNotNeeded));
