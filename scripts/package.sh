@@ -19,8 +19,10 @@ fail() { echo "package.sh: FAIL: $*" >&2; exit 1; }
 step "build for /usr"
 # The tests stay configured (the conformance kit, caravan-van-check, is one
 # of the tools), but only what the packages hold is built: the libcaravan,
-# plugin, tool and benchmark targets, not the tests again.
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+# plugin, tool and benchmark targets, not the tests again. The flags are
+# build.sh's, so that ccache gives back its objects (CMakeLists.txt).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARAVAN_WERROR=ON \
+  -DCMAKE_INSTALL_PREFIX=/usr \
   -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
   -DCARAVAN_PYTHON_INSTALL_DIR:STRING=lib/python3/dist-packages >/dev/null
 targets=$(cmake --build "$build" --target help | sed -n 's/^\(caravan[-a-z]*\): phony$/\1/p' |
