@@ -85,9 +85,9 @@ TEST(WireHeader, FixedLittleEndianLayout) {
   uint8_t buf[kHeaderBytes];
   std::memset(buf, 0xEE, sizeof buf);
   encode(sample(), buf);
-  // magic "CRVN" at 0, version 8 at 4, type at 6
+  // magic "CRVN" at 0, version 9 at 4, type at 6
   EXPECT_EQ(std::memcmp(buf, "CRVN", 4), 0);
-  EXPECT_EQ(buf[4], 8);
+  EXPECT_EQ(buf[4], 9);
   EXPECT_EQ(buf[5], 0);
   EXPECT_EQ(buf[6], static_cast<uint8_t>(Type::kNodeTable));
   EXPECT_EQ(buf[7], 0);
@@ -136,9 +136,9 @@ TEST(WireHeader, RejectsBadMagic) {
 TEST(WireHeader, RejectsOtherVersion) {
   uint8_t buf[kHeaderBytes];
   encode(sample(), buf);
-  buf[4] = 7;  // the version before REPORT: its scheduler would take one for garbage
+  buf[4] = 8;  // the version before kAbortLeftOut: its node would drop one as garbage
   std::string why = refusal(buf, sizeof buf);
-  EXPECT_NE(why.find("version 7, this build speaks 8"), std::string::npos) << why;
+  EXPECT_NE(why.find("version 8, this build speaks 9"), std::string::npos) << why;
 }
 
 TEST(WireHeader, RejectsUnknownType) {
