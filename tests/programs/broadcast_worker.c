@@ -14,16 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Byte i of the values `rank` holds in `round`: a hash, so every bit
- * pattern occurs, with a worker's own fingerprint in it. */
-static uint8_t byte_of(int rank, int round, size_t tensor, size_t i) {
-  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (uint64_t)(rank + 1) * 0xBF58476D1CE4E5B9ull ^
-               (uint64_t)(round + 1) * 0x94D049BB133111EBull ^ (uint64_t)tensor << 40;
-  x ^= x >> 31;
-  x *= 0xD6E8FEB86659FD93ull;
-  x ^= x >> 29;
-  return (uint8_t)x;
-}
+#include "values.h"
 
 /* Element 0 of every float tensor is -0.0 and element 1 a signalling NaN
  * with a payload, where the tensor has room. */
@@ -42,7 +33,7 @@ static void plant_specials(uint8_t* p, size_t count, caravan_dtype t) {
 
 static void fill(uint8_t* p, size_t count, caravan_dtype t, int rank, int round, size_t tensor) {
   size_t bytes = count * caravan_dtype_size(t);
-  for (size_t i = 0; i < bytes; ++i) p[i] = byte_of(rank, round, tensor, i);
+  for (size_t i = 0; i < bytes; ++i) p[i] = pattern_byte(rank, round, tensor, i);
   plant_specials(p, count, t);
 }
 

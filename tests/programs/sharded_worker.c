@@ -16,57 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Byte i of the shard values `rank` gives in `round`: a hash, so every bit
- * pattern occurs. */
-static uint8_t byte_of(int rank, int round, size_t tensor, size_t i) {
-  uint64_t x = (uint64_t)i * 0x9E3779B97F4A7C15ull ^ (uint64_t)(rank + 1) * 0xBF58476D1CE4E5B9ull ^
-               (uint64_t)(round + 1) * 0x94D049BB133111EBull ^ (uint64_t)tensor << 40;
-  x ^= x >> 31;
-  x *= 0xD6E8FEB86659FD93ull;
-  x ^= x >> 29;
-  return (uint8_t)x;
-}
-
-/* Small integers in every dtype: sums of a few workers are exact. */
-static void put(void* p, size_t i, caravan_dtype t, int v) {
-  switch (t) {
-    case CARAVAN_FLOAT32:
-      ((float*)p)[i] = (float)v;
-      break;
-    case CARAVAN_FLOAT64:
-      ((double*)p)[i] = (double)v;
-      break;
-    case CARAVAN_INT32:
-      ((int32_t*)p)[i] = v;
-      break;
-    case CARAVAN_INT64:
-      ((int64_t*)p)[i] = v;
-      break;
-    case CARAVAN_UINT8:
-      ((uint8_t*)p)[i] = (uint8_t)v;
-      break;
-    case CARAVAN_INT8:
-      ((int8_t*)p)[i] = (int8_t)v;
-      break;
-    case CARAVAN_FLOAT16:
-    case CARAVAN_BFLOAT16: {
-      /* v is 0..15: exact in both; built from the float32 bits. */
-      float f = (float)v;
-      uint32_t b;
-      memcpy(&b, &f, 4);
-      uint16_t h;
-      if (t == CARAVAN_BFLOAT16) {
-        h = (uint16_t)(b >> 16);
-      } else {
-        h = v == 0 ? 0 : (uint16_t)((((b >> 23) & 0xFF) - 127 + 15) << 10 | ((b >> 13) & 0x3FF));
-      }
-      ((uint16_t*)p)[i] = h;
-      break;
-    }
-    default:
-      break;
-  }
-}
+#include "values.h"
 
 static int small(int rank, int round, size_t i) {
   return (int)((size_t)rank + (size_t)round + i) % 3;
@@ -151,10 +101,10 @@ int main(int argc, char** argv) {
     for (size_t j = 0; j < kTensors; ++j) {
       caravan_dtype t = (caravan_dtype)(j / kSizes);
       size_t count = counts[j], shard = count / (size_t)size, es = caravan_dtype_size(t);
-      for (size_t i = 0; i < count; ++i) put(rs[j], i, t, small(rank, round, i));
+      for (size_t i = 0; i < count; ++i) store_value(rs[j], i, t, small(rank, round, i));
       memset(ag[j], 0xA5, count * es); /* not this worker's: overwritten */
       for (size_t i = 0; i < shard * es; ++i)
-        ag[j][(size_t)rank * shard * es + i] = byte_of(rank, round, j, i);
+        ag[j][(size_t)rank * shard * es + i] = pattern_byte(rank, round, j, i);
       char name[64];
       snprintf(name, sizeof name, "rs.%s.%zu", caravan_dtype_name(t), count);
       rc = caravan_reduce_scatter_async(name, rs[j], count, t, (int)j, &h_rs[j]);
@@ -181,13 +131,13 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < count && !failures; ++i) {
         int v = 0;
         for (int w = 0; w < size; ++w) v += small(w, round, i);
-        put(sum, 0, t, v);
+        store_value(sum, 0, t, v);
         /* Other shards: as given, or (machines of several processes) summed. */
         if (i / shard != (size_t)rank) {
           v = small(rank, round, i);
           if (memcmp(sum, rs[j] + i * es, es) == 0) continue;
         }
-        put(want, 0, t, v);
+        store_value(want, 0, t, v);
         if (memcmp(want, rs[j] + i * es, es) != 0) {
           fprintf(
               stderr,
@@ -199,7 +149,7 @@ int main(int argc, char** argv) {
       }
       for (size_t i = 0; i < count * es && !failures; ++i) {
         int owner = (int)(i / (shard * es));
-        uint8_t b = byte_of(owner, round, j, i % (shard * es));
+        uint8_t b = pattern_byte(owner, round, j, i % (shard * es));
         if (ag[j][i] != b) {
           fprintf(stderr,
                   "worker %d round %d: allgather of %s[%zu]: byte %zu (worker %d's shard) is "

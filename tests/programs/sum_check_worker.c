@@ -9,12 +9,12 @@
  * Exit 0 when every sum was right; 1 with a message naming the first
  * wrong element otherwise. */
 #include <caravan/caravan.h>
-#include <caravan/float16.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "check_rc.h"
+#include "values.h"
 
 /* Small integers, exactly representable in every dtype (float16 holds
  * integers up to 2048 exactly, bfloat16 up to 256), so every sum must
@@ -22,60 +22,6 @@
 static int value(int rank, size_t i, int round, caravan_dtype t) {
   int range = (t == CARAVAN_BFLOAT16 || t == CARAVAN_INT8 || t == CARAVAN_UINT8) ? 7 : 50;
   return (int)((i * 7u + (size_t)rank * 13u + (size_t)round * 3u) % (size_t)range);
-}
-
-static void store(void* p, size_t i, caravan_dtype t, double v) {
-  switch (t) {
-    case CARAVAN_FLOAT32:
-      ((float*)p)[i] = (float)v;
-      break;
-    case CARAVAN_FLOAT64:
-      ((double*)p)[i] = v;
-      break;
-    case CARAVAN_FLOAT16:
-      ((uint16_t*)p)[i] = caravan_f32_to_f16((float)v);
-      break;
-    case CARAVAN_BFLOAT16:
-      ((uint16_t*)p)[i] = caravan_f32_to_bf16((float)v);
-      break;
-    case CARAVAN_UINT8:
-      ((uint8_t*)p)[i] = (uint8_t)v;
-      break;
-    case CARAVAN_INT8:
-      ((int8_t*)p)[i] = (int8_t)v;
-      break;
-    case CARAVAN_INT32:
-      ((int32_t*)p)[i] = (int32_t)v;
-      break;
-    case CARAVAN_INT64:
-      ((int64_t*)p)[i] = (int64_t)v;
-      break;
-    default:
-      break;
-  }
-}
-static double load(const void* p, size_t i, caravan_dtype t) {
-  switch (t) {
-    case CARAVAN_FLOAT32:
-      return ((const float*)p)[i];
-    case CARAVAN_FLOAT64:
-      return ((const double*)p)[i];
-    case CARAVAN_FLOAT16:
-      return caravan_f16_to_f32(((const uint16_t*)p)[i]);
-    case CARAVAN_BFLOAT16:
-      return caravan_bf16_to_f32(((const uint16_t*)p)[i]);
-    case CARAVAN_UINT8:
-      return ((const uint8_t*)p)[i];
-    case CARAVAN_INT8:
-      return ((const int8_t*)p)[i];
-    case CARAVAN_INT32:
-      return ((const int32_t*)p)[i];
-    case CARAVAN_INT64:
-      return (double)((const int64_t*)p)[i];
-    default:
-      break;
-  }
-  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -108,7 +54,8 @@ int main(int argc, char** argv) {
         if (n > max_elems) n = max_elems;
         counts[k] = n;
         if (round == 0) bufs[k] = malloc(n * caravan_dtype_size(types[t]));
-        for (size_t i = 0; i < n; ++i) store(bufs[k], i, types[t], value(rank, i, round, types[t]));
+        for (size_t i = 0; i < n; ++i)
+          store_value(bufs[k], i, types[t], value(rank, i, round, types[t]));
         snprintf(names[k], sizeof names[k], "t%d_s%d", t, s);
         CHECK_RC(caravan_push_pull_async(names[k], bufs[k], n, types[t], t, &handles[k]));
       }
@@ -122,7 +69,7 @@ int main(int argc, char** argv) {
           for (int r = 0; r < size; ++r) want += value(r, i, round, types[t]);
           if (types[t] == CARAVAN_INT8) want = (double)(int8_t)(int)want;
           if (types[t] == CARAVAN_UINT8) want = (double)(uint8_t)(int)want;
-          double got = load(bufs[k], i, types[t]);
+          double got = load_value(bufs[k], i, types[t]);
           if (got != want) {
             fprintf(stderr, "worker %d round %d tensor %s: element %zu is %g, expected %g\n", rank,
                     round, names[k], i, got, want);
