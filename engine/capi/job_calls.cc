@@ -1,5 +1,6 @@
 // The C API's calls that join and leave the job (init, shutdown,
 // suspend, resume, rejoin) and what the worker says of itself.
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -160,10 +161,13 @@ int caravan_rejoin(void) {
                     "caravan_rejoin(): the job has not regrouped (it does after losing a node, "
                     "with CARAVAN_ELASTIC=1, and then operations fail with "
                     "CARAVAN_ERR_REGROUPED)");
-      rank = g_state->worker->rank();
+      // The node's rank: a machine of local ranks asks for its own.
+      rank = g_state->worker->rank() / std::max(g_state->worker->local_size(), 1);
       s.swap(g_state);
     }
-    // The generation is over: its node goes without a shutdown barrier.
+    // The generation is over: its node goes without a shutdown barrier
+    // (a machine's local ranks pass theirs).
+    s->worker->leave_generation();
     s.reset();
     return 0;
   });

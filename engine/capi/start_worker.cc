@@ -39,11 +39,6 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int r
   bind_worker_cpus(CpuSettings::from_env());
   CARAVAN_LOG(INFO) << plan.reason;
   if (config_out) *config_out = config;
-  if (config.elastic && plan.local_group)
-    throw Error(CARAVAN_ERR_CONFIG,
-                "CARAVAN_ELASTIC=1 with BYTEPS_LOCAL_SIZE=" + std::to_string(local.local_size) +
-                    ": a machine of several worker processes cannot regroup (yet); run one "
-                    "worker process per machine, or leave CARAVAN_ELASTIC unset");
   if (plan.local_group) return std::make_unique<LocalWorker>(config, local, plan.joins_job);
   if (plan.joins_job) return std::make_unique<DistributedWorker>(config);
   Log::set_node_label("worker 0");

@@ -163,10 +163,12 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
       return true;
     }
     case wire::Type::kAbort:
-      if (receiver == ControlReceiver::kScheduler && head.cmd != 0 && head.cmd != kAbortRegroup) {
+      if (receiver == ControlReceiver::kScheduler && head.cmd != 0 && head.cmd != kAbortRegroup &&
+          head.cmd != kAbortLeftOut) {
         *why = "an ABORT of kind " + std::to_string(head.cmd) + " from a node (it sends 0: it " +
-               "ends the job, or " + std::to_string(kAbortRegroup) +
-               ": it takes the scheduler's regroup)";
+               "ends the job, " + std::to_string(kAbortRegroup) +
+               ": it takes the scheduler's regroup, or " + std::to_string(kAbortLeftOut) +
+               ": it leaves the job)";
         return false;
       }
       if (head.cmd != 0 && head.cmd != kAbortRefused && head.cmd != kAbortNotNeeded &&

@@ -36,7 +36,10 @@ constexpr int32_t kAbortRegroup = 3;
 // ABORT's head.cmd with CARAVAN_ELASTIC: the job went on without this
 // node, found lost (the text says why), while it was not running (stopped,
 // or cut off); it reads this when it runs again, and fails rather than
-// taking the closed connection for a lost scheduler.
+// taking the closed connection for a lost scheduler. From a node: it
+// leaves the job, which regroups without it (a machine of local ranks
+// that lost one); the scheduler answers in kind, or ends the job when it
+// cannot regroup.
 constexpr int32_t kAbortLeftOut = 4;
 
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).

@@ -387,7 +387,11 @@ std::string SchedulerLink::ask_who_is_missing(std::unique_lock<std::mutex>& lock
          std::to_string(kAnswerDeadline.count()) + " s)";
 }
 
-void SchedulerLink::end_job(const std::string& why) {
+void SchedulerLink::end_job(const std::string& why) { send_abort_and_wait(0, why); }
+
+void SchedulerLink::leave_job(const std::string& why) { send_abort_and_wait(kAbortLeftOut, why); }
+
+void SchedulerLink::send_abort_and_wait(int32_t kind, const std::string& why) {
   std::unique_lock<std::mutex> lock(mu_);
   if (closing_ || !failure_.empty() || conn_ < 0 || orphaned_) return;
   if (!ended_job_) {
@@ -396,11 +400,13 @@ void SchedulerLink::end_job(const std::string& why) {
     wire::Header h;
     h.type = wire::Type::kAbort;
     h.sender = my_id_;
+    h.cmd = kind;
     hub_.send(conn_, h, std::vector<uint8_t>(why.begin(), why.end()));
     lock.lock();
   }
-  // The scheduler answers every node with the job's ABORT, this one too; a
-  // broken connection ends the wait as well (on_lost).
+  // The scheduler answers every node with the job's ABORT (or, to a node
+  // that left, kAbortLeftOut), this one too; a broken connection ends the
+  // wait as well (on_lost).
   bool answered =
       cv_.wait_for(lock, kEndJobDeadline, [&] { return !failure_.empty() || closing_; });
   if (!answered) {

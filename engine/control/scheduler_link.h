@@ -67,6 +67,10 @@ class SchedulerLink {
   // when the job has already failed or the link is closing; a second call
   // sends nothing and waits as the first.
   void end_job(const std::string& why);
+  // CARAVAN_ELASTIC: this node leaves the job, which regroups without it
+  // (a machine of local ranks that lost one); waits as end_job(). Where
+  // the job cannot regroup now, the scheduler ends it, saying `why`.
+  void leave_job(const std::string& why);
   static constexpr std::chrono::seconds kEndJobDeadline{5};
   // Hangs up; after the shutdown barrier this is the clean end.
   void close();
@@ -147,6 +151,9 @@ class SchedulerLink {
   // Sends heartbeats and judges silence, except just after this process
   // itself stalled (HeartbeatTimer).
   void on_heartbeat_tick(bool after_stall);
+  // end_job() and leave_job(): ABORT of `kind` with `why`, then the wait
+  // for the scheduler's answer.
+  void send_abort_and_wait(int32_t kind, const std::string& why);
 };
 
 }  // namespace caravan

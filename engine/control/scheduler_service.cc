@@ -122,6 +122,10 @@ void SchedulerService::on_message(int conn, ControlMessage&& msg) {
         unanswered_.erase(conn);
         break;
       }
+      // CARAVAN_ELASTIC: the node leaves and the job goes on without it,
+      // when it can regroup now; otherwise it ends, as with kind 0.
+      if (msg.head.cmd == kAbortLeftOut && regroup_without(conn, "it left the job: " + msg.text))
+        break;
       handle_node_abort(conn, msg.text);
       break;
     case wire::Type::kAuthHello:

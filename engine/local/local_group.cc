@@ -17,7 +17,7 @@ namespace caravan {
 namespace {
 
 constexpr uint64_t kControlMagic = 0x314c5254434e5643ull;  // "CVNCTRL1"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;                     // 2: machines
 constexpr size_t kMessageBytes = 1024;
 
 enum MemberState : uint32_t { kEmpty = 0, kClaimed, kPresent, kLeaving, kLeft };
@@ -59,6 +59,7 @@ struct ControlBlock {
   std::atomic<uint32_t> doorbell;
   std::atomic<uint32_t> mapped;       // members that mapped it; the last removes its name
   std::atomic<int32_t> machine_rank;  // -1 until local rank 0 publishes it
+  std::atomic<int32_t> machines;      // the job's, written before machine_rank
   std::atomic<uint32_t> abort_state;  // 0 running, 1 message being written, 2 aborted
   std::atomic<int32_t> abort_code;
   char abort_message[kMessageBytes];
@@ -199,6 +200,7 @@ void LocalGroup::open_or_create(SteadyClock::time_point deadline) {
     b->nonce = fresh_nonce();
     b->creator = ProcessId::self();
     b->machine_rank.store(-1);
+    b->machines.store(0);
     for (int r = 0; r < size_; ++r) new (&b->members()[r]) MemberSlot();
     if (fresh.publish(name)) {
       segment_ = std::make_unique<SharedSegment>(std::move(fresh));
@@ -325,7 +327,8 @@ bool LocalGroup::is_leaving(int r) const {
   return member(r).state.load(std::memory_order_acquire) >= kLeaving;
 }
 
-void LocalGroup::publish_machine_rank(int rank) {
+void LocalGroup::publish_machine_rank(int rank, int machines) {
+  block()->machines.store(machines, std::memory_order_relaxed);
   block()->machine_rank.store(rank, std::memory_order_release);
   doorbell().ring();
 }
@@ -340,6 +343,8 @@ int LocalGroup::wait_machine_rank(SteadyClock::time_point deadline,
   }
   return b->machine_rank.load(std::memory_order_acquire);
 }
+
+int LocalGroup::machines() const { return block()->machines.load(std::memory_order_relaxed); }
 
 void LocalGroup::leave_barrier(int timeout_s) {
   member(rank_).state.store(kLeaving, std::memory_order_release);

@@ -88,10 +88,14 @@ class LocalGroup {
   bool is_leaving(int local_rank) const;
 
   // Local rank 0 tells the others the machine's rank in the job (0 when
-  // there is no job); the others wait for it up to `deadline`, then fail
-  // with "local rank 0 of machine M did not <waiting_for>".
-  void publish_machine_rank(int rank);
+  // there is no job) and how many machines the job has (after a regroup,
+  // CARAVAN_ELASTIC, no longer DMLC_NUM_WORKER); the others wait for it up
+  // to `deadline`, then fail with "local rank 0 of machine M did not
+  // <waiting_for>".
+  void publish_machine_rank(int rank, int machines);
   int wait_machine_rank(SteadyClock::time_point deadline, const std::string& waiting_for);
+  // What publish_machine_rank() said, once wait_machine_rank() returned.
+  int machines() const;
 
   // The shutdown barrier of this machine: waits up to `timeout_s` for every
   // member to call it.

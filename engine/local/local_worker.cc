@@ -52,16 +52,25 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
       remove_dead_runs_segments(*group_);
       if (joins_job) {
         LocalGroup* group = group_.get();
-        member_ = std::make_unique<DistributedWorker>(config, [group](const std::string& why) {
-          group->abort(CARAVAN_ERR_PEER_LOST, "the job failed (" + group->who(0) + "): " + why);
+        member_ = std::make_unique<DistributedWorker>(config, [group](int code,
+                                                                      const std::string& why) {
+          // A regroup (CARAVAN_ELASTIC) is no failure of the machine:
+          // its operations end with it, and every local rank rejoins.
+          if (code != CARAVAN_ERR_REGROUPED)
+            group->abort(CARAVAN_ERR_PEER_LOST, "the job failed (" + group->who(0) + "): " + why);
         });
         machine_rank_ = member_->rank();
+        num_machines_ = member_->size();  // after a regroup, the scheduler's count
         // Only this process talks to the scheduler: without this the job
-        // heard that it, not the member that died, was lost.
+        // heard that it, not the member that died, was lost. With
+        // CARAVAN_ELASTIC the machine leaves whole and the job goes on.
         DistributedWorker* member = member_.get();
-        group_->set_member_lost_handler([member](const std::string& why) { member->end_job(why); });
+        bool elastic = config.elastic;
+        group_->set_member_lost_handler([member, elastic](const std::string& why) {
+          elastic ? member->leave_job(why) : member->end_job(why);
+        });
       }
-      group_->publish_machine_rank(machine_rank_);
+      group_->publish_machine_rank(machine_rank_, num_machines_);
     } catch (const Error& e) {
       group_->set_member_lost_handler(nullptr);  // member_ goes before group_
       group_->abort(e.code(), group_->who(0) + " could not " +
@@ -79,6 +88,7 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
         std::string(joins_job ? "join the job" : "start") + " within " + std::to_string(limit) +
             (config.resuming ? " s (2 x CARAVAN_CONNECT_TIMEOUT + CARAVAN_RESUME_TIMEOUT)"
                              : " s (2 x CARAVAN_CONNECT_TIMEOUT)"));
+    num_machines_ = group_->machines();
   }
   Log::set_node_label("worker " + std::to_string(rank()) + " (" +
                       group_->who(group_->local_rank()) + ")");
@@ -98,7 +108,12 @@ LocalWorker::~LocalWorker() {
   // Then the job, before the link closes: the group's reason (a member's
   // death, this process's own failure) rather than a closed connection
   // that would name only this process. Waits for the scheduler's answer.
-  if (member_ && !group_->left()) member_->end_job(group_->failure());
+  if (member_ && !group_->left()) {
+    if (config_.elastic)
+      member_->leave_job(group_->failure());
+    else
+      member_->end_job(group_->failure());
+  }
   stop_machine_sum();
   free_device_sides();
   // The job before the group: until the node's receiving thread stops, the
@@ -288,27 +303,41 @@ int LocalWorker::wait(Op& base, std::string* error) {
   return finish_on_device(op, true, error);
 }
 
-void LocalWorker::leave() { leave_machine(false); }
+void LocalWorker::leave() { leave_machine(Leaving::kJob); }
 
 bool LocalWorker::suspend() {
-  leave_machine(true);
+  leave_machine(Leaving::kSuspend);
   return joins_job_;
 }
 
-void LocalWorker::leave_machine(bool suspend) {
+bool LocalWorker::regrouped() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (saw_regroup_) return true;
+  }
+  return member_ && member_->regrouped();
+}
+
+void LocalWorker::leave_generation() { leave_machine(Leaving::kGeneration); }
+
+void LocalWorker::leave_machine(Leaving how) {
   try {
     drain();
     group_->leave_barrier(config_.op_timeout_s);
     stop_machine_sum();
   } catch (const Error& e) {
+    const char* call = how == Leaving::kJob       ? "caravan_shutdown()"
+                       : how == Leaving::kSuspend ? "caravan_suspend()"
+                                                  : "caravan_rejoin()";
     group_->abort(e.code(),
-                  group_->who(group_->local_rank()) + " failed in caravan_shutdown(): " + e.what());
+                  group_->who(group_->local_rank()) + " failed in " + call + ": " + e.what());
     throw;
   }
   // The machine is done: from here a failure is only the job's.
   group_->mark_left();
-  if (member_ && suspend) member_->suspend();
-  if (member_ && !suspend) member_->leave();
+  // After a regroup the node goes without the job's barrier (caravan_rejoin).
+  if (member_ && how == Leaving::kSuspend) member_->suspend();
+  if (member_ && how == Leaving::kJob) member_->leave();
 }
 
 }  // namespace caravan

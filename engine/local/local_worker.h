@@ -58,6 +58,12 @@ class LocalWorker final : public Worker {
   void declare_compression(const std::string& name, const TensorParamList& params) override;
   void leave() override;
   bool suspend() override;
+  // CARAVAN_ELASTIC: the job regrouped (an operation of this machine failed
+  // with CARAVAN_ERR_REGROUPED); every local rank rejoins, and
+  // leave_generation() passes the machine's barrier first, so that the
+  // group ends cleanly and forms again for the next generation.
+  bool regrouped() const override;
+  void leave_generation() override;
   int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
   int size() const override { return num_machines_ * group_->local_size(); }
   int local_rank() const override { return group_->local_rank(); }
@@ -66,9 +72,11 @@ class LocalWorker final : public Worker {
  private:
   struct LocalOp;
   struct DeviceSide;
-  // leave() and suspend(): the machine's barrier, then local rank 0 leaves
-  // (or suspends) the job of servers.
-  void leave_machine(bool suspend);
+  // leave(), suspend() and leave_generation(): the machine's barrier, then
+  // local rank 0 leaves (or suspends) the job of servers, or (a regroup)
+  // drops its node without a barrier of the job.
+  enum class Leaving { kJob, kSuspend, kGeneration };
+  void leave_machine(Leaving how);
   std::shared_ptr<LocalOp> start_op(const std::string& name, size_t count, int dtype, int priority,
                                     int root);
   // Device ops (local_device.cc):
@@ -119,10 +127,11 @@ class LocalWorker final : public Worker {
   void* device_stream_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<DeviceSide>> device_sides_;  // under mu_
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable done_cv_;
   std::vector<std::shared_ptr<LocalOp>> pending_;  // local rank 0: not yet done
   std::string first_failure_;  // the first op that failed: why this process may stop
+  bool saw_regroup_ = false;   // an op ended with CARAVAN_ERR_REGROUPED
   bool stop_ = false;
   std::thread thread_;
 };

@@ -91,13 +91,15 @@ bool LocalWorker::advance(const std::shared_ptr<LocalOp>& op) {
                                               bell.ring();
                                             });
     } catch (const Error& e) {
-      publish(*op, e.code(), e.what());
+      std::string what = e.what();
+      int rc = member_ ? member_->explain_failure(e.code(), &what) : e.code();
+      publish(*op, rc, what);
       return true;
     }
   }
   if (op->side) return advance_on_device(op);
   if (op->remote_done->load()) {
-    int rc = member_->client().poll(*op->remote, &why);
+    int rc = member_->explain_failure(member_->client().poll(*op->remote, &why), &why);
     publish(*op, rc < 0 ? rc : 0, rc < 0 ? why : "");
     return true;
   }
@@ -171,6 +173,7 @@ void LocalWorker::complete(LocalOp& op, int code, const std::string& error) {
     op.code = code;
     op.error = error;
     if (code != 0 && first_failure_.empty()) first_failure_ = error;
+    if (code == CARAVAN_ERR_REGROUPED) saw_regroup_ = true;
     pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                   [&](const auto& p) { return p.get() == &op; }),
                    pending_.end());

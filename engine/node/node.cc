@@ -187,7 +187,7 @@ void Node::on_failure(const std::string& why) {
       }
     }
   }
-  if (failure_observer_) failure_observer_(why);
+  if (failure_observer_) failure_observer_(code ? code : CARAVAN_ERR_PEER_LOST, why);
 }
 
 bool Node::leave(int timeout_s, bool suspend) {

@@ -21,8 +21,9 @@ namespace caravan {
 struct NodeOptions {
   KVEndpoint::RequestHandler on_request;  // push_pull requests (servers)
   KVEndpoint::RequestHandler on_routed;   // the ps-lite layer's messages
-  // Told once, on the control thread, when the job fails.
-  std::function<void(const std::string& why)> on_failure;
+  // Told once, on the control thread, when the job fails; `code` is the
+  // link's (CARAVAN_ERR_REGROUPED: the job goes on in a next generation).
+  std::function<void(int code, const std::string& why)> on_failure;
   // Connect to every node, the scheduler included (the ps-lite form);
   // otherwise workers connect only to servers and servers to workers.
   bool full_mesh = false;
@@ -46,6 +47,8 @@ class Node {
   void barrier(int group, int timeout_s) { link_.barrier(group, false, timeout_s); }
   // Ends the job for every node, saying why (SchedulerLink::end_job).
   void end_job(const std::string& why) { link_.end_job(why); }
+  // Leaves a job that goes on without this node (SchedulerLink::leave_job).
+  void leave_job(const std::string& why) { link_.leave_job(why); }
 
   const NodeInfo& self() const { return self_; }
   const std::vector<NodeInfo>& table() const { return table_; }
@@ -71,7 +74,7 @@ class Node {
   void on_failure(const std::string& why);
 
   JobConfig config_;
-  std::function<void(const std::string&)> failure_observer_;
+  std::function<void(int, const std::string&)> failure_observer_;
   std::unique_ptr<Van> van_;
   SchedulerLink link_;
   NodeInfo self_;

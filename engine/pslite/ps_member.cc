@@ -155,7 +155,7 @@ void Member::start(int rank, bool do_barrier) {
           CARAVAN_LOG(WARNING) << "ps: dropping a push_pull request from node " << m.head.sender;
         };
         options.on_routed = [this](KVMessage&& m) { route(std::move(m)); };
-        options.on_failure = [this](const std::string& why) { fail(why); };
+        options.on_failure = [this](int, const std::string& why) { fail(why); };
         if (cfg.enable_ipc && cfg.role == Role::kServer)
           shm_in_ = std::make_unique<ShmReceiver>(cfg.num_workers);
         auto node = std::make_unique<Node>(cfg, std::move(options));

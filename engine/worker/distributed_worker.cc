@@ -31,7 +31,7 @@ std::vector<int> home_servers(const std::vector<const NodeInfo*>& workers,
 }
 
 DistributedWorker::DistributedWorker(const JobConfig& config,
-                                     std::function<void(const std::string&)> on_failure)
+                                     std::function<void(int, const std::string&)> on_failure)
     : op_timeout_s_(config.op_timeout_s), elastic_(config.elastic), size_(config.num_workers) {
   NodeOptions options;
   options.on_request = [](KVMessage&& req) {

@@ -25,15 +25,17 @@ std::vector<int> home_servers(const std::vector<const NodeInfo*>& workers,
 class DistributedWorker final : public Worker {
  public:
   // Joins the job (up to CARAVAN_CONNECT_TIMEOUT); `on_failure` hears once
-  // when the job fails later. Throws caravan::Error.
+  // when the job fails later (NodeOptions::on_failure). Throws
+  // caravan::Error.
   explicit DistributedWorker(const JobConfig& config,
-                             std::function<void(const std::string&)> on_failure = {});
+                             std::function<void(int code, const std::string&)> on_failure = {});
   ~DistributedWorker() override;
 
   PushPullClient& client() { return *client_; }
   // Ends the job for every node, saying why: a failure of this process's
   // own that the scheduler could not see (a local worker it serves died).
   void end_job(const std::string& why) { node_->end_job(why); }
+  void leave_job(const std::string& why) { node_->leave_job(why); }
 
   // Its handles are the client's Operations.
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
@@ -53,13 +55,14 @@ class DistributedWorker final : public Worker {
   bool shards() const override { return true; }
   int rank() const override { return node_->self().rank; }
   int size() const override { return size_; }
-
- private:
   // An operation's failure explained: after a peer's loss (PEER_LOST or
   // TRANSPORT), CARAVAN_ERR_REGROUPED when the scheduler regroups the job
   // (CARAVAN_ELASTIC; its word may come just after the van's), otherwise
-  // with the scheduler's silence noted.
+  // with the scheduler's silence noted. Public for a machine's local rank
+  // 0, which drives the client itself (LocalWorker).
   int explain_failure(int rc, std::string* error) const;
+
+ private:
   int op_timeout_s_;
   bool elastic_;
   int size_;

@@ -75,6 +75,10 @@ class Worker {
   // this worker's operations fail with CARAVAN_ERR_REGROUPED, and
   // caravan_rejoin makes a new worker for the next generation.
   virtual bool regrouped() const { return false; }
+  // Once regrouped(), before caravan_rejoin drops this worker: what must
+  // end cleanly for the next generation to form (a machine's local ranks
+  // pass their barrier). Throws caravan::Error.
+  virtual void leave_generation() {}
 
   // A push_pull (or broadcast) whose values are copied in from device
   // memory partition by partition while earlier partitions travel

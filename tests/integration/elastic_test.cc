@@ -240,6 +240,43 @@ TEST(ElasticTest, ALostServerLeavesTheWorkersTraining) {
                     "the job goes on with the 2 worker(s) and 1 server(s) left");
 }
 
+// Two machines of two local ranks each (BYTEPS_LOCAL_SIZE=2): a local
+// rank of machine 1 is killed (1, then in a second job 0, the one that
+// talks to the servers), and machine 1 leaves whole: its other local rank
+// fails naming the dead one (local rank 0 first tells the scheduler that
+// the machine leaves). Machine 0's two local ranks rejoin together and
+// train on as ranks 0 and 1 of 2.
+TEST(ElasticTest, AMachineThatLosesALocalRankLeavesWhole) {
+  for (int victim : {1, 0}) {
+    SCOPED_TRACE("local rank " + std::to_string(victim) + " of machine 1 killed");
+    ElasticJob job("2x1", kElastic);
+    auto server = job.server(0, 0);
+    std::vector<std::unique_ptr<RunningProcess>> w;  // machine * 2 + local rank
+    for (int machine : {0, 1})
+      for (int local : {0, 1})
+        w.push_back(job.regroup_worker(
+            machine, {"40"},
+            {{"BYTEPS_LOCAL_SIZE", "2"}, {"BYTEPS_LOCAL_RANK", std::to_string(local)}}));
+    RunningProcess& dead = *w[2 + victim];
+    RunningProcess& other = *w[2 + (1 - victim)];
+    ASSERT_TRUE(dead.wait_for_output("step 5 done", 90)) << dead.output();
+    dead.signal(SIGKILL);
+    expect_clean_exit(*w[0], "machine 0, local rank 0",
+                      "40 steps checked as rank 0 of 2, regrouped 1");
+    expect_clean_exit(*w[1], "machine 0, local rank 1",
+                      "40 steps checked as rank 1 of 2, regrouped 1");
+    ProcessResult r = other.wait(90);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    std::string named = "local rank " + std::to_string(victim) + " of machine 1";
+    EXPECT_NE(r.output.find(named), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("steps checked"), std::string::npos) << r.output;
+    expect_killed(dead, "machine 1, " + named);
+    expect_clean_exit(*server, "server");
+    expect_clean_exit(*job.scheduler, "scheduler",
+                      victim == 1 ? "it left the job: " + named : "lost worker 1");
+  }
+}
+
 // A server and a worker killed at once (3 workers, 2 servers): whether the
 // scheduler sees both in one regroup or the second while the job
 // re-forms, worker 0 trains on alone with the server left.
