@@ -135,7 +135,8 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
         return false;
       }
     case wire::Type::kReport: {
-      // The job nonce (empty without a token), then the node table.
+      // The job nonce (empty without a token), the barriers passed (a
+      // count, then key and count each), then the node table.
       try {
         wire::Reader r(body.data(), body.size());
         std::string nonce = r.str(kAuthNonceBytes);
@@ -145,7 +146,17 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
           return false;
         }
         out->auth.assign(nonce.begin(), nonce.end());
-        size_t table_at = 8 + nonce.size();
+        int32_t keys = r.i32();
+        if (keys < 0 || keys > kMaxReportedBarrierKeys) {
+          *why = "a REPORT of " + std::to_string(keys) + " barrier keys (at most " +
+                 std::to_string(kMaxReportedBarrierKeys) + ")";
+          return false;
+        }
+        for (int32_t i = 0; i < keys; ++i) {
+          int32_t key = r.i32();
+          out->barriers[key] = r.i32();
+        }
+        size_t table_at = body.size() - r.left();
         out->table = decode_node_table(std::vector<uint8_t>(body.begin() + table_at, body.end()));
       } catch (const std::exception& e) {
         *why = "malformed REPORT body of " + std::to_string(body.size()) + " bytes: " + e.what();
@@ -246,6 +257,11 @@ std::vector<uint8_t> control_body(const ControlMessage& msg) {
     case wire::Type::kReport: {
       wire::Writer w;
       w.str(std::string(msg.auth.begin(), msg.auth.end()));
+      w.i32(static_cast<int32_t>(msg.barriers.size()));
+      for (auto [key, passed] : msg.barriers) {
+        w.i32(key);
+        w.i32(passed);
+      }
       std::vector<uint8_t> body = std::move(w.bytes());
       std::vector<uint8_t> table = encode_node_table(msg.table);
       body.insert(body.end(), table.begin(), table.end());

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ constexpr int32_t kAbortRegroup = 3;
 // cannot regroup.
 constexpr int32_t kAbortLeftOut = 4;
 
+// A REPORT names at most this many barrier keys (the groups' sums and the
+// shutdown barrier: 9).
+constexpr int32_t kMaxReportedBarrierKeys = 16;
+
 // Body sizes of the AUTH_* messages (engine/control/control_auth.h).
 constexpr size_t kAuthNonceBytes = 32;       // AUTH_HELLO, AUTH_CHALLENGE
 constexpr size_t kNodeProofBytes = 32;       // AUTH_PROOF to the scheduler: the HMAC
@@ -56,6 +61,10 @@ struct ControlMessage {
   // waits for.
   std::string text;
   std::vector<uint8_t> auth;  // AUTH_*: the nonce or proof, as sized above; REPORT: the job nonce
+  // REPORT: how many barriers of each key (a group, -1 the shutdown
+  // barrier) the node has passed, so that a scheduler taking the job over
+  // releases at once a node that missed a completion the others heard.
+  std::map<int32_t, int32_t> barriers;
 };
 
 // "REGISTER", "AUTH_PROOF", ... for logs.

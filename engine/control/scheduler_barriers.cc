@@ -23,6 +23,20 @@ void SchedulerService::handle_barrier(int conn, const wire::Header& head) {
                        "ps-lite form) cannot do");
     suspend_asked_ = true;
   }
+  // A barrier this node had not heard completed when the scheduler that
+  // had the job was lost, while another node heard it (that node's REPORT
+  // says so): it is over. (Not the shutdown barrier: the nodes that passed
+  // it have left and report nothing.)
+  if (!final && head.timestamp < barriers_passed_[key]) {
+    CARAVAN_VLOG(1) << "scheduler: " << nodes_[conn].describe() << " waits for barrier " << head.cmd
+                    << " number " << head.timestamp + 1 << ", which other nodes passed: it is over";
+    wire::Header h;
+    h.type = wire::Type::kBarrierDone;
+    h.sender = kSchedulerId;
+    h.cmd = head.cmd;
+    hub_.send(conn, h, {});
+    return;
+  }
   barrier_arrived_[key].insert(id);
   complete_barrier_if_ready(key, head.cmd, final);
 }
@@ -83,6 +97,7 @@ void SchedulerService::complete_barrier_if_ready(int key, int group, bool final)
     if (arrived.count(n.id)) hub_.send(c, h, {});
   if (arrived.count(kSchedulerId)) local_done_[key]++;
   barrier_arrived_.erase(key);
+  barriers_passed_[key]++;
   if (suspend)
     begin_reforming("the job is suspended");
   else if (final)

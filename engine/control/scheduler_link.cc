@@ -315,10 +315,11 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
   return table_;
 }
 
-bool SchedulerLink::send_barrier(int group, bool final, bool suspend) {
+bool SchedulerLink::send_barrier(int group, bool final, bool suspend, int passed) {
   wire::Header h;
   h.type = wire::Type::kBarrier;
   h.sender = my_id_;
+  h.timestamp = passed;
   h.cmd = group;
   h.flags = final ? static_cast<uint32_t>(wire::kFinal) : 0u;
   if (final && suspend) h.flags |= wire::kSuspend;
@@ -345,7 +346,7 @@ bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) 
     if (!orphaned_ && sent_in != epoch_) {
       sent_in = epoch_;
       lock.unlock();
-      bool sent = send_barrier(group, final, suspend);
+      bool sent = send_barrier(group, final, suspend, before);
       lock.lock();
       if (!sent && !config_.elastic && failure_.empty())
         throw Error(CARAVAN_ERR_PEER_LOST, "lost the scheduler at " + scheduler_name());

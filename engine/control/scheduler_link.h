@@ -106,7 +106,9 @@ class SchedulerLink {
   // One attempt of reconnect(); whether the scheduler took the job over.
   bool report_to(int fd, std::chrono::steady_clock::time_point deadline);
   // Sends BARRIER for `group`; false when the connection is gone.
-  bool send_barrier(int group, bool final, bool suspend);
+  // `passed`: how many barriers of this key this node has passed, which
+  // the scheduler compares with its own count (head.timestamp).
+  bool send_barrier(int group, bool final, bool suspend, int passed);
   void fail(const std::string& why, int code = CARAVAN_ERR_PEER_LOST);
   std::string scheduler_name() const;
   // After a barrier timed out: the scheduler's word on which nodes it still

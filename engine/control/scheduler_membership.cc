@@ -237,6 +237,7 @@ void SchedulerService::begin_reforming(const std::string& what) {
       std::chrono::steady_clock::now() + std::chrono::seconds(config_.connect_timeout_s);
   nodes_.clear();
   barrier_arrived_.clear();
+  barriers_passed_.clear();
   gave_up_.clear();
   resume_deadline_ =
       std::chrono::steady_clock::now() + std::chrono::seconds(config_.resume_timeout_s);

@@ -53,6 +53,8 @@ void SchedulerService::handle_report(int conn, const ControlMessage& msg) {
   for (auto& [c, n] : nodes_)
     if (n.id == id) return refuse_node(n.describe() + " has reported already");
   nodes_[conn] = *me;
+  for (auto [key, passed] : msg.barriers)
+    barriers_passed_[key] = std::max(barriers_passed_[key], passed);
   CARAVAN_VLOG(1) << "scheduler: " << me->describe() << " reported the job; " << nodes_.size()
                   << " of " << reported_table_.size() << " nodes have";
   if (nodes_.size() == reported_table_.size()) finish_recovery();

@@ -149,6 +149,9 @@ class SchedulerService {
   std::map<int, NodeInfo> pending_;               // conn -> registration, before the table
   std::map<int, NodeInfo> nodes_;                 // conn -> node, after the table
   std::map<int, std::set<int>> barrier_arrived_;  // group -> node ids
+  // key (group, -1: shutdown) -> barriers of it completed in this
+  // generation; after a takeover, the most any node reported passing.
+  std::map<int, int> barriers_passed_;
   bool table_sent_ = false;
   std::chrono::steady_clock::time_point started_;  // start(): the start-up window opens
   int registrations_ = 0;  // REGISTER messages taken, late ones after a failure included

@@ -49,6 +49,7 @@ class Reader {
     return s;
   }
   bool done() const { return left_ == 0; }
+  size_t left() const { return left_; }
 
  private:
   uint64_t peek(int n) const {

@@ -146,6 +146,30 @@ TEST(ControlMessage, ParsesWhatEachSideExpects) {
   EXPECT_EQ(msg.text, "no");
 }
 
+// A scheduler taking a job over learns from each REPORT which barriers the
+// node passed (key -1: the shutdown barrier).
+TEST(ControlMessage, AReportCarriesTheBarriersPassed) {
+  NodeInfo n = worker("tcp://127.0.0.1:5");
+  n.id = worker_id(0);
+  ControlMessage report;
+  report.head.type = wire::Type::kReport;
+  report.head.sender = n.id;
+  report.table = {n};
+  report.barriers = {{-1, 0}, {kWorkerGroup, 3}};
+  ControlMessage msg;
+  std::string why;
+  ASSERT_TRUE(parse_control_message(ControlReceiver::kScheduler, report.head, control_body(report),
+                                    &msg, &why))
+      << why;
+  EXPECT_EQ(msg.barriers, report.barriers);
+  ASSERT_EQ(msg.table.size(), 1u);
+  EXPECT_EQ(msg.table[0].van_address, "tcp://127.0.0.1:5");
+  for (int k = 0; k <= kMaxReportedBarrierKeys; ++k) report.barriers[100 + k] = 1;
+  EXPECT_FALSE(parse_control_message(ControlReceiver::kScheduler, report.head, control_body(report),
+                                     &msg, &why));
+  EXPECT_NE(why.find("barrier keys (at most"), std::string::npos) << why;
+}
+
 TEST(ControlMessage, RefusesMessagesForTheOtherSide) {
   EXPECT_NE(refusal(ControlReceiver::kScheduler, control_frame(wire::Type::kBarrierDone, {}, 6))
                 .find("BARRIER_DONE message does not belong on the scheduler's end"),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/control/node_info.h"
+#include "engine/control/scheduler_service.h"
 #include "tests/unit/played_scheduler.h"
 
 namespace caravan {
@@ -149,6 +150,96 @@ TEST(SchedulerLink, EndJobAfterCloseReturnsAtOnce) {
   auto start = Clock::now();
   link.end_job("why");
   EXPECT_LT(Clock::now() - start, SchedulerLink::kEndJobDeadline);
+}
+
+// Two workers at a barrier; the scheduler that has the job tells worker 0
+// it completed and is lost before it tells worker 1. Worker 1 sends the
+// barrier again to the scheduler that takes the job over, which must let
+// it through (worker 0's report says it passed), not wait for worker 0 to
+// arrive at a barrier it has left behind.
+class LostAtBarrierCompletion {
+ public:
+  LostAtBarrierCompletion()
+      : played_([this](int conn, ControlMessage&& m) { on_message(conn, std::move(m)); }) {}
+  int port() const { return played_.port(); }
+
+ private:
+  void on_message(int conn, ControlMessage&& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    hub_.admit(conn);
+    if (m.head.type == wire::Type::kRegister) {
+      NodeInfo n = m.node;
+      n.rank = static_cast<int>(workers_.size());
+      n.id = worker_id(n.rank);
+      n.settings.clear();
+      workers_.emplace_back(conn, n);
+      if (workers_.size() < 2) return;
+      std::vector<NodeInfo> table{workers_[0].second, workers_[1].second};
+      for (auto& [c, w] : workers_) {
+        wire::Header h;
+        h.type = wire::Type::kNodeTable;
+        h.sender = kSchedulerId;
+        h.recipient = w.id;
+        hub_.send(c, h, encode_node_table(table));
+      }
+    } else if (m.head.type == wire::Type::kBarrier && ++arrived_ == 2) {
+      wire::Header h;
+      h.type = wire::Type::kBarrierDone;
+      h.sender = kSchedulerId;
+      h.cmd = m.head.cmd;
+      for (auto& [c, w] : workers_)
+        if (w.pid == 100) hub_.send(c, h, {});  // links[0]'s; then nothing: lost
+    }
+  }
+
+  std::mutex mu_;
+  std::vector<std::pair<int, NodeInfo>> workers_;  // conn, node
+  int arrived_ = 0;
+  PlayedScheduler played_;
+  ControlHub& hub_ = played_.hub();
+};
+
+TEST(SchedulerLink, ABarrierCompletedForOthersEndsAfterATakeover) {
+  auto lost = std::make_unique<LostAtBarrierCompletion>();
+  JobConfig c = config_for(lost->port());
+  c.elastic = true;
+  c.resume_timeout_s = 30;  // how long a link tries to report to a new scheduler
+  std::vector<std::unique_ptr<SchedulerLink>> links;
+  for (int i = 0; i < 2; ++i) links.push_back(std::make_unique<SchedulerLink>(c, nullptr));
+  std::vector<std::future<void>> joined;
+  for (int i = 0; i < 2; ++i) {
+    joined.push_back(std::async(std::launch::async, [&, i] {
+      NodeInfo self = worker_self();
+      self.pid = 100 + i;
+      links[i]->join(self);
+    }));
+  }
+  for (auto& j : joined) j.get();
+  auto barrier = [&](int i) {
+    return std::async(std::launch::async, [&, i] { links[i]->barrier(kWorkerGroup, false, 20); });
+  };
+  auto passed0 = barrier(0);
+  auto passed1 = barrier(1);
+  ASSERT_EQ(passed0.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  passed0.get();
+  EXPECT_EQ(passed1.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  lost.reset();  // the scheduler that had the job
+  JobConfig sc = c;
+  sc.role = Role::kScheduler;
+  sc.num_workers = 2;
+  sc.num_servers = 0;
+  SchedulerService next(sc);
+  next.start();
+  auto start = Clock::now();
+  ASSERT_EQ(passed1.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+  EXPECT_NO_THROW(passed1.get());
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  // Both go on together at the next barrier.
+  auto next0 = barrier(0);
+  auto next1 = barrier(1);
+  EXPECT_NO_THROW(next0.get());
+  EXPECT_NO_THROW(next1.get());
+  for (auto& l : links) l->close();
 }
 
 }  // namespace
