@@ -80,7 +80,9 @@ class SchedulerLink {
   int failure_code() const;
   // Waits up to `deadline` for the link to fail; whether it failed with
   // the scheduler's regroup. A peer's loss reaches a node over the van
-  // and the scheduler's word over this link, in either order.
+  // and the scheduler's word over this link, in either order. While no
+  // scheduler has the job (CARAVAN_ELASTIC, lost), waits for the next one
+  // to take it over (up to CARAVAN_RESUME_TIMEOUT), then up to `deadline`.
   bool wait_regrouped(std::chrono::milliseconds deadline);
   // When heartbeats are on and the scheduler has missed one (silent for
   // longer than PS_HEARTBEAT_INTERVAL): "the scheduler at ... has been

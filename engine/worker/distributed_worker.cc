@@ -170,7 +170,9 @@ int DistributedWorker::explain_failure(int rc, std::string* error) const {
   if (rc != CARAVAN_ERR_PEER_LOST && rc != CARAVAN_ERR_TRANSPORT) return rc;
   // A server leaving the regrouped generation may close its van paths
   // before this worker hears the scheduler; the scheduler sends its word
-  // first, so a moment's wait suffices.
+  // first, so a moment's wait suffices. (With no scheduler, a server lost
+  // meanwhile is the next scheduler's to regroup without: the wait is for
+  // it, SchedulerLink::wait_regrouped.)
   constexpr std::chrono::seconds kRegroupWord{5};
   if (elastic_ && node_->wait_regrouped(kRegroupWord)) {
     if (error) *error = node_->failure();

@@ -488,6 +488,35 @@ TEST(ElasticTest, ANodeLostWithoutASchedulerIsLeftOutByTheNext) {
       "no report to the scheduler started again within 3 s (CARAVAN_CONNECT_TIMEOUT)");
 }
 
+// A server lost while no scheduler has the job: the workers whose sends to
+// it fail wait for the next scheduler, which regroups without it, and
+// train on with the other server.
+TEST(ElasticTest, AServerLostWithoutASchedulerIsLeftOutByTheNext) {
+  StopFile stop("caravan_scheduler_regroups_servers_");
+  ElasticJob job("2x2", {{"CARAVAN_ELASTIC", "1"}, {"REGROUP_STOP_FILE", stop.path}});
+  auto server0 = job.server(0, 0);
+  auto server1 = job.server(0, 0);
+  std::vector<std::unique_ptr<RunningProcess>> w;
+  for (int i = 0; i < 2; ++i) w.push_back(job.regroup_worker(i, {"1000000"}));
+  ASSERT_TRUE(w[0]->wait_for_output("step 5 done", 90)) << w[0]->output();
+  job.scheduler->signal(SIGKILL);
+  expect_killed(*job.scheduler, "the first scheduler");
+  ASSERT_TRUE(server1->wait_for_output("training goes on (CARAVAN_ELASTIC)", 90))
+      << server1->output();
+  server1->signal(SIGKILL);
+  expect_killed(*server1, "server 1");
+  // The next scheduler comes 6 s later, past the 5 s a worker whose send
+  // failed used to wait for a scheduler's word before failing.
+  EXPECT_FALSE(w[0]->wait_for_output("push_pull failed", 6)) << w[0]->output();
+  auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {{"CARAVAN_CONNECT_TIMEOUT", "3"}});
+  ASSERT_TRUE(w[0]->wait_for_output("(regroup 1)", 90)) << w[0]->output();
+  stop.touch();
+  expect_clean_exit(*w[0], "worker 0", "steps checked as rank 0 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*w[1], "worker 1", "steps checked as rank 1 of 2, regrouped 1 time(s)");
+  expect_clean_exit(*server0, "server 0");
+  expect_clean_exit(*again, "the scheduler started again", "no report to the scheduler");
+}
+
 // Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on
 // untouched (no regroup: the others' steps are not abandoned).
 TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {

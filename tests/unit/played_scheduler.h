@@ -13,9 +13,10 @@ namespace caravan {
 
 class PlayedScheduler {
  public:
-  explicit PlayedScheduler(std::function<void(int conn, ControlMessage&&)> on_message)
+  // Listens on `port` (0: any free one).
+  explicit PlayedScheduler(std::function<void(int conn, ControlMessage&&)> on_message, int port = 0)
       : hub_(ControlReceiver::kScheduler, std::move(on_message), [](int, const std::string&) {}) {
-    port_ = hub_.listen("127.0.0.1", 0);
+    port_ = hub_.listen("127.0.0.1", port);
     hub_.start();
   }
   ~PlayedScheduler() { hub_.stop(); }

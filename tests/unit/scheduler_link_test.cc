@@ -152,6 +152,50 @@ TEST(SchedulerLink, EndJobAfterCloseReturnsAtOnce) {
   EXPECT_LT(Clock::now() - start, SchedulerLink::kEndJobDeadline);
 }
 
+// A scheduler started again that answers a node's REPORT with a regroup.
+class RegroupsWhenReported {
+ public:
+  explicit RegroupsWhenReported(int port)
+      : played_([this](int conn, ControlMessage&& m) { on_message(conn, std::move(m)); }, port) {}
+
+ private:
+  void on_message(int conn, ControlMessage&& m) {
+    ControlHub& hub = played_.hub();
+    hub.admit(conn);
+    if (m.head.type != wire::Type::kReport) return;
+    wire::Header h;
+    h.type = wire::Type::kAbort;
+    h.sender = kSchedulerId;
+    h.cmd = kAbortRegroup;
+    std::string text = "lost server 1 (pid 9)";
+    hub.send(conn, h, std::vector<uint8_t>(text.begin(), text.end()));
+  }
+  PlayedScheduler played_;
+};
+
+// With no scheduler (lost, CARAVAN_ELASTIC), a node that lost a peer waits
+// for the next scheduler's word on it rather than giving up after the
+// moment it allows a scheduler that runs: here the next one regroups the
+// job as soon as the node reports to it.
+TEST(SchedulerLink, WaitRegroupedWaitsForTheNextScheduler) {
+  auto first = std::make_unique<HeldScheduler>();
+  JobConfig c = config_for(first->port());
+  c.elastic = true;
+  c.resume_timeout_s = 30;
+  SchedulerLink link(c, nullptr);
+  NodeInfo self = worker_self();
+  link.join(self);
+  int port = first->port();
+  first.reset();  // lost: the link reports to whoever listens there next
+  auto regrouped = std::async(std::launch::async,
+                              [&] { return link.wait_regrouped(std::chrono::milliseconds(100)); });
+  EXPECT_EQ(regrouped.wait_for(std::chrono::seconds(1)), std::future_status::timeout);
+  RegroupsWhenReported next(port);
+  ASSERT_EQ(regrouped.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(regrouped.get()) << link.failure();
+  link.close();
+}
+
 // Two workers at a barrier; the scheduler that has the job tells worker 0
 // it completed and is lost before it tells worker 1. Worker 1 sends the
 // barrier again to the scheduler that takes the job over, which must let
