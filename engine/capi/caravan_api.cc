@@ -109,6 +109,14 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
   });
 }
 
+// The blocking calls: their asynchronous form, then caravan_wait.
+template <class StartAsync>
+int wait_for(StartAsync&& start_async) {
+  caravan_handle h = nullptr;
+  int rc = start_async(&h);
+  return rc != 0 ? rc : caravan_wait(h);
+}
+
 }  // namespace
 }  // namespace caravan
 
@@ -128,18 +136,16 @@ int caravan_broadcast_async(const char* name, void* data, size_t count, caravan_
 
 int caravan_broadcast(const char* name, void* data, size_t count, caravan_dtype dtype,
                       int root_rank, int priority) {
-  caravan_handle h = nullptr;
-  int rc = caravan_broadcast_async(name, data, count, dtype, root_rank, priority, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_broadcast_async(name, data, count, dtype, root_rank, priority, h);
+  });
 }
 
 int caravan_push_pull(const char* name, void* data, size_t count, caravan_dtype dtype,
                       int priority) {
-  caravan_handle h = nullptr;
-  int rc = caravan_push_pull_async(name, data, count, dtype, priority, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_push_pull_async(name, data, count, dtype, priority, h);
+  });
 }
 
 int caravan_push_pull_device_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -149,10 +155,9 @@ int caravan_push_pull_device_async(const char* name, void* data, size_t count, c
 
 int caravan_push_pull_device(const char* name, void* data, size_t count, caravan_dtype dtype,
                              int priority, void* stream) {
-  caravan_handle h = nullptr;
-  int rc = caravan_push_pull_device_async(name, data, count, dtype, priority, stream, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_push_pull_device_async(name, data, count, dtype, priority, stream, h);
+  });
 }
 
 int caravan_broadcast_device_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -162,11 +167,9 @@ int caravan_broadcast_device_async(const char* name, void* data, size_t count, c
 
 int caravan_broadcast_device(const char* name, void* data, size_t count, caravan_dtype dtype,
                              int root_rank, int priority, void* stream) {
-  caravan_handle h = nullptr;
-  int rc =
-      caravan_broadcast_device_async(name, data, count, dtype, root_rank, priority, stream, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_broadcast_device_async(name, data, count, dtype, root_rank, priority, stream, h);
+  });
 }
 
 int caravan_reduce_scatter_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -176,10 +179,9 @@ int caravan_reduce_scatter_async(const char* name, void* data, size_t count, car
 
 int caravan_reduce_scatter(const char* name, void* data, size_t count, caravan_dtype dtype,
                            int priority) {
-  caravan_handle h = nullptr;
-  int rc = caravan_reduce_scatter_async(name, data, count, dtype, priority, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_reduce_scatter_async(name, data, count, dtype, priority, h);
+  });
 }
 
 int caravan_allgather_async(const char* name, void* data, size_t count, caravan_dtype dtype,
@@ -189,10 +191,9 @@ int caravan_allgather_async(const char* name, void* data, size_t count, caravan_
 
 int caravan_allgather(const char* name, void* data, size_t count, caravan_dtype dtype,
                       int priority) {
-  caravan_handle h = nullptr;
-  int rc = caravan_allgather_async(name, data, count, dtype, priority, &h);
-  if (rc != 0) return rc;
-  return caravan_wait(h);
+  return wait_for([&](caravan_handle* h) {
+    return caravan_allgather_async(name, data, count, dtype, priority, h);
+  });
 }
 
 int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
