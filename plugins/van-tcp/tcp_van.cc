@@ -17,6 +17,7 @@
 
 #include "events/tsan.h"
 #include "params.h"
+#include "tcp/peer_links.h"
 #include "tcp/tcp_address.h"
 
 namespace caravan::van_tcp {
@@ -188,12 +189,8 @@ std::string TcpVan::own_host() {
 void TcpVan::connect(uint64_t peer, const char* address) {
   Call call(*this);
   std::string who = "peer " + std::to_string(peer);
-  if (!address || !*address)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
   std::string host, port;
-  if (!plugin::tcp::split_endpoint(address, "tcp", &host, &port))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "connect " + who + ": '" + address + "' is not tcp://HOST:PORT");
+  plugin::tcp::split_peer_endpoint(peer, address, "tcp", &host, &port);
   {
     std::shared_lock<std::shared_mutex> lock(links_mu_);
     auto it = links_.find(peer);
@@ -294,12 +291,7 @@ void TcpVan::disconnect(uint64_t peer) {
   std::shared_ptr<Link> link;
   {
     std::unique_lock<std::shared_mutex> lock(links_mu_);
-    auto it = links_.find(peer);
-    if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "disconnect peer " + std::to_string(peer) + ": not connected");
-    link = std::move(it->second);
-    links_.erase(it);
+    link = plugin::tcp::take_link(links_, peer);
     link_keys_.erase(link->key);
   }
   std::lock_guard<std::mutex> lock(link->mu);

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "params.h"
+#include "tcp/peer_links.h"
 #include "tcp/tcp_address.h"
 
 namespace caravan::van_ucx {
@@ -388,12 +389,8 @@ void UcxVan::listen(const char* host, int port, char* addr_out, size_t addr_cap)
 void UcxVan::connect(uint64_t peer, const char* address) {
   Call call(*this);
   std::string who = "peer " + std::to_string(peer);
-  if (!address || !*address)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "connect " + who + ": address missing");
   std::string host, port;
-  if (!plugin::tcp::split_endpoint(address, "ucx", &host, &port))
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "connect " + who + ": '" + address + "' is not ucx://HOST:PORT");
+  plugin::tcp::split_peer_endpoint(peer, address, "ucx", &host, &port);
   auto link = std::make_shared<Link>();
   link->peer = peer;
   link->address = address;
@@ -552,12 +549,7 @@ void UcxVan::fail_queue(Link& link, caravan_status status) {
 void UcxVan::disconnect(uint64_t peer) {
   Call call(*this);
   std::lock_guard<std::mutex> lock(ucx_mu_);
-  auto it = links_.find(peer);
-  if (it == links_.end())
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                "disconnect peer " + std::to_string(peer) + ": not connected");
-  std::shared_ptr<Link> link = std::move(it->second);
-  links_.erase(it);
+  std::shared_ptr<Link> link = plugin::tcp::take_link(links_, peer);
   link->closed = true;
   link->failed = "disconnected";
   exchange_->cancel(link->token);

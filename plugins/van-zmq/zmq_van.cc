@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "params.h"
+#include "tcp/peer_links.h"
 #include "tcp/tcp_address.h"
 
 namespace caravan::van_zmq {
@@ -246,12 +247,7 @@ void ZmqVan::disconnect(uint64_t peer) {
   std::shared_ptr<Link> link;
   {
     std::unique_lock<std::shared_mutex> lock(links_mu_);
-    auto it = links_.find(peer);
-    if (it == links_.end())
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  "disconnect peer " + std::to_string(peer) + ": not connected");
-    link = std::move(it->second);
-    links_.erase(it);
+    link = plugin::tcp::take_link(links_, peer);
   }
   // Queued messages may go on being sent for up to LINGER_MS; zmq's reaper
   // then drops the rest. Either way their free functions (and so their

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -39,6 +40,19 @@ inline bool split_endpoint(const std::string& address, const std::string& scheme
   if (host->size() > 1 && host->front() == '[' && host->back() == ']')
     *host = host->substr(1, host->size() - 2);
   return !host->empty() && port->find_first_not_of("0123456789") == std::string::npos;
+}
+
+// connect()'s check of `address` for `peer`, as van_v2.h asks it of every
+// van: SCHEME://HOST:PORT into host and port, or INVALID_ARGUMENT naming
+// the peer.
+inline void split_peer_endpoint(uint64_t peer, const char* address, const std::string& scheme,
+                                std::string* host, std::string* port) {
+  std::string who = "connect peer " + std::to_string(peer);
+  if (!address || !*address)
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, who + ": address missing");
+  if (!split_endpoint(address, scheme, host, port))
+    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
+                who + ": '" + address + "' is not " + scheme + "://HOST:PORT");
 }
 
 // The first address getaddrinfo gives for a TCP stream to host:port
