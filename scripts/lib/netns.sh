@@ -17,6 +17,43 @@ netns_require() {
   done
 }
 
+# netns_executables NAME FILE...: exits 1, NAME saying which, unless every
+# FILE is an executable.
+netns_executables() {
+  local name=$1 bin
+  shift
+  for bin in "$@"; do
+    [ -x "$bin" ] || { echo "$name: FAIL: $bin is not an executable"; exit 1; }
+  done
+}
+
+# netns_job_hosts PREFIX NET: the multi-host tests' job, a host each for the
+# scheduler, 2 servers and 3 workers: sets nodes (their names), role and
+# addr (NET.1, NET.11-12, NET.21-23) by name, and switch_ns (PREFIXsw).
+netns_job_hosts() {
+  switch_ns="$1sw"
+  nodes=(sched s0 s1 w0 w1 w2)
+  declare -gA role=([sched]=scheduler [s0]=server [s1]=server [w0]=worker [w1]=worker
+                    [w2]=worker)
+  declare -gA addr=([sched]=$2.1 [s0]=$2.11 [s1]=$2.12 [w0]=$2.21 [w1]=$2.22 [w2]=$2.23)
+}
+
+# netns_logs NAME: a folder for the nodes' logs (logdir, /tmp/NAME.XXXXXX)
+# and, on every exit, the processes in pid_of (node -> pid) killed, the
+# namespaces removed and the folder with them.
+netns_logs() {
+  logdir=$(mktemp -d "/tmp/$1.XXXXXX")
+  declare -gA pid_of=()
+  trap netns_end EXIT
+  trap 'exit 130' INT TERM
+}
+netns_end() {
+  local n
+  for n in "${!pid_of[@]}"; do kill -KILL "${pid_of[$n]}" 2>/dev/null; done
+  netns_remove_all
+  rm -rf "$logdir"
+}
+
 # Runs one set-up step under a deadline; skip()s with its error if it fails.
 netns_setup() {
   local err

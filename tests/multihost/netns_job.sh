@@ -38,18 +38,12 @@ skip() { echo "netns_job: SKIP: $*"; exit 77; }
 
 source "$(dirname "$0")/../../scripts/lib/netns.sh"
 netns_require tc
-for bin in "$server_bin" "$worker_bin"; do
-  [ -x "$bin" ] || { echo "netns_job: FAIL: $bin is not an executable"; exit 1; }
-done
+netns_executables netns_job "$server_bin" "$worker_bin"
 
 # The PID keeps names apart from parallel runs; inside a namespace the
 # interface names need not be unique.
 prefix="cvnj$$"
-switch_ns="${prefix}sw"
-nodes=(sched s0 s1 w0 w1 w2)
-declare -A role=([sched]=scheduler [s0]=server [s1]=server [w0]=worker [w1]=worker [w2]=worker)
-declare -A addr=([sched]=10.77.0.1 [s0]=10.77.0.11 [s1]=10.77.0.12
-                 [w0]=10.77.0.21 [w1]=10.77.0.22 [w2]=10.77.0.23)
+netns_job_hosts "$prefix" 10.77.0
 declare -A decoy=([sched]=10.78.0.1 [s0]=10.78.0.11 [s1]=10.78.0.12
                   [w0]=10.78.0.21 [w1]=10.78.0.22 [w2]=10.78.0.23)
 declare -A home=()  # a node that runs on another's host (namespace)
@@ -59,16 +53,7 @@ if [ "$mode" = mixed ]; then
 fi
 ns_of() { echo "${prefix}${home[$1]:-$1}"; }
 
-logdir=$(mktemp -d /tmp/netns_job.XXXXXX)
-declare -A pid_of=()
-
-cleanup() {
-  for n in "${!pid_of[@]}"; do kill -KILL "${pid_of[$n]}" 2>/dev/null; done
-  netns_remove_all
-  rm -rf "$logdir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+netns_logs netns_job
 
 # A set-up step that fails means this machine cannot host the harness: the
 # test is skipped with the step's error.

@@ -26,26 +26,11 @@ skip() { echo "netns_link_cut: SKIP: $*"; exit 77; }
 
 source "$(dirname "$0")/../../scripts/lib/netns.sh"
 netns_require
-for bin in "$server_bin" "$worker_bin"; do
-  [ -x "$bin" ] || { echo "netns_link_cut: FAIL: $bin is not an executable"; exit 1; }
-done
+netns_executables netns_link_cut "$server_bin" "$worker_bin"
 
 prefix="cvlc$$"
-switch_ns="${prefix}sw"
-nodes=(sched s0 s1 w0 w1 w2)
-declare -A role=([sched]=scheduler [s0]=server [s1]=server [w0]=worker [w1]=worker [w2]=worker)
-declare -A addr=([sched]=10.79.0.1 [s0]=10.79.0.11 [s1]=10.79.0.12
-                 [w0]=10.79.0.21 [w1]=10.79.0.22 [w2]=10.79.0.23)
-logdir=$(mktemp -d /tmp/netns_link_cut.XXXXXX)
-declare -A pid_of=()
-
-cleanup() {
-  for n in "${!pid_of[@]}"; do kill -KILL "${pid_of[$n]}" 2>/dev/null; done
-  netns_remove_all
-  rm -rf "$logdir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+netns_job_hosts "$prefix" 10.79.0
+netns_logs netns_link_cut
 
 print_logs() {
   for f in "$logdir"/*.log; do

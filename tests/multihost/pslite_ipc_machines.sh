@@ -17,9 +17,9 @@ program=$1
 deadline=40
 
 skip() { echo "pslite_ipc_machines: SKIP: $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "creating network namespaces needs root (running as uid $(id -u))"
-command -v ip >/dev/null || skip "no 'ip' command (iproute2 is not installed)"
-[ -x "$program" ] || { echo "pslite_ipc_machines: FAIL: $program is not an executable"; exit 1; }
+source "$(dirname "$0")/../../scripts/lib/netns.sh"
+netns_require
+netns_executables pslite_ipc_machines "$program"
 
 prefix="cvpi$$"
 switch_ns="${prefix}sw"
@@ -28,7 +28,6 @@ declare -A addr=([m0]=10.79.0.1 [m1]=10.79.0.2)
 ns_of() { echo "${prefix}$1"; }
 
 logdir=$(mktemp -d /tmp/pslite_ipc.XXXXXX)
-source "$(dirname "$0")/../../scripts/lib/netns.sh"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
