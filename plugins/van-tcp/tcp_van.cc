@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstring>
 
+#include "events/send_checks.h"
 #include "events/tsan.h"
 #include "params.h"
 #include "tcp/peer_links.h"
@@ -311,23 +312,15 @@ void TcpVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segmen
                   size_t num_segments, uint64_t send_id) {
   Call call(*this);
   auto who = [&] { return "send to peer " + std::to_string(peer); };
-  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
-                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
+  size_t total = plugin::checked_send_bytes(segments, num_segments, who());
   Outgoing out;
   out.send_id = send_id;
   FrameHead head{kFrameMagic, static_cast<uint32_t>(num_segments), slot};
   std::memcpy(out.head, &head, sizeof head);
-  size_t total = 0;
   for (size_t i = 0; i < num_segments; ++i) {
-    if (!segments[i].data && segments[i].len)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  who() + ": segment " + std::to_string(i) + " has no data");
     uint64_t len = segments[i].len;
     std::memcpy(out.head + sizeof head + i * sizeof len, &len, sizeof len);
     out.iov[1 + i] = {const_cast<void*>(segments[i].data), segments[i].len};
-    total += segments[i].len;
   }
   if (max_message_bytes_ && total > max_message_bytes_)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "events/send_checks.h"
 #include "params.h"
 #include "tcp/peer_links.h"
 #include "tcp/tcp_address.h"
@@ -574,19 +575,13 @@ void UcxVan::send(uint64_t peer, uint64_t slot, const caravan_segment_v2* segmen
                   size_t num_segments, uint64_t send_id) {
   Call call(*this);
   auto who = [&] { return "send to peer " + std::to_string(peer); };
-  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
-                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
+  plugin::checked_send_bytes(segments, num_segments, who());
   auto op = std::make_unique<SendOp>();
   op->send_id = send_id;
   op->head.kind = Kind::kData;
   op->head.slot = slot;
   op->head.num_segments = static_cast<uint32_t>(num_segments);
   for (size_t i = 0; i < num_segments; ++i) {
-    if (!segments[i].data && segments[i].len)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  who() + ": segment " + std::to_string(i) + " has no data");
     op->head.lens[i] = segments[i].len;
     if (segments[i].len)
       op->iov[op->num_segments++] = {const_cast<void*>(segments[i].data), segments[i].len};

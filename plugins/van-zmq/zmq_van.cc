@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "events/send_checks.h"
 #include "params.h"
 #include "tcp/peer_links.h"
 #include "tcp/tcp_address.h"
@@ -263,17 +264,7 @@ void ZmqVan::send(uint64_t peer, uint64_t /*slot*/, const caravan_segment_v2* se
   auto who = [&] {
     return "send to peer " + std::to_string(peer) + (link ? " at " + link->address : std::string());
   };
-  if (num_segments == 0 || num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2 || !segments)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                who() + ": " + std::to_string(num_segments) + " segments (1 to " +
-                    std::to_string(CARAVAN_VAN_MAX_SEGMENTS_V2) + " allowed)");
-  size_t total = 0;
-  for (size_t i = 0; i < num_segments; ++i) {
-    if (!segments[i].data && segments[i].len)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
-                  who() + ": segment " + std::to_string(i) + " has no data");
-    total += segments[i].len;
-  }
+  size_t total = plugin::checked_send_bytes(segments, num_segments, who());
   if (max_message_bytes_ && total > max_message_bytes_)
     throw Error(CARAVAN_STATUS_INVALID_ARGUMENT,
                 who() + ": " + std::to_string(total) +

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "events/send_checks.h"
 
 namespace caravan::rendezvous {
 
@@ -83,18 +84,12 @@ void Sender::disconnect(uint64_t peer) {
 
 Sender::Outgoing Sender::outgoing(uint64_t slot, const caravan_segment_v2* segs, size_t n,
                                   SendTicket ticket) const {
-  if (!segs || n == 0 || n > kMaxSegments)
-    throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, std::to_string(n) + " segments (1 to " +
-                                                     std::to_string(kMaxSegments) + " allowed)");
+  size_t total = plugin::checked_send_bytes(segs, n);
   Outgoing out;
   out.job = std::make_unique<Job>();
   Job& job = *out.job;
   job.segs.assign(segs, segs + n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!segs[i].data && segs[i].len)
-      throw Error(CARAVAN_STATUS_INVALID_ARGUMENT, "segment " + std::to_string(i) + " has no data");
-    job.total += segs[i].len;
-  }
+  job.total = total;
   job.ticket = ticket;
   job.slot = cfg_.cache_bytes ? slot : 0;
   out.eager = header_size(Kind::kEager, n) + job.total <= cfg_.eager_bytes;
