@@ -31,13 +31,23 @@ int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* 
   std::unique_ptr<SumServer> server;
   std::mutex server_mu;
   std::condition_variable server_ready;
+  bool failed = false;  // the job failed (or regrouped); guarded by server_mu
   // Workers may send as soon as the start-up barrier opens, which is
-  // before the Node constructor returns and `server` exists.
+  // before the Node constructor returns and `server` exists. Should the
+  // job fail before that, there will be no server: the request is dropped,
+  // so the receiving thread is free to stop (the constructor waits for it).
   NodeOptions options;
   options.on_request = [&](KVMessage&& req) {
     std::unique_lock<std::mutex> lock(server_mu);
-    server_ready.wait(lock, [&] { return server != nullptr; });
-    server->handle(std::move(req));
+    server_ready.wait(lock, [&] { return server != nullptr || failed; });
+    if (server) server->handle(std::move(req));
+  };
+  options.on_failure = [&](int, const std::string&) {
+    {
+      std::lock_guard<std::mutex> lock(server_mu);
+      failed = true;
+    }
+    server_ready.notify_all();
   };
   Node node(config, std::move(options));
   // After a suspend the counts are those the workers resumed with.
