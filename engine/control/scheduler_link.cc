@@ -83,17 +83,12 @@ int SchedulerLink::failure_code() const {
 bool SchedulerLink::wait_regrouped(std::chrono::milliseconds deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   auto over = [&] { return !failure_.empty() || closing_; };
-  for (;;) {
-    if (cv_.wait_for(lock, deadline, [&] { return over() || orphaned_; }) && !over()) {
-      // No scheduler (CARAVAN_ELASTIC: lost): only the next one can
-      // regroup the job without the lost peer. Wait for it to take the job
-      // over (the reconnecting fails the link after CARAVAN_RESUME_TIMEOUT),
-      // then for its word.
-      cv_.wait(lock, [&] { return over() || !orphaned_; });
-      continue;
-    }
-    break;
-  }
+  // No scheduler (CARAVAN_ELASTIC: lost): only the next one can regroup
+  // the job without the lost peer. Wait for it to take the job over (the
+  // reconnecting fails the link after CARAVAN_RESUME_TIMEOUT), then for
+  // its word.
+  while (cv_.wait_for(lock, deadline, [&] { return over() || orphaned_; }) && !over())
+    cv_.wait(lock, [&] { return over() || !orphaned_; });
   return !failure_.empty() && failure_code_ == CARAVAN_ERR_REGROUPED;
 }
 

@@ -62,13 +62,12 @@ LocalWorker::LocalWorker(const JobConfig& config, const LocalConfig& local, bool
         machine_rank_ = member_->rank();
         num_machines_ = member_->size();  // after a regroup, the scheduler's count
         // Only this process talks to the scheduler: without this the job
-        // heard that it, not the member that died, was lost. With
-        // CARAVAN_ELASTIC the machine leaves whole and the job goes on.
+        // heard that it, not the member that died, was lost. The machine
+        // leaves whole: with CARAVAN_ELASTIC the job goes on without it,
+        // otherwise the scheduler ends it, naming the member.
         DistributedWorker* member = member_.get();
-        bool elastic = config.elastic;
-        group_->set_member_lost_handler([member, elastic](const std::string& why) {
-          elastic ? member->leave_job(why) : member->end_job(why);
-        });
+        group_->set_member_lost_handler(
+            [member](const std::string& why) { member->leave_job(why); });
       }
       group_->publish_machine_rank(machine_rank_, num_machines_);
     } catch (const Error& e) {
@@ -108,12 +107,7 @@ LocalWorker::~LocalWorker() {
   // Then the job, before the link closes: the group's reason (a member's
   // death, this process's own failure) rather than a closed connection
   // that would name only this process. Waits for the scheduler's answer.
-  if (member_ && !group_->left()) {
-    if (config_.elastic)
-      member_->leave_job(group_->failure());
-    else
-      member_->end_job(group_->failure());
-  }
+  if (member_ && !group_->left()) member_->leave_job(group_->failure());
   stop_machine_sum();
   free_device_sides();
   // The job before the group: until the node's receiving thread stops, the

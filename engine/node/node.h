@@ -45,8 +45,6 @@ class Node {
   // A barrier of `group` (kServerGroup, kWorkerGroup, kSchedulerGroup,
   // summed).
   void barrier(int group, int timeout_s) { link_.barrier(group, false, timeout_s); }
-  // Ends the job for every node, saying why (SchedulerLink::end_job).
-  void end_job(const std::string& why) { link_.end_job(why); }
   // Leaves a job that goes on without this node (SchedulerLink::leave_job).
   void leave_job(const std::string& why) { link_.leave_job(why); }
 

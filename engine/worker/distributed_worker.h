@@ -32,9 +32,9 @@ class DistributedWorker final : public Worker {
   ~DistributedWorker() override;
 
   PushPullClient& client() { return *client_; }
-  // Ends the job for every node, saying why: a failure of this process's
-  // own that the scheduler could not see (a local worker it serves died).
-  void end_job(const std::string& why) { node_->end_job(why); }
+  // Leaves the job, saying why: a failure of this process's own that the
+  // scheduler could not see (a local worker it serves died). The job goes
+  // on without it with CARAVAN_ELASTIC; otherwise it ends, naming why.
   void leave_job(const std::string& why) { node_->leave_job(why); }
 
   // Its handles are the client's Operations.
