@@ -343,6 +343,11 @@ bool SchedulerLink::barrier(int group, bool final, int timeout_s, bool suspend) 
   // fails is the connection's loss, which on_lost turns into a failure or
   // an orphaned link.
   int sent_in = -1;  // the epoch it went out in
+  struct InShutdownBarrier {
+    bool& flag;
+    explicit InShutdownBarrier(bool& f, bool final) : flag(f) { flag = final; }
+    ~InShutdownBarrier() { flag = false; }  // mu_ is held on every way out
+  } in_shutdown(in_shutdown_barrier_, final);
   auto done = [&] {
     return barriers_done_[key] > before || !failure_.empty() || (!orphaned_ && sent_in != epoch_);
   };

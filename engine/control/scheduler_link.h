@@ -151,6 +151,10 @@ class SchedulerLink {
   std::vector<uint8_t> job_nonce_at_join_;      // with a token: the seals' J, for the REPORT
   std::vector<std::thread> reconnect_threads_;  // joined at close()
   bool left_ = false;  // the shutdown barrier completed (BARRIER_DONE with kFinal came)
+  // In barrier() for the shutdown barrier: a REPORT says so (kFinal), so
+  // that a scheduler taking the job over can tell nodes that passed it and
+  // left from nodes lost.
+  bool in_shutdown_barrier_ = false;
   HeartbeatTimer heartbeat_;
   // Sends heartbeats and judges silence, except just after this process
   // itself stalled (HeartbeatTimer).

@@ -71,6 +71,7 @@ bool SchedulerLink::report_to(int fd, std::chrono::steady_clock::time_point dead
     report.table = table_;
     report.auth = job_nonce_at_join_;
     report.barriers.insert(barriers_done_.begin(), barriers_done_.end());
+    if (in_shutdown_barrier_) report.head.flags |= wire::kFinal;
   }
   try {
     if (config_.job_token) {

@@ -53,6 +53,7 @@ void SchedulerService::handle_report(int conn, const ControlMessage& msg) {
   for (auto& [c, n] : nodes_)
     if (n.id == id) return refuse_node(n.describe() + " has reported already");
   nodes_[conn] = *me;
+  if (msg.head.flags & wire::kFinal) reported_in_shutdown_.insert(id);
   for (auto [key, passed] : msg.barriers)
     barriers_passed_[key] = std::max(barriers_passed_[key], passed);
   CARAVAN_VLOG(1) << "scheduler: " << me->describe() << " reported the job; " << nodes_.size()
@@ -77,10 +78,21 @@ void SchedulerService::finish_recovery() {
     send_table_to_nodes(reported_table_);
     CARAVAN_LOG(WARNING) << "scheduler: took the job over from the reports of all its "
                          << nodes_.size() << " nodes; it goes on";
+  } else if (reported_in_shutdown_.size() == nodes_.size()) {
+    // The scheduler was lost as the shutdown barrier completed: the nodes
+    // that heard it left, and those that did not wait in it still. The job
+    // is over; they pass it among themselves (barrier_members: the nodes
+    // that reported), rather than regroup without the others.
+    send_table_to_nodes(reported_table_);
+    CARAVAN_LOG(WARNING) << "scheduler: " << missing << " did not report within "
+                         << config_.connect_timeout_s
+                         << " s (CARAVAN_CONNECT_TIMEOUT), and every node that did waits in the "
+                         << "shutdown barrier: they passed it and left; the job ends";
   } else {
     regroup_or_end("lost " + missing + ": no report to the scheduler started again within " +
                    std::to_string(config_.connect_timeout_s) + " s (CARAVAN_CONNECT_TIMEOUT)");
   }
+  reported_in_shutdown_.clear();
   cv_.notify_all();
   // Nodes new to the job that registered meanwhile join it now.
   auto held = std::move(held_registrations_);

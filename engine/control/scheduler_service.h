@@ -185,6 +185,9 @@ class SchedulerService {
   std::vector<NodeInfo> reported_table_;
   std::chrono::steady_clock::time_point recovery_deadline_;
   std::vector<std::pair<int, NodeInfo>> held_registrations_;
+  // The reporting nodes that wait in the shutdown barrier (their REPORT's
+  // kFinal): when all do, those that did not report passed it and left.
+  std::set<int> reported_in_shutdown_;
   std::string failure_;
   bool participant_ = false;
   NodeInfo self_;

@@ -47,7 +47,8 @@ enum class Type : uint16_t {
   // started again at the same address the job it is in (the node table,
   // the generation in cmd, and with a token the job nonce); the scheduler
   // answers with NODE_TABLE once it has taken the job over. (NODE_TABLE's
-  // cmd is the generation too.)
+  // cmd is the generation too.) kFinal: the node waits in the shutdown
+  // barrier.
   kReport = 20,
 };
 

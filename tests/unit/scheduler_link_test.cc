@@ -231,6 +231,7 @@ class LostAtBarrierCompletion {
       h.type = wire::Type::kBarrierDone;
       h.sender = kSchedulerId;
       h.cmd = m.head.cmd;
+      h.flags = m.head.flags & wire::kFinal;
       for (auto& [c, w] : workers_)
         if (w.pid == 100) hub_.send(c, h, {});  // links[0]'s; then nothing: lost
     }
@@ -243,11 +244,8 @@ class LostAtBarrierCompletion {
   ControlHub& hub_ = played_.hub();
 };
 
-TEST(SchedulerLink, ABarrierCompletedForOthersEndsAfterATakeover) {
-  auto lost = std::make_unique<LostAtBarrierCompletion>();
-  JobConfig c = config_for(lost->port());
-  c.elastic = true;
-  c.resume_timeout_s = 30;  // how long a link tries to report to a new scheduler
+// Two links (pids 100 and 101) that joined the scheduler `c` names.
+std::vector<std::unique_ptr<SchedulerLink>> join_two_workers(const JobConfig& c) {
   std::vector<std::unique_ptr<SchedulerLink>> links;
   for (int i = 0; i < 2; ++i) links.push_back(std::make_unique<SchedulerLink>(c, nullptr));
   std::vector<std::future<void>> joined;
@@ -259,6 +257,15 @@ TEST(SchedulerLink, ABarrierCompletedForOthersEndsAfterATakeover) {
     }));
   }
   for (auto& j : joined) j.get();
+  return links;
+}
+
+TEST(SchedulerLink, ABarrierCompletedForOthersEndsAfterATakeover) {
+  auto lost = std::make_unique<LostAtBarrierCompletion>();
+  JobConfig c = config_for(lost->port());
+  c.elastic = true;
+  c.resume_timeout_s = 30;  // how long a link tries to report to a new scheduler
+  auto links = join_two_workers(c);
   auto barrier = [&](int i) {
     return std::async(std::launch::async, [&, i] { links[i]->barrier(kWorkerGroup, false, 20); });
   };
@@ -284,6 +291,42 @@ TEST(SchedulerLink, ABarrierCompletedForOthersEndsAfterATakeover) {
   EXPECT_NO_THROW(next0.get());
   EXPECT_NO_THROW(next1.get());
   for (auto& l : links) l->close();
+}
+
+// The same at the shutdown barrier: worker 0 heard it complete and left,
+// and reports nothing. Worker 1 reports that it waits in the shutdown
+// barrier; the next scheduler, once worker 0's report is overdue, lets it
+// through: the job is over, not a loss to regroup without.
+TEST(SchedulerLink, AShutdownCompletedForOthersEndsAfterATakeover) {
+  auto lost = std::make_unique<LostAtBarrierCompletion>();
+  JobConfig c = config_for(lost->port());
+  c.elastic = true;
+  c.resume_timeout_s = 30;
+  auto links = join_two_workers(c);
+  auto shutdown = [&](int i) {
+    return std::async(std::launch::async, [&, i] { links[i]->barrier(0, true, 30); });
+  };
+  auto passed0 = shutdown(0);
+  auto passed1 = shutdown(1);
+  ASSERT_EQ(passed0.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  passed0.get();
+  links[0]->close();  // it left
+  EXPECT_EQ(passed1.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  lost.reset();
+  JobConfig sc = c;
+  sc.role = Role::kScheduler;
+  sc.num_workers = 2;
+  sc.num_servers = 0;
+  sc.connect_timeout_s = 2;  // how long it waits for worker 0's report
+  SchedulerService next(sc);
+  next.start();
+  // As the scheduler's main thread does: the reports' deadline is judged there.
+  auto table = std::async(std::launch::async, [&] { return next.wait_table(); });
+  ASSERT_EQ(passed1.wait_for(std::chrono::seconds(15)), std::future_status::ready);
+  EXPECT_NO_THROW(passed1.get()) << links[1]->failure();
+  EXPECT_EQ(table.get().size(), 1u);
+  links[1]->close();
+  EXPECT_EQ(next.finish(), 0);
 }
 
 }  // namespace
