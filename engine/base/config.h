@@ -77,6 +77,15 @@ struct JobConfig {
   // Not from the environment: a worker joining the generation after a
   // regroup (caravan_rejoin), which leaves the counts to the scheduler.
   bool regrouped = false;
+  // Not from the environment: after a regroup (a worker's caravan_rejoin,
+  // a server serving the next generation), the generation this node was
+  // last in and how many nodes it had; its REGISTER says so
+  // (NodeInfo::last_generation). number -1: none.
+  struct Generation {
+    int number = -1;
+    int nodes = 0;
+  };
+  Generation regrouped_from;
   int op_timeout_s = 600;        // CARAVAN_OP_TIMEOUT
   int heartbeat_interval_s = 2;  // PS_HEARTBEAT_INTERVAL (0 = off)
   int heartbeat_timeout_s = 20;  // PS_HEARTBEAT_TIMEOUT

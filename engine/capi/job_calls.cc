@@ -50,8 +50,10 @@ namespace {
 
 // caravan_init, and the joins of caravan_resume and caravan_rejoin
 // (`resuming`, asking for node rank `resume_rank`; `regrouped`: the
-// scheduler has the job's counts).
-int join_job(bool resuming, int resume_rank, bool regrouped = false) {
+// scheduler has the job's counts, and this worker comes from
+// `regrouped_from`).
+int join_job(bool resuming, int resume_rank, bool regrouped = false,
+             JobConfig::Generation regrouped_from = {}) {
   constexpr int kJoinTries = 8;
   return guarded([&]() -> int {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -62,7 +64,7 @@ int join_job(bool resuming, int resume_rank, bool regrouped = false) {
     // generation that never started: join the next.
     for (int tries = 1;; ++tries) {
       try {
-        s->worker = start_worker(&s->config, resuming, resume_rank, regrouped);
+        s->worker = start_worker(&s->config, resuming, resume_rank, regrouped, regrouped_from);
         break;
       } catch (const Error& e) {
         if (e.code() != CARAVAN_ERR_REGROUPED || tries == kJoinTries) throw;
@@ -151,6 +153,7 @@ int caravan_resume(int num_workers, int num_servers, int rank) {
 
 int caravan_rejoin(void) {
   int rank = -1;
+  JobConfig::Generation from;
   int rc = guarded([&]() -> int {
     std::shared_ptr<State> s;
     {
@@ -163,6 +166,7 @@ int caravan_rejoin(void) {
                     "CARAVAN_ERR_REGROUPED)");
       // The node's rank: a machine of local ranks asks for its own.
       rank = g_state->worker->rank() / std::max(g_state->worker->local_size(), 1);
+      from = g_state->worker->generation();
       s.swap(g_state);
     }
     // The generation is over: its node goes without a shutdown barrier
@@ -172,7 +176,7 @@ int caravan_rejoin(void) {
     return 0;
   });
   if (rc != 0) return rc;
-  return join_job(true, rank, true);
+  return join_job(true, rank, true, from);
 }
 
 int caravan_rank(void) { return ask_worker(&Worker::rank); }

@@ -18,7 +18,7 @@
 namespace caravan {
 
 std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int resume_rank,
-                                     bool regrouped) {
+                                     bool regrouped, JobConfig::Generation regrouped_from) {
   // The job's shape decides which other variables are required, so it is
   // read first.
   int machines = static_cast<int>(env::required_integer("DMLC_NUM_WORKER", 1, 1 << 20));
@@ -28,6 +28,7 @@ std::unique_ptr<Worker> start_worker(JobConfig* config_out, bool resuming, int r
   config.resuming = resuming;
   config.resume_rank = resume_rank;
   config.regrouped = regrouped;
+  config.regrouped_from = regrouped_from;
   if (config.role != Role::kWorker)
     throw Error(CARAVAN_ERR_STATE, std::string("DMLC_ROLE=") + role_name(config.role) +
                                        ": caravan_init() joins as a worker; run the " +

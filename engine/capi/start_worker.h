@@ -16,9 +16,11 @@ struct JobConfig;
 // `config`, when given, receives the job's configuration as read.
 // `resuming`: caravan_resume or caravan_rejoin, which wait for the others
 // up to CARAVAN_RESUME_TIMEOUT and ask for node rank `resume_rank` (-1:
-// none); `regrouped`: caravan_rejoin, whose counts are the scheduler's.
+// none); `regrouped`: caravan_rejoin, whose counts are the scheduler's,
+// coming from `regrouped_from` (Worker::generation()).
 std::unique_ptr<Worker> start_worker(JobConfig* config = nullptr, bool resuming = false,
-                                     int resume_rank = -1, bool regrouped = false);
+                                     int resume_rank = -1, bool regrouped = false,
+                                     JobConfig::Generation regrouped_from = {});
 
 // What caravan_suspend leaves for caravan_resume.
 struct Suspended {

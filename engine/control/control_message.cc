@@ -115,6 +115,13 @@ bool parse_control_message(ControlReceiver receiver, const wire::Header& head,
       try {
         if (head.type == wire::Type::kRegister) {
           out->node = decode_register(body);
+          out->node.last_generation = head.cmd - 1;
+          out->node.last_generation_nodes = head.timestamp;
+          if (head.cmd < 0 || head.timestamp < 0) {
+            *why = "a REGISTER whose last generation (" + std::to_string(head.cmd - 1) +
+                   ") or its node count (" + std::to_string(head.timestamp) + ") is negative";
+            return false;
+          }
           if (out->node.role == Role::kScheduler) {
             *why = "a REGISTER from a second scheduler";
             return false;

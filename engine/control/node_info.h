@@ -33,6 +33,13 @@ struct NodeInfo {
   // node has them (engine/control/job_settings.h). Absent from a node
   // table, and from a REGISTER of a build that predates them.
   std::vector<std::pair<std::string, std::string>> settings;
+  // REGISTER only, in its header (cmd: the generation + 1, 0 for none;
+  // timestamp: the nodes): a node that comes back after a regroup
+  // (CARAVAN_ELASTIC) names the generation it was last in and how many
+  // nodes that had, so that a scheduler started again while the job
+  // regroups can take the regroup over.
+  int last_generation = -1;
+  int last_generation_nodes = 0;
 
   // "worker 1 (pid 42 at 10.0.0.5)"
   std::string describe() const;

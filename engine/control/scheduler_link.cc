@@ -40,6 +40,7 @@ void SchedulerLink::on_heartbeat_tick(bool after_stall) {
   // Orphaned: nobody to tell until a report went out, and no silence to
   // judge until a scheduler took the job over.
   if (orphaned_ && !reported_) return;
+  if (!lost_joining_.empty() || registering_again_) return;
   auto silent = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                  last_seen_)
                     .count();
@@ -48,7 +49,7 @@ void SchedulerLink::on_heartbeat_tick(bool after_stall) {
         "the scheduler at " + scheduler_name() + " has been silent for " + std::to_string(silent) +
         " s (PS_HEARTBEAT_TIMEOUT=" + std::to_string(config_.heartbeat_timeout_s) + ")";
     int silent_conn = conn_;
-    if (orphan(why)) {
+    if (orphan(why) || lose_while_joining(why)) {
       lock.unlock();
       hub_.close(silent_conn);  // without on_lost: this node has moved on
       return;
@@ -96,12 +97,15 @@ void SchedulerLink::on_lost(const std::string& why) {
   std::string hint;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (orphaned_) {  // a reconnect attempt's connection
+    if (orphaned_ || registering_again_) {  // a reconnect attempt's connection
       attempt_lost_ = true;
       cv_.notify_all();
       return;
     }
     if (orphan("lost the connection to the scheduler at " + scheduler_name() + ": " + why)) return;
+    if (lose_while_joining("lost the connection to the scheduler at " + scheduler_name() + ": " +
+                           why))
+      return;
     // A scheduler that cannot take part in the challenge (an older build)
     // drops the connection at the first AUTH message.
     if (auth_ && !authenticated_)
@@ -253,14 +257,19 @@ void SchedulerLink::authenticate(long long deadline_ms) {
 }
 
 std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
-  long long deadline = net::now_ms() + 1000LL * config_.connect_timeout_s;
+  // CARAVAN_ELASTIC: a node coming back to the next generation may find the
+  // scheduler lost, and waits for the next as a node without one does.
+  bool may_wait = config_.elastic && resuming;
+  int reach_s = may_wait ? config_.resume_timeout_s : config_.connect_timeout_s;
+  long long deadline = net::now_ms() + 1000LL * reach_s;
   std::string err;
   int fd = net::connect_tcp(config_.root_uri, config_.root_port, deadline, &err);
   if (fd < 0)
-    throw Error(CARAVAN_ERR_TIMEOUT, "cannot reach the scheduler at " + scheduler_name() +
-                                         " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " +
-                                         std::to_string(config_.connect_timeout_s) +
-                                         " s (CARAVAN_CONNECT_TIMEOUT): " + err);
+    throw Error(CARAVAN_ERR_TIMEOUT,
+                "cannot reach the scheduler at " + scheduler_name() +
+                    " (DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT) within " + std::to_string(reach_s) +
+                    " s (" + (may_wait ? "CARAVAN_RESUME_TIMEOUT" : "CARAVAN_CONNECT_TIMEOUT") +
+                    "): " + err);
   // Made before the hub's thread starts, which is then the only one to use it.
   if (config_.job_token) auth_ = std::make_unique<AuthInitiator>(config_.job_token);
   conn_ = hub_.adopt(fd);
@@ -268,17 +277,20 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
     std::lock_guard<std::mutex> lock(mu_);
     last_seen_ = std::chrono::steady_clock::now();
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    joining_ = true;
+  }
   hub_.start();
-  if (auth_) authenticate(deadline);
+  if (auth_) authenticate(net::now_ms() + 1000LL * config_.connect_timeout_s);
   // Not before: a heartbeat would be a message before the challenge.
   heartbeat_.start();
-  wire::Header h;
-  h.type = wire::Type::kRegister;
-  if (!hub_.send(conn_, h, encode_register(self)))
-    throw Error(CARAVAN_ERR_PEER_LOST, "the scheduler at " + scheduler_name() +
-                                           " closed the connection during registration");
-  CARAVAN_VLOG(1) << "registered with the scheduler at " << scheduler_name() << " as "
-                  << self.describe();
+  if (!send_register(self)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string why =
+        "the scheduler at " + scheduler_name() + " closed the connection during registration";
+    if (lost_joining_.empty() && !lose_while_joining(why)) throw Error(CARAVAN_ERR_PEER_LOST, why);
+  }
   // The scheduler's start-up deadline (CARAVAN_CONNECT_TIMEOUT from its own
   // start, before this registration) ends the job naming the nodes that
   // are missing. A node that gave up first made the scheduler blame it
@@ -289,8 +301,20 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
   constexpr auto kAfterTheScheduler = std::chrono::seconds(5);
   int wait_s = resuming ? config_.resume_timeout_s : config_.connect_timeout_s;
   std::unique_lock<std::mutex> lock(mu_);
-  bool ok = cv_.wait_for(lock, std::chrono::seconds(wait_s) + kAfterTheScheduler,
-                         [&] { return have_table_ || !failure_.empty(); });
+  bool ok = false;
+  for (;;) {
+    ok = cv_.wait_for(lock, std::chrono::seconds(wait_s) + kAfterTheScheduler,
+                      [&] { return have_table_ || !failure_.empty() || !lost_joining_.empty(); });
+    if (!ok || lost_joining_.empty() || have_table_ || !failure_.empty()) break;
+    // CARAVAN_ELASTIC: the scheduler was lost before the table; the one
+    // started again at its address gets this registration instead.
+    std::string why = std::move(lost_joining_);
+    lost_joining_.clear();
+    lock.unlock();
+    register_again(self, why);
+    lock.lock();
+  }
+  joining_ = false;
   if (not_needed_) throw LeftOutOfJob(failure_);
   if (!failure_.empty()) throw Error(failure_code_, failure_);
   if (!ok && !heard_)
@@ -319,6 +343,17 @@ std::vector<NodeInfo> SchedulerLink::join(NodeInfo& self, bool resuming) {
     if (n.id == my_id_) self = n;
   if (auth_) job_nonce_at_join_.assign(auth_->job_nonce().begin(), auth_->job_nonce().end());
   return table_;
+}
+
+bool SchedulerLink::send_register(const NodeInfo& self) {
+  wire::Header h;
+  h.type = wire::Type::kRegister;
+  h.cmd = self.last_generation + 1;
+  h.timestamp = self.last_generation_nodes;
+  if (!hub_.send(conn_, h, encode_register(self))) return false;
+  CARAVAN_VLOG(1) << "registered with the scheduler at " << scheduler_name() << " as "
+                  << self.describe();
+  return true;
 }
 
 bool SchedulerLink::send_barrier(int group, bool final, bool suspend, int passed) {

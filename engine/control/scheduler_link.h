@@ -105,8 +105,25 @@ class SchedulerLink {
   // until a scheduler there takes the job over from this node's REPORT, or
   // fails the link after CARAVAN_RESUME_TIMEOUT.
   void reconnect(std::string why);
+  // Connects to DMLC_PS_ROOT_URI:PORT again and again (a pause between
+  // attempts) until `attempt`, given each connection and the deadline,
+  // says a scheduler there took this node; or until closing, a failure or
+  // `not_needed` (called with mu_ held) ends the search; or fails the link
+  // with `gave_up` after CARAVAN_RESUME_TIMEOUT. Whether an attempt took.
+  bool reach_next_scheduler(
+      const std::string& gave_up, const std::function<bool()>& not_needed,
+      const std::function<bool(int fd, std::chrono::steady_clock::time_point)>& attempt);
   // One attempt of reconnect(); whether the scheduler took the job over.
   bool report_to(int fd, std::chrono::steady_clock::time_point deadline);
+  // CARAVAN_ELASTIC: whether the loss of the scheduler's connection (`why`)
+  // while join() waits for the table makes join() register again rather
+  // than fail; then wakes it. Caller holds mu_.
+  bool lose_while_joining(const std::string& why);
+  // On join()'s thread: connects to DMLC_PS_ROOT_URI:PORT again and again
+  // until a scheduler there takes this node's REGISTER, or fails the link
+  // after CARAVAN_RESUME_TIMEOUT.
+  void register_again(const NodeInfo& self, const std::string& why);
+  bool send_register(const NodeInfo& self);
   // Sends BARRIER for `group`; false when the connection is gone.
   // `passed`: how many barriers of this key this node has passed, which
   // the scheduler compares with its own count (head.timestamp).
@@ -155,6 +172,12 @@ class SchedulerLink {
   // that a scheduler taking the job over can tell nodes that passed it and
   // left from nodes lost.
   bool in_shutdown_barrier_ = false;
+  // join() waits for the table; lost_joining_: why the scheduler was lost
+  // meanwhile (CARAVAN_ELASTIC), until register_again() runs, which sets
+  // registering_again_ while its connection is not yet registered.
+  bool joining_ = false;
+  std::string lost_joining_;
+  bool registering_again_ = false;
   HeartbeatTimer heartbeat_;
   // Sends heartbeats and judges silence, except just after this process
   // itself stalled (HeartbeatTimer).

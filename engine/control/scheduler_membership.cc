@@ -21,6 +21,15 @@ namespace caravan {
 std::string SchedulerService::missing_summary() const {
   int servers = 0, workers = 0;
   for (auto& [c, n] : pending_) (n.role == Role::kServer ? servers : workers)++;
+  if (regroup_taken_over_ && awaited_back_ > 0) {
+    int came_back = 0;
+    for (auto& [c, n] : pending_) came_back += !brings_counts(n);
+    std::string s = std::to_string(came_back) + " of the last generation's " +
+                    std::to_string(awaited_back_) + " nodes came back (" + std::to_string(workers) +
+                    " worker(s), " + std::to_string(servers) + " server(s) in all)";
+    for (auto& [key, name] : returning_) s += "; waiting for " + name + " to register again";
+    return s;
+  }
   if (reforming_) {
     std::string s = counts_known_
                         ? std::to_string(workers) + " of " + std::to_string(config_.num_workers) +
@@ -49,6 +58,7 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   auto refuse_node = [&](const std::string& why) { refuse(conn, n.describe() + ": " + why, why); };
   if (pending_.count(conn) || nodes_.count(conn))
     return evict(conn, "it registered a second time on one connection");
+  if (n.last_generation >= 0 && !take_regroup_over(conn, n)) return;
   if (recovering_) {
     // Taken once the job it joins is recovered (finish_recovery).
     held_registrations_.emplace_back(conn, n);
@@ -74,7 +84,8 @@ void SchedulerService::handle_register(int conn, const NodeInfo& n) {
   if (has_counts && (regrouping_ || can_regroup())) return admit(conn, n);
   if (regrouping_) {
     // A node of the last generation: its counts are the scheduler's.
-    if (!returning_.erase(server_key(n)))
+    // A regroup taken over knows the last generation by its size only.
+    if (!returning_.erase(server_key(n)) && !(regroup_taken_over_ && n.last_generation >= 0))
       return refuse_node("it was not in the job's last generation, which regroups now");
     pending_[conn] = n;
     CARAVAN_VLOG(1) << "scheduler: registered " << n.describe() << " again; " << missing_summary();
@@ -137,6 +148,11 @@ void SchedulerService::send_table_if_complete() {
   if (regrouping_) {
     // The nodes that came back (the others lost or given up on) are the job.
     if (!returning_.empty()) return;
+    int came_back = 0;
+    for (auto& [c, p] : pending_) came_back += !brings_counts(p);
+    if (came_back < awaited_back_) return;
+    regroup_taken_over_ = false;
+    awaited_back_ = 0;
     if (workers < config_.min_workers || servers == 0)
       return abort_job("the job could not regroup: " + std::to_string(workers) + " worker(s) and " +
                        std::to_string(servers) + " server(s) came back (CARAVAN_MIN_WORKERS=" +

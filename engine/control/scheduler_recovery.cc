@@ -24,6 +24,14 @@ void SchedulerService::handle_report(int conn, const ControlMessage& msg) {
   if (!config_.elastic || participant_)
     return refuse_node(
         "this scheduler does not take a running job over (CARAVAN_ELASTIC is not 1 for it)");
+  if (regroup_taken_over_ && regrouping_ && msg.head.cmd < suspends_) {
+    // Still in the generation that was regrouping when its scheduler was
+    // lost, which it had not heard: it regroups, as the others do.
+    CARAVAN_VLOG(1) << "scheduler: node " << id << " reports generation " << msg.head.cmd
+                    << ", which regroups: telling it so";
+    send_abort(conn, kAbortRegroup, "the job regroups (its scheduler was lost while it did)");
+    return;
+  }
   if (!recovering_ && (table_sent_ || reforming_ || !pending_.empty() || !failure_.empty()))
     return refuse_node("this scheduler runs a job of its own, not the one this node reports");
   if (!recovering_) {
@@ -98,6 +106,59 @@ void SchedulerService::finish_recovery() {
   auto held = std::move(held_registrations_);
   held_registrations_.clear();
   for (auto& [conn, n] : held) handle_register(conn, n);
+}
+
+bool SchedulerService::take_regroup_over(int conn, const NodeInfo& n) {
+  if (!config_.elastic || participant_ || regrouping_ || !failure_.empty()) return true;
+  std::string from = "generation " + std::to_string(n.last_generation) + " (" +
+                     std::to_string(n.last_generation_nodes) + " nodes)";
+  if (recovering_) {
+    if (n.last_generation != suspends_) return true;  // held until the job is recovered
+    // The nodes that report it had not heard that it regroups.
+    std::string text = n.describe() + " registers again after " + from +
+                       ": the job was regrouping when its scheduler was lost; it regroups now";
+    recovering_ = false;
+    table_sent_ = true;
+    reported_in_shutdown_.clear();
+    awaited_back_ = static_cast<int>(reported_table_.size());
+    ++suspends_;  // past a generation the lost scheduler may have formed
+    start_regroup(text);
+    regroup_taken_over_ = true;
+    auto held = std::move(held_registrations_);
+    held_registrations_.clear();
+    tell_to_come_again(conn, n, text);
+    for (auto& [c, p] : held) tell_to_come_again(c, p, text);
+    return false;
+  }
+  if (table_sent_ || reforming_ || suspends_ > 0) return true;  // a job of its own
+  std::string text = n.describe() + " registers again after " + from +
+                     ", whose scheduler was lost while the job regrouped: this scheduler takes "
+                     "the regroup over";
+  CARAVAN_LOG(WARNING) << "scheduler: " << text << " (CARAVAN_ELASTIC); waiting up to "
+                       << config_.connect_timeout_s
+                       << " s (CARAVAN_CONNECT_TIMEOUT) for the others";
+  auto registered = std::move(pending_);
+  pending_.clear();
+  suspends_ = n.last_generation + 1;  // begin_reforming: past the one that regrouped
+  begin_reforming("took a regroup over");
+  regrouping_ = true;
+  counts_known_ = true;
+  config_.num_workers = 0;
+  config_.num_servers = 0;
+  regroup_taken_over_ = true;
+  awaited_back_ = n.last_generation_nodes;
+  // Every node so far proved itself with the job nonce that
+  // begin_reforming replaced.
+  tell_to_come_again(conn, n, text);
+  for (auto& [c, p] : registered) tell_to_come_again(c, p, text);
+  cv_.notify_all();
+  return false;
+}
+
+void SchedulerService::tell_to_come_again(int conn, const NodeInfo& n, const std::string& text) {
+  send_abort(conn, kAbortRegroup, text);
+  returning_[server_key(n)] = n.describe();
+  unanswered_[conn] = server_key(n);
 }
 
 }  // namespace caravan

@@ -333,18 +333,26 @@ int SchedulerService::finish() {
   for (;;) {
     cv_.wait(lock, [&] { return finished_ || reforming_ || !failure_.empty(); });
     if (finished_ || !failure_.empty()) break;
-    auto until =
-        returning_.empty() ? resume_deadline_ : std::min(resume_deadline_, returning_deadline_);
+    bool awaiting = !returning_.empty() || awaited_back_ > 0;
+    auto until = awaiting ? std::min(resume_deadline_, returning_deadline_) : resume_deadline_;
     if (cv_.wait_until(lock, until, [&] { return !reforming_ || !failure_.empty(); })) continue;
     if (std::chrono::steady_clock::now() < resume_deadline_) {
-      if (!returning_.empty()) {
+      if (awaiting) {
         std::string who;
         for (auto& [key, name] : returning_) who += (who.empty() ? "" : ", ") + name;
+        if (awaited_back_ > 0) {
+          int back = 0;
+          for (auto& [c, p] : pending_) back += !brings_counts(p);
+          who += std::string(who.empty() ? "" : ", and ") + "the " +
+                 std::to_string(std::max(awaited_back_ - back, 0)) + " of the last generation's " +
+                 std::to_string(awaited_back_) + " nodes that did not come back";
+        }
         CARAVAN_LOG(WARNING) << "scheduler: going on without " << who
                              << ", which did not register again within "
                              << config_.connect_timeout_s
                              << " s of the generation's end (CARAVAN_CONNECT_TIMEOUT)";
         returning_.clear();
+        awaited_back_ = 0;
         send_table_if_complete();
       }
       continue;

@@ -140,6 +140,20 @@ class SchedulerService {
   // the nodes that reported, regrouping without the others. Caller holds
   // mu_.
   void finish_recovery();
+  // CARAVAN_ELASTIC (scheduler_recovery.cc): a node registers again after
+  // a regroup (NodeInfo::last_generation) with this scheduler, started
+  // again after the one that ran the regroup was lost. A scheduler with no
+  // job yet takes the regroup over; one taking over a job whose reports
+  // name that generation learns that the job was regrouping, and regroups
+  // it. Either way the last generation's nodes are awaited
+  // (awaited_back_) until CARAVAN_CONNECT_TIMEOUT. Returns whether `n`'s
+  // registration goes on as one of the regroup; false: it was held or
+  // refused. Caller holds mu_.
+  bool take_regroup_over(int conn, const NodeInfo& n);
+  // A node registered before the job nonce changed (CARAVAN_JOB_TOKEN):
+  // it hears kAbortRegroup and registers again, awaited in returning_.
+  // Caller holds mu_.
+  void tell_to_come_again(int conn, const NodeInfo& n, const std::string& text);
 
   JobConfig config_;
   AuthResponder auth_;  // guarded by mu_
@@ -188,6 +202,12 @@ class SchedulerService {
   // The reporting nodes that wait in the shutdown barrier (their REPORT's
   // kFinal): when all do, those that did not report passed it and left.
   std::set<int> reported_in_shutdown_;
+  // A regroup taken over (take_regroup_over): returning nodes are taken
+  // whether or not returning_ names them, and the table waits for
+  // awaited_back_ of them (the last generation's size, the lost included)
+  // or for returning_deadline_.
+  bool regroup_taken_over_ = false;
+  int awaited_back_ = 0;
   std::string failure_;
   bool participant_ = false;
   NodeInfo self_;

@@ -304,6 +304,10 @@ bool LocalWorker::suspend() {
   return joins_job_;
 }
 
+JobConfig::Generation LocalWorker::generation() const {
+  return member_ ? member_->generation() : JobConfig::Generation{};
+}
+
 bool LocalWorker::regrouped() const {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -63,6 +63,7 @@ class LocalWorker final : public Worker {
   // leave_generation() passes the machine's barrier first, so that the
   // group ends cleanly and forms again for the next generation.
   bool regrouped() const override;
+  JobConfig::Generation generation() const override;
   void leave_generation() override;
   int rank() const override { return machine_rank_ * group_->local_size() + group_->local_rank(); }
   int size() const override { return num_machines_ * group_->local_size(); }

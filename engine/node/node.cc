@@ -43,6 +43,8 @@ void Node::join(NodeOptions& options) {
                              ? config_.resume_rank
                              : config_.preferred_rank.value_or(-1);
   self_.van_address = van_->listen(host, config_.port);
+  self_.last_generation = config_.regrouped_from.number;
+  self_.last_generation_nodes = config_.regrouped_from.nodes;
   self_.settings = shared_settings(config_, van_->name(), van_->properties().max_message_bytes);
   if ((config_.resuming && config_.role == Role::kServer) || config_.regrouped) {
     // The workers that resume bring the job's new counts; after a regroup

@@ -50,6 +50,11 @@ class Node {
 
   const NodeInfo& self() const { return self_; }
   const std::vector<NodeInfo>& table() const { return table_; }
+  // After join(): the job's generation and how many nodes it has (what a
+  // node that comes back after a regroup tells the scheduler).
+  JobConfig::Generation generation() const {
+    return {link_.generation(), static_cast<int>(table_.size())};
+  }
   std::vector<const NodeInfo*> nodes_of(Role role) const;  // ordered by rank
   KVEndpoint& kv() { return *kv_; }
   Van& van() { return *van_; }

@@ -25,8 +25,10 @@ namespace {
 
 // One generation of the job as a server: joins, sums until the job ends,
 // is suspended or regroups without a lost node, and leaves. Sets
-// *suspended and, for the next generation, *rank.
-int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* rank) {
+// *suspended and, for the next generation, *rank and (after a regroup)
+// *regrouped_from.
+int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* rank,
+          JobConfig::Generation* regrouped_from) {
   JobConfig config = joined_with;
   std::unique_ptr<SumServer> server;
   std::mutex server_mu;
@@ -70,6 +72,7 @@ int serve(const JobConfig& joined_with, Reducer& reducer, bool* suspended, int* 
       // workers left push their step again in the next.
       CARAVAN_LOG(WARNING) << e.what() << "; serving the next generation";
       *suspended = true;
+      *regrouped_from = node.generation();
     } else {
       CARAVAN_LOG(ERROR) << e.what();
       rc = 1;
@@ -95,7 +98,7 @@ int run_server(const JobConfig& config) {
     int rank = -1;
     int rc = 0;
     try {
-      rc = serve(next, *reducer, &suspended, &rank);
+      rc = serve(next, *reducer, &suspended, &rank, &next.regrouped_from);
     } catch (const LeftOutOfJob& e) {
       CARAVAN_VLOG(1) << "leaving: " << e.what();
       return 0;

@@ -29,6 +29,8 @@ enum class Type : uint16_t {
   // connection back. No segments.
   kProbe = 3,
   // Control plane (scheduler TCP channel).
+  // A node that comes back after a regroup (CARAVAN_ELASTIC) says from
+  // which generation (cmd: it + 1; 0 none) of how many nodes (timestamp).
   kRegister = 10,
   kNodeTable = 11,
   kBarrier = 12,

@@ -52,6 +52,7 @@ class DistributedWorker final : public Worker {
   void leave() override;
   bool suspend() override;
   bool regrouped() const override { return node_->regrouped(); }
+  JobConfig::Generation generation() const override { return node_->generation(); }
   bool shards() const override { return true; }
   int rank() const override { return node_->self().rank; }
   int size() const override { return size_; }

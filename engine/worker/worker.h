@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/base/config.h"
 #include "engine/compress/compression_spec.h"
 
 namespace caravan {
@@ -79,6 +80,9 @@ class Worker {
   // end cleanly for the next generation to form (a machine's local ranks
   // pass their barrier). Throws caravan::Error.
   virtual void leave_generation() {}
+  // The generation of the job this worker's node is in and how many nodes
+  // it has (number -1: no node here), which caravan_rejoin passes on.
+  virtual JobConfig::Generation generation() const { return {}; }
 
   // A push_pull (or broadcast) whose values are copied in from device
   // memory partition by partition while earlier partitions travel

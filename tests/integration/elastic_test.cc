@@ -517,6 +517,72 @@ TEST(ElasticTest, AServerLostWithoutASchedulerIsLeftOutByTheNext) {
   expect_clean_exit(*again, "the scheduler started again", "no report to the scheduler");
 }
 
+const char kToken[] = "elastic-test-token-0123456789abcdef";
+
+// The scheduler killed at start-up, after the server and worker 0
+// registered and before worker 1 did: both register again with the
+// scheduler started next, and the job forms and trains as if nothing had
+// happened. With CARAVAN_JOB_TOKEN: each registers again through the
+// challenge.
+TEST(ElasticTest, ASchedulerLostAtStartUpIsReplaced) {
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"}, {"CARAVAN_JOB_TOKEN", kToken}});
+  auto server = job.server(0, 0);
+  auto w0 = job.regroup_worker(0, {"20"});
+  ASSERT_TRUE(job.scheduler->wait_for_output(
+      "registered 1 of 1 servers (DMLC_NUM_SERVER) and 1 of 2 workers", 90))
+      << job.scheduler->output();
+  job.scheduler->signal(SIGKILL);
+  expect_killed(*job.scheduler, "the first scheduler");
+  ASSERT_TRUE(w0->wait_for_output("before the job formed; this node registers again", 90))
+      << w0->output();
+  ASSERT_TRUE(server->wait_for_output("before the job formed; this node registers again", 90))
+      << server->output();
+  auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {});
+  auto w1 = job.regroup_worker(1, {"20"});
+  expect_clean_exit(*w0, "worker 0", "20 steps checked as rank 0 of 2, regrouped 0 time(s)");
+  expect_clean_exit(*w1, "worker 1", "20 steps checked as rank 1 of 2, regrouped 0 time(s)");
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*again, "the scheduler started again");
+}
+
+// The scheduler killed while the job regroups: worker 1 was killed, worker
+// 0 registered for the next generation, and the server, stopped, has not
+// yet heard. Worker 0 registers with the scheduler started next, which
+// takes the regroup over; the server, woken, comes back to it too; after
+// CARAVAN_CONNECT_TIMEOUT without worker 1 the job goes on with the two.
+// (With a job token: the nodes that registered before the takeover drew
+// a new job nonce register again.)
+TEST(ElasticTest, TheNextSchedulerTakesARegroupUnderWayOver) {
+  StopFile stop("caravan_regroup_taken_over_");
+  ElasticJob job("2x1", {{"CARAVAN_ELASTIC", "1"},
+                         {"REGROUP_STOP_FILE", stop.path},
+                         {"CARAVAN_CONNECT_TIMEOUT", "10"},
+                         {"CARAVAN_JOB_TOKEN", kToken}});
+  auto server = job.server(0, 0);
+  auto w0 = job.regroup_worker(0, {"1000000"});
+  auto w1 = job.regroup_worker(1, {"1000000"});
+  ASSERT_TRUE(w0->wait_for_output("step 5 done", 90)) << w0->output();
+  server->signal(SIGSTOP);
+  w1->signal(SIGKILL);
+  expect_killed(*w1, "worker 1");
+  // "scheduler: registered worker (pid ...) again; waiting for server ..."
+  ASSERT_TRUE(job.scheduler->wait_for_output(") again; ", 90)) << job.scheduler->output();
+  job.scheduler->signal(SIGKILL);
+  expect_killed(*job.scheduler, "the first scheduler");
+  ASSERT_TRUE(w0->wait_for_output("before the job formed; this node registers again", 90))
+      << w0->output();
+  auto again = job.start("scheduler", CARAVAN_SERVER_BIN, 0, 0, {});
+  ASSERT_TRUE(again->wait_for_output("this scheduler takes the regroup over", 90))
+      << again->output();
+  server->signal(SIGCONT);
+  ASSERT_TRUE(w0->wait_for_output("rejoined as rank 0 of 1", 90)) << w0->output();
+  stop.touch();
+  expect_clean_exit(*w0, "worker 0", "steps checked as rank 0 of 1, regrouped 1 time(s)");
+  expect_clean_exit(*server, "server");
+  expect_clean_exit(*again, "the scheduler started again",
+                    "the 1 of the last generation's 3 nodes that did not come back");
+}
+
 // Beyond CARAVAN_MAX_WORKERS a new worker is refused, and the job goes on
 // untouched (no regroup: the others' steps are not abandoned).
 TEST(ElasticTest, AWorkerBeyondTheMaximumIsRefused) {
