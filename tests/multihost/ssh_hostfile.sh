@@ -17,7 +17,9 @@
 #      whose second host's worker is killed: the launcher starts it again
 #      there over ssh and it joins; then the third host is added to the host
 #      file: the launcher starts its worker, which joins, and the job ends
-#      with status 0 once the three have trained together.
+#      with status 0 once the three have trained together;
+#   4. the same with --host-discovery-script instead of a host file: the
+#      third host joins once the script prints it.
 # Exits 77 (skipped) saying why where namespaces or sshd cannot run here.
 set -u
 launch=$1 worker=$2 regroup=${3:-}
@@ -198,4 +200,37 @@ grep -q "job finished: 2 workers, 1 servers on 2 hosts, 1 process(es) started ag
   "$tmp/elastic.log" || fail "elastic: the launcher did not report the job finished"
 echo "ssh_hostfile: --elastic: worker 1 on ${addr[h2]} killed and started again there, ${addr[h3]}" \
   "added to the host file: the three finished together, every sum exact"
+
+# 4. --elastic --host-discovery-script: the hosts are what a command prints
+# (the second line in Horovod's HOST:SLOTS form); the third host, once the
+# command prints it, joins.
+cat >"$tmp/discovered" <<HOSTS
+${addr[h1]}   slots=1  servers=1
+${addr[h2]}:1
+HOSTS
+on_h1 timeout -k 5 90 "$launch" --elastic --host-discovery-script "cat $tmp/discovered" \
+  --ssh "$ssh_cmd" -- env REGROUP_UNTIL_SIZE=3 BYTEPS_PARTITION_BYTES=4096 "$regroup" 100 \
+  >"$tmp/discovery.log" 2>&1 &
+launcher=$!
+for _ in $(seq 1 600); do
+  grep -q "^\[worker 1 on ${addr[h2]}\] step 5 done" "$tmp/discovery.log" && break
+  kill -0 $launcher 2>/dev/null || break
+  sleep 0.1  # polling for the two workers to train, each look bounded
+done
+grep -q "^\[worker 1 on ${addr[h2]}\] step 5 done" "$tmp/discovery.log" ||
+  fail "discovery: the job of the two hosts the script printed did not train"
+echo "${addr[h3]}:1" >>"$tmp/discovered"
+wait $launcher
+rc=$?
+[ $rc -eq 0 ] || fail "discovery: the launcher exited $rc"
+grep -q "the host discovery script adds 1 worker(s) and 0 server(s) on ${addr[h3]} (line 3)" \
+  "$tmp/discovery.log" || fail "discovery: the launcher did not say it added ${addr[h3]}"
+for w in "0 on ${addr[h1]}" "1 on ${addr[h2]}" "2 on ${addr[h3]}"; do
+  grep -q "^\[worker $w\] regroup_worker: [0-9]* steps checked as rank [0-2] of 3" \
+    "$tmp/discovery.log" || fail "discovery: worker $w did not finish in the job of 3"
+done
+grep -q "job finished: 2 workers, 1 servers on 2 hosts, 1 added by the host discovery script (--elastic), and all exited 0" \
+  "$tmp/discovery.log" || fail "discovery: the launcher did not report the job finished"
+echo "ssh_hostfile: --host-discovery-script: the two hosts it printed trained, and ${addr[h3]}," \
+  "printed later, joined: the three finished together, every sum exact"
 echo "ssh_hostfile: OK"

@@ -8,23 +8,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "child_env.h"
+#include "host_discovery.h"
 
 extern char** environ;
 
 namespace caravan::launch {
 
 HostPlan::HostPlan(const Options& o, const std::string& server_bin) : o_(o) {
-  struct stat st;
-  if (stat(o.hostfile.c_str(), &st) == 0) {
-    mtime_ = st.st_mtim.tv_sec;
-    mtime_ns_ = st.st_mtim.tv_nsec;
-  }
   try {
-    hosts_ = read_hostfile(o.hostfile);
+    hosts_ = *ListedIfChanged();
   } catch (const std::exception& e) {
     UsageError(e.what());
   }
@@ -129,8 +126,10 @@ std::vector<ChildSpec> HostPlan::Start() {
   // Servers first, then workers, each numbered in file order.
   for (const HostEntry& h : hosts_) AddNodes(h, h.servers, 0, true, &plan);
   for (const HostEntry& h : hosts_) AddNodes(h, 0, h.slots, true, &plan);
+  std::string from =
+      o_.hostfile.empty() ? "--host-discovery-script " + shell_quote(o_.discovery) : o_.hostfile;
   fprintf(stderr, "caravan-launch: %s from %s, scheduler at %s:%s\n", Summary().c_str(),
-          o_.hostfile.c_str(), root_.c_str(), port_.c_str());
+          from.c_str(), root_.c_str(), port_.c_str());
   return plan;
 }
 
@@ -144,22 +143,45 @@ std::string HostPlan::Summary() const {
          std::to_string(hosts_.size()) + " hosts";
 }
 
+const char* HostPlan::ListName() const {
+  return o_.hostfile.empty() ? "the host discovery script" : "the host file";
+}
+
+std::optional<std::vector<HostEntry>> HostPlan::ListedIfChanged() {
+  if (o_.hostfile.empty()) {
+    std::string text = run_discovery(o_.discovery, kDiscoveryTimeoutS);
+    if (listed_ && text == last_listing_) return std::nullopt;
+    last_listing_ = text;
+    listed_ = true;
+    std::istringstream in(text);
+    std::string script = "--host-discovery-script " + shell_quote(o_.discovery);
+    return parse_hosts(in, script, "the output of " + script);
+  }
+  struct stat st;
+  if (stat(o_.hostfile.c_str(), &st) == 0) {
+    if (listed_ && st.st_mtim.tv_sec == mtime_ && st.st_mtim.tv_nsec == mtime_ns_)
+      return std::nullopt;
+    mtime_ = st.st_mtim.tv_sec;
+    mtime_ns_ = st.st_mtim.tv_nsec;
+  } else if (listed_) {
+    return std::nullopt;  // gone: the job keeps its hosts
+  }
+  listed_ = true;
+  return read_hostfile(o_.hostfile);
+}
+
 std::vector<ChildSpec> HostPlan::Added() {
   std::vector<ChildSpec> added;
-  struct stat st;
-  if (stat(o_.hostfile.c_str(), &st) != 0 ||
-      (st.st_mtim.tv_sec == mtime_ && st.st_mtim.tv_nsec == mtime_ns_))
-    return added;
-  mtime_ = st.st_mtim.tv_sec;
-  mtime_ns_ = st.st_mtim.tv_nsec;
   std::vector<HostEntry> now;
   try {
-    now = read_hostfile(o_.hostfile);
+    auto changed = ListedIfChanged();
+    if (!changed) return added;
+    now = std::move(*changed);
   } catch (const std::exception& e) {
     fprintf(stderr,
-            "caravan-launch: --elastic: the host file changed but cannot be read (%s); "
+            "caravan-launch: --elastic: %s changed but cannot be read (%s); "
             "the job keeps its hosts\n",
-            e.what());
+            ListName(), e.what());
     return added;
   }
   std::string gone;
@@ -170,9 +192,9 @@ std::vector<ChildSpec> HostPlan::Added() {
   }
   if (!gone.empty())
     fprintf(stderr,
-            "caravan-launch: --elastic: the host file no longer lists %s; what runs "
+            "caravan-launch: --elastic: %s no longer lists %s; what runs "
             "there goes on (stop it there to take it out of the job)\n",
-            gone.c_str());
+            ListName(), gone.c_str());
   for (const HostEntry& h : now) {
     auto was = known_.find(h.host);
     int servers = h.servers - (was == known_.end() ? 0 : was->second.servers);
@@ -181,9 +203,9 @@ std::vector<ChildSpec> HostPlan::Added() {
     servers = servers > 0 ? servers : 0;
     slots = slots > 0 ? slots : 0;
     fprintf(stderr,
-            "caravan-launch: --elastic: the host file adds %d worker(s) and %d server(s) "
+            "caravan-launch: --elastic: %s adds %d worker(s) and %d server(s) "
             "on %s (line %d); starting them, to join the job at a regroup\n",
-            slots, servers, h.host.c_str(), h.line);
+            ListName(), slots, servers, h.host.c_str(), h.line);
     AddNodes(h, servers, slots, false, &added);
   }
   return added;

@@ -23,6 +23,11 @@ int read_count(const std::string& where, const std::string& key, const std::stri
 std::vector<HostEntry> read_hostfile(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("--hostfile " + path + ": cannot read it");
+  return parse_hosts(in, "--hostfile " + path, path);
+}
+
+std::vector<HostEntry> parse_hosts(std::istream& in, const std::string& source,
+                                   const std::string& lines_of) {
   std::vector<HostEntry> hosts;
   bool any_servers = false;
   std::string line;
@@ -31,9 +36,16 @@ std::vector<HostEntry> read_hostfile(const std::string& path) {
     std::istringstream words(line);
     HostEntry e;
     e.line = n;
-    if (!(words >> e.host)) continue;
-    std::string where = path + ":" + std::to_string(n);
     std::set<std::string> given;
+    if (!(words >> e.host)) continue;
+    std::string where = lines_of + ":" + std::to_string(n);
+    // Horovod's form, HOST:SLOTS (an IPv6 address has no place here: the
+    // nodes speak IPv4).
+    if (auto colon = e.host.rfind(':'); colon != std::string::npos) {
+      e.slots = read_count(where, "slots", e.host.substr(colon + 1), 0);
+      e.host.erase(colon);
+      given.insert("slots");
+    }
     for (std::string w; words >> w;) {
       auto eq = w.find('=');
       std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
@@ -51,7 +63,7 @@ std::vector<HostEntry> read_hostfile(const std::string& path) {
     }
     hosts.push_back(e);
   }
-  if (hosts.empty()) throw std::runtime_error("--hostfile " + path + ": no host in it");
+  if (hosts.empty()) throw std::runtime_error(source + ": no host in it");
   if (!any_servers)
     for (auto& h : hosts) h.servers = 1;
   int workers = 0, servers = 0;
@@ -59,8 +71,8 @@ std::vector<HostEntry> read_hostfile(const std::string& path) {
     workers += h.slots;
     servers += h.servers;
   }
-  if (workers < 1) throw std::runtime_error("--hostfile " + path + ": no worker slots (slots=N)");
-  if (servers < 1) throw std::runtime_error("--hostfile " + path + ": no servers (servers=M)");
+  if (workers < 1) throw std::runtime_error(source + ": no worker slots (slots=N)");
+  if (servers < 1) throw std::runtime_error(source + ": no servers (servers=M)");
   return hosts;
 }
 

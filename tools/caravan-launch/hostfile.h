@@ -2,6 +2,7 @@
 // over OpenSSH (docs/cluster-launch.md).
 #pragma once
 
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,14 @@ struct HostEntry {
   int line = 0;
 };
 
-// Reads FILE: one host a line, `HOST [slots=N] [servers=M]`, '#' comments.
-// When no line names servers, every host gets one. Throws
-// std::runtime_error naming the file, line and what is wrong.
+// Reads FILE: one host a line, `HOST [slots=N] [servers=M]` (or Horovod's
+// `HOST:N`), '#' comments. When no line names servers, every host gets
+// one. Throws std::runtime_error naming the file, line and what is wrong.
 std::vector<HostEntry> read_hostfile(const std::string& path);
+// The same from `in`: `source` names it in errors about the whole list
+// ("--hostfile FILE"), `lines_of` before a line's number.
+std::vector<HostEntry> parse_hosts(std::istream& in, const std::string& source,
+                                   const std::string& lines_of);
 
 // The address of `entry`'s host for the other nodes (no "user@").
 std::string host_address(const HostEntry& entry);

@@ -446,7 +446,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadArgs{{"--min-workers", "2", "--", "true"}, {"--min-workers needs --elastic"}},
         BadArgs{{"--elastic", "--min-workers", "3", "--max-workers", "2", "--", "true"},
                 {"--min-workers 3 is more than --max-workers 2"}},
-        BadArgs{{"--elastic", "--max-restarts", "-1", "--", "true"}, {"--max-restarts", "'-1'"}}));
+        BadArgs{{"--elastic", "--max-restarts", "-1", "--", "true"}, {"--max-restarts", "'-1'"}},
+        BadArgs{{"--host-discovery-script", "echo h1", "--", "true"},
+                {"--host-discovery-script needs --elastic"}},
+        BadArgs{{"--elastic", "--host-discovery-script", "echo h1", "--hostfile", "hosts", "--",
+                 "true"},
+                {"--host-discovery-script and --hostfile are two ways"}},
+        // The script runs before anything starts: what is wrong with it
+        // ends the launch.
+        BadArgs{{"--elastic", "--host-discovery-script", "echo h1; exit 3", "--", "true"},
+                {"--host-discovery-script 'echo h1; exit 3': exited with status 3"}},
+        BadArgs{
+            {"--elastic", "--host-discovery-script", "echo h1:many", "--", "true"},
+            {"the output of --host-discovery-script 'echo h1:many':1: slots=many is not a count"}},
+        BadArgs{{"--elastic", "--host-discovery-script", "true", "--", "true"},
+                {"--host-discovery-script 'true': no host in it"}}));
 
 TEST(Launch, HelpGoesToStdout) {
   Launcher l({"--help"});

@@ -265,13 +265,16 @@ int Main(int argc, char** argv) {
   }
   // ", all exited 0" or ", 2 process(es) started again (--elastic), and all
   // exited 0".
-  auto ended_well = [](const JobOutcome& out) {
+  auto ended_well = [&o](const JobOutcome& out) {
     std::string more;
     if (out.restarts) more += ", " + std::to_string(out.restarts) + " process(es) started again";
-    if (out.added) more += ", " + std::to_string(out.added) + " added from the host file";
+    if (out.added)
+      more += ", " + std::to_string(out.added) +
+              (o.hostfile.empty() ? " added by the host discovery script"
+                                  : " added from the host file");
     return more.empty() ? std::string(", all exited 0") : more + " (--elastic), and all exited 0";
   };
-  if (!o.hostfile.empty()) {
+  if (!o.hostfile.empty() || !o.discovery.empty()) {
     HostPlan plan(o, server_bin);
     std::vector<ChildSpec> children = plan.Start();
     if (o.elastic) elastic.added = [&plan] { return plan.Added(); };

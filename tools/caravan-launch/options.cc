@@ -40,6 +40,11 @@ const char kUsage[] =
     "                     'HOST [slots=N] [servers=M]' (N workers, default 1; M servers,\n"
     "                     default 1 a host when no line says); the scheduler on the\n"
     "                     first host. Same paths on every host. Not with --workers/--servers.\n"
+    "  --host-discovery-script CMD\n"
+    "                     with --elastic, instead of --hostfile: the hosts are what CMD\n"
+    "                     (run by /bin/sh) prints, in the host file's form or Horovod's\n"
+    "                     HOST:SLOTS; run at the start and every second after, and\n"
+    "                     hosts it adds join (it must answer within 10 s)\n"
     "  --ssh COMMAND      how to reach a host (default 'ssh'), e.g. 'ssh -p 2222 -i key'\n"
     "  --elastic          CARAVAN_ELASTIC=1: the job regroups when it loses a worker or\n"
     "                     server, and one that fails is started again and joins it;\n"
@@ -107,8 +112,9 @@ Options ParseArgs(int argc, char** argv) {
       inline_value = true;
     }
     static const std::set<std::string> kValued = {
-        "--workers",  "--servers", "--server-bin",  "--host",        "--timeout",     "--from-env",
-        "--hostfile", "--ssh",     "--min-workers", "--max-workers", "--max-restarts"};
+        "--workers",     "--servers",     "--server-bin",   "--host",
+        "--timeout",     "--from-env",    "--hostfile",     "--ssh",
+        "--min-workers", "--max-workers", "--max-restarts", "--host-discovery-script"};
     if (!kValued.count(name)) {
       if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
       UsageError("unexpected argument '" + arg + "': put the command after '--'");
@@ -118,9 +124,9 @@ Options ParseArgs(int argc, char** argv) {
       value = argv[++i];
     }
     o.given.push_back(name);
-    if (name == "--hostfile" || name == "--ssh") {
+    if (name == "--hostfile" || name == "--ssh" || name == "--host-discovery-script") {
       if (value.empty()) UsageError("invalid " + name + " value ''");
-      (name == "--ssh" ? o.ssh : o.hostfile) = value;
+      (name == "--ssh" ? o.ssh : name == "--hostfile" ? o.hostfile : o.discovery) = value;
     } else if (name == "--from-env") {
       if (value.empty())
         UsageError("invalid --from-env value '': expected mpi, slurm, k8s or auto");
@@ -151,15 +157,23 @@ Options ParseArgs(int argc, char** argv) {
   if (o.command.empty()) UsageError("missing COMMAND after '--'");
   if (!o.hostfile.empty() && !o.from_env.empty())
     UsageError("--hostfile and --from-env are two ways to place a job: give one");
+  if (!o.discovery.empty() && (!o.hostfile.empty() || !o.from_env.empty()))
+    UsageError(std::string("--host-discovery-script and ") +
+               (o.hostfile.empty() ? "--from-env" : "--hostfile") +
+               " are two ways to place a job: give one");
+  if (!o.discovery.empty() && !o.elastic)
+    UsageError(
+        "--host-discovery-script needs --elastic (without it, list the hosts with "
+        "--hostfile)");
   auto given = [&o](const char* opt) {
     return std::find(o.given.begin(), o.given.end(), opt) != o.given.end();
   };
-  if (!o.hostfile.empty()) {
+  if (!o.hostfile.empty() || !o.discovery.empty()) {
+    const char* list = o.hostfile.empty() ? "--host-discovery-script" : "--hostfile";
     for (const char* opt : {"--workers", "--servers", "--host"})
       if (given(opt))
-        UsageError(std::string(opt) +
-                   " has no meaning with --hostfile: its lines give the "
-                   "hosts, slots and servers");
+        UsageError(std::string(opt) + " has no meaning with " + list +
+                   ": its lines give the hosts, slots and servers");
   }
   if (!o.from_env.empty()) {
     for (const char* opt : {"--workers", "--servers", "--host"})

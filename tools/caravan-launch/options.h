@@ -17,8 +17,9 @@ struct Options {
   std::string server_bin;
   std::string host = "127.0.0.1";
   double timeout = 0;
-  std::string from_env;  // --from-env: mpi, slurm, k8s, auto
-  std::string hostfile;  // --hostfile
+  std::string from_env;   // --from-env: mpi, slurm, k8s, auto
+  std::string hostfile;   // --hostfile
+  std::string discovery;  // --host-discovery-script
   std::string ssh = "ssh";
   bool elastic = false;
   int min_workers = 0, max_workers = 0;  // 0: not given
