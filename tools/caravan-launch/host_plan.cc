@@ -113,6 +113,7 @@ void HostPlan::AddNodes(const HostEntry& h, int servers, int slots, bool first,
     if (first) extra.push_back("DMLC_WORKER_ID=" + std::to_string(workers_started_));
     extra.insert(extra.end(), torch_.begin(), torch_.end());
     Add(h, "worker " + std::to_string(workers_started_), o_.command, extra, out);
+    out->back().worker = true;
   }
   auto [it, fresh] = known_.try_emplace(h.host);
   if (fresh) it->second = HostEntry{h.host, 0, 0, h.line};

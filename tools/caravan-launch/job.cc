@@ -171,6 +171,8 @@ class Supervisor {
   // started again, or left out once its domain failed too often; says
   // which.
   bool KeepsTheJob(const Child& c, int status);
+  // Whether a worker other than `gone` runs, or is to be started again.
+  bool WorkerLeft(const Child& gone) const;
   // Starts the replacements KeepsTheJob() decided on, and the children
   // Elasticity::added has, when it is time to ask.
   void StartNewChildren(int devnull, const sigset_t& handled);
@@ -479,16 +481,28 @@ bool Supervisor::KeepsTheJob(const Child& c, int status) {
   if (failures > elastic_.max_restarts) {
     // The job goes on without a worker or server where CARAVAN_MIN_WORKERS
     // allows (the scheduler decides, and ends the job otherwise); not
-    // without its scheduler.
+    // without its scheduler, nor without any worker: the scheduler would
+    // wait CARAVAN_RESUME_TIMEOUT for one to come back, and none will.
+    bool last_worker = c.first->worker && !WorkerLeft(c);
     Say(what + "; not started again (" + count + ")" +
-        (c.first->vital ? ": the job cannot go on without it" : ""));
-    return !c.first->vital;
+        (c.first->vital ? ": the job cannot go on without it"
+         : last_worker  ? ": no worker is left, and the job cannot go on without one"
+                        : ""));
+    return !c.first->vital && !last_worker;
   }
   Say(what + "; starting it again, to " +
       (c.first->vital ? "take the job over from its nodes" : "join the job at a regroup") + " (" +
       count + ")");
   to_restart_.push_back(c.first);
   return true;
+}
+
+bool Supervisor::WorkerLeft(const Child& gone) const {
+  for (const Child& c : children_)
+    if (&c != &gone && c.running && c.first->worker) return true;
+  for (const ChildSpec* due : to_restart_)
+    if (due->worker) return true;
+  return false;
 }
 
 bool Supervisor::StartBlocked(Child& c, int devnull, const sigset_t& handled) {

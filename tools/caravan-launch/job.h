@@ -30,6 +30,9 @@ struct ChildSpec {
   // The job cannot go on without it (the scheduler): once it is not
   // started again, its failure ends the job.
   bool vital = false;
+  // A worker (--elastic): once none is left running or to be started
+  // again, the job cannot go on, and the launcher ends it.
+  bool worker = false;
   // Failures of the children of one domain count together against
   // Elasticity::max_restarts: their host (--hostfile), else the child.
   std::string failure_domain;

@@ -415,6 +415,19 @@ TEST(Launch, ElasticEndsTheJobWhenTheSchedulerKeepsFailing) {
   EXPECT_NE(l.err().find("job failed: scheduler"), std::string::npos) << Dump(l);
 }
 
+// Every worker failing past --max-restarts (a script that cannot start)
+// ends the job: the scheduler and servers, which would wait
+// CARAVAN_RESUME_TIMEOUT for a worker to come back, are stopped.
+TEST(Launch, ElasticEndsTheJobWhenNoWorkerIsLeft) {
+  Launcher l({"--elastic", "--max-restarts", "1", "--spmd", "--workers", "2", "--", "sh", "-c",
+              "if [ \"$DMLC_ROLE\" = worker ]; then exit 5; fi; exec sleep 60"});
+  EXPECT_EQ(l.Wait(), 1) << Dump(l);
+  EXPECT_EQ(Count(l.err(), "starting it again, to join the job at a regroup"), 2u) << Dump(l);
+  EXPECT_EQ(Count(l.err(), "no worker is left, and the job cannot go on without one"), 1u)
+      << Dump(l);
+  EXPECT_NE(l.err().find("job failed: worker"), std::string::npos) << Dump(l);
+}
+
 struct BadArgs {
   std::vector<std::string> args;
   std::vector<std::string> mentions;

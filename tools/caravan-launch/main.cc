@@ -124,6 +124,7 @@ struct Plan {
     c.argv = argv;
     c.env = base;
     c.env.insert(c.env.end(), extra.begin(), extra.end());
+    c.worker = std::find(extra.begin(), extra.end(), "DMLC_ROLE=worker") != extra.end();
     children.push_back(std::move(c));
   }
 };
