@@ -1,5 +1,5 @@
 """Scenario (c), training wrappers: backward_passes_per_step=2,
-Compression.fp16 in DistributedOptimizer, DistributedDataParallel with
+Compression.fp16 and Horovod's op=Sum in DistributedOptimizer, DistributedDataParallel with
 no_sync(), synchronize(), device_ids and buffer broadcast, DistributedOptimizer's ValueErrors, and
 DistributedDataParallel refusing BYTEPS_ENABLE_ASYNC.
 
@@ -101,6 +101,27 @@ def optimizer_runs(rank, size):
               "fp16 compression gives float32 gradients back")
     compare(model, reference_run(size, passes=1), "Compression.fp16", atol=1e-2)
 
+    # Horovod's op=Sum: the gradients summed over the workers, not averaged.
+    model = make_model()
+    optimizer = bps.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=[(n + ".sum", p) for n, p in
+                                                           model.named_parameters()],
+                                         op=bps.Sum)
+    x, y = data(0, 1, size)[0]
+    loss_of(model, x[mine], y[mine]).backward()
+    optimizer.synchronize()
+    want = [torch.zeros_like(p) for p in model.parameters()]
+    for r in range(size):
+        each = make_model()
+        theirs = slice(r * HALF, (r + 1) * HALF)
+        loss_of(each, x[theirs], y[theirs]).backward()
+        for w, p in zip(want, each.parameters()):
+            w += p.grad
+    for (name, p), w in zip(model.named_parameters(), want):
+        check_equal(p.grad, w, "op=Sum: the gradient of %s" % name, atol=1e-5)
+    with optimizer.skip_synchronize():
+        optimizer.step()
+
     # ValueErrors.
     model = make_model()
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -111,6 +132,8 @@ def optimizer_runs(rank, size):
         sgd, named_parameters=[p for _, p in named]), "tuples")
     check_raises(ValueError, lambda: bps.DistributedOptimizer(
         sgd, named_parameters=named[:2]), "does not name 2")
+    check_raises(ValueError, lambda: bps.DistributedOptimizer(
+        sgd, named_parameters=named, op=bps.Adasum), "op=Adasum", "Average and Sum")
     for bad in (0, 1.5, "2", True):
         check_raises(ValueError, lambda: bps.DistributedOptimizer(
             sgd, named_parameters=named, backward_passes_per_step=bad), "backward_passes_per_step")

@@ -15,8 +15,8 @@ called through ctypes; see docs/byteps-migration.md.
 """
 from ..errors import (CaravanError, MismatchError, NotInitializedError, RegroupedError,
                       UnsupportedTensorError)
-from .collectives import (Average, Sum, allgather, allgather_async, alltoall, alltoall_async,
-                          reducescatter, reducescatter_async)
+from .collectives import (Adasum, Average, Sum, allgather, allgather_async, alltoall,
+                          alltoall_async, reducescatter, reducescatter_async)
 from .compression import Compression
 from .functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
 from .ops import (Handle, broadcast, broadcast_, broadcast_async, broadcast_async_,
@@ -37,6 +37,6 @@ __all__ = [
     "rejoin", "resume", "shutdown", "size", "suspend", "synchronize", "DistributedOptimizer",
     "elastic", "parallel",
     # Horovod's names (horovod.torch)
-    "Average", "Sum", "allgather", "allgather_async", "alltoall", "alltoall_async",
+    "Adasum", "Average", "Sum", "allgather", "allgather_async", "alltoall", "alltoall_async",
     "reducescatter", "reducescatter_async", "broadcast_", "broadcast_async_", "is_initialized",
 ]

@@ -23,9 +23,12 @@ from . import ops
 from . import plans
 from .compression import Compression
 
-# Horovod's reduction ops (horovod.torch.Average, .Sum): the values are Horovod's.
+# Horovod's reduction ops (horovod.torch.Average, .Sum, .Adasum): the values
+# are Horovod's. Adasum is named so that scripts that mention it import;
+# the servers sum, so an operation asked to use it refuses (_check_op).
 Average = 0
 Sum = 1
+Adasum = 2
 
 
 class _Channel:
@@ -210,9 +213,11 @@ def alltoall(tensor, splits=None, name=None):
 
 def _check_op(op, what):
     """Whether `op` averages; Average and Sum are the reductions offered."""
+    if not isinstance(op, bool) and op == Adasum:
+        raise ValueError("%s: op=Adasum: Caravan's servers sum, so it offers Average and Sum, "
+                         "not Horovod's Adasum" % what)
     if isinstance(op, bool) or op not in (Average, Sum):
-        raise ValueError("%s: op=%r; caravan.torch's reducescatter takes Average or Sum" %
-                         (what, op))
+        raise ValueError("%s: op=%r; caravan.torch takes Average or Sum" % (what, op))
     return op == Average
 
 

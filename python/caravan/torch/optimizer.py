@@ -39,6 +39,7 @@ import torch
 from . import ops
 from ..errors import RegroupedError
 from ._hooks import dense_gradient, on_gradient_accumulated
+from .collectives import Average, _check_op
 from .compression import Compression, tensor_params
 
 
@@ -46,8 +47,9 @@ class _DistributedOptimizer:
     """Mixed in before the wrapped optimizer's own class."""
 
     def __init__(self, optimizer, named_parameters, compression, backward_passes_per_step,
-                 compression_params=None):
+                 compression_params=None, average=True):
         super().__init__(optimizer.param_groups)
+        self._average = average
         self.state = optimizer.state  # keep what the optimizer has learnt so far
         self._compression = compression
         params = [p for group in self.param_groups for p in group["params"]]
@@ -141,7 +143,7 @@ class _DistributedOptimizer:
         if p.grad is None:  # not used this step here; maybe elsewhere: send zeros
             p.grad = torch.zeros_like(p)
         wire, ctx = self._compression.compress(dense_gradient(p))
-        handle = ops.push_pull_async_inplace(wire, average=True, name=self._name[key],
+        handle = ops.push_pull_async_inplace(wire, average=self._average, name=self._name[key],
                                              priority=self._priority[key])
         return handle, ctx
 
@@ -273,7 +275,7 @@ def _parameter_names(params, named_parameters):
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, compression_params=None):
+                         backward_passes_per_step=1, compression_params=None, op=Average):
     """Wraps `optimizer` so that step() uses gradients averaged over all
     workers. Returns an instance of a subclass of the optimizer's own class
     sharing its parameter groups and state. `named_parameters` (usually
@@ -283,7 +285,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     many backward passes before being averaged. `compression_params`:
     gradient compression in the engine, as BytePS's dict, e.g.
     {"compressor": "onebit", "ef": "vanilla", "scaling": True} or
-    {"compressor": "topk", "k": 0.01, "ef": "vanilla"} (module docstring)."""
+    {"compressor": "topk", "k": 0.01, "ef": "vanilla"} (module docstring).
+    `op`: Horovod's, Average (the default) or Sum (the gradients summed, not
+    averaged), so that Horovod scripts that pass it run."""
+    average = _check_op(op, "DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (_DistributedOptimizer, optimizer.__class__), {})
     return cls(optimizer, named_parameters, compression, backward_passes_per_step,
-               compression_params)
+               compression_params, average)
