@@ -405,6 +405,13 @@ void KVEndpoint::deliver(std::unique_ptr<Van::Received> received) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = pending_.find(m.head.timestamp);
+    if (it == pending_.end() && failed_code_ != 0) {
+      // Its request was failed with the rest (a regroup, the job's end):
+      // an answer still on its way then is no fault of the peer's.
+      CARAVAN_VLOG(1) << "kv: dropping the answer from " << peer << " to request "
+                      << m.head.timestamp << ", failed before it came (" << failure_ << ")";
+      return;
+    }
     if (it == pending_.end() || it->second.recipient != m.head.sender)
       return drop("a response to unknown request " + std::to_string(m.head.timestamp));
     handler = std::move(it->second.on_response);
