@@ -163,9 +163,10 @@ TEST(SchedulerLoss, TheNextSchedulerTakesARegroupUnderWayOver) {
                              node(Role::kWorker, 101)};
   std::vector<std::unique_ptr<SchedulerLink>> links;
   std::vector<std::future<std::vector<NodeInfo>>> joined;
-  for (size_t n = 0; n < gen0.size(); ++n) {
+  for (size_t i = 0; i < gen0.size(); ++i)
     links.push_back(std::make_unique<SchedulerLink>(c, nullptr));
-    joined.push_back(std::async(std::launch::async, [&, i = links.size() - 1] {
+  for (size_t i = 0; i < gen0.size(); ++i) {
+    joined.push_back(std::async(std::launch::async, [&, i] {
       NodeInfo self = gen0[i];
       return links[i]->join(self);
     }));
