@@ -104,7 +104,7 @@ class SchedulerLink {
   // On its own thread: connects to DMLC_PS_ROOT_URI:PORT again and again
   // until a scheduler there takes the job over from this node's REPORT, or
   // fails the link after CARAVAN_RESUME_TIMEOUT.
-  void reconnect(std::string why);
+  void reconnect(const std::string& why);
   // Connects to DMLC_PS_ROOT_URI:PORT again and again (a pause between
   // attempts) until `attempt`, given each connection and the deadline,
   // says a scheduler there took this node; or until closing, a failure or

@@ -28,7 +28,7 @@ bool SchedulerLink::orphan(const std::string& why) {
   return true;
 }
 
-void SchedulerLink::reconnect(std::string why) {
+void SchedulerLink::reconnect(const std::string& why) {
   CARAVAN_LOG(WARNING) << why << "; training goes on (CARAVAN_ELASTIC), and this node reports the "
                        << "job to a scheduler started again at " << scheduler_name()
                        << ", for up to " << config_.resume_timeout_s

@@ -36,8 +36,7 @@ auth::Mac tag(const auth::HmacSha256& key, const uint8_t* seq, uint32_t flags, c
 }  // namespace
 
 MessageSeal::MessageSeal(const auth::JobToken& token, const auth::Nonce& job, int32_t me,
-                         const std::vector<int32_t>& peers)
-    : me_(me) {
+                         const std::vector<int32_t>& peers) {
   for (int32_t p : peers) {
     if (p == me) continue;
     peers_.emplace(p,

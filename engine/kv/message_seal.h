@@ -70,7 +70,6 @@ class MessageSeal {
     uint64_t sent = 0;      // seq of the last seal made; guarded by send_mu
     uint64_t received = 0;  // seq of the last message accepted; receiving thread only
   };
-  int32_t me_;
   std::unordered_map<int32_t, std::unique_ptr<Peer>> peers_;  // fixed after construction
 };
 

@@ -113,7 +113,8 @@ void Node::prove_van_paths() {
     return;
   }
   std::string who, reasons;
-  for (auto& [id, why] : unanswered) {
+  for (auto& [peer, why] : unanswered) {
+    const auto id = peer;  // captured below: C++17 captures no structured binding
     auto n =
         std::find_if(table_.begin(), table_.end(), [&](const NodeInfo& i) { return i.id == id; });
     who += (who.empty() ? "" : ", ") +

@@ -131,6 +131,7 @@ void Member::start(int rank, bool do_barrier) {
         kv->set_reliability(cfg.resend_timeout_ms, cfg.drop_percent);
         if (cfg.job_token) {
           std::vector<int32_t> ids;
+          ids.reserve(table.size());
           for (const NodeInfo& n : table) ids.push_back(n.id);
           kv->set_seal(std::make_unique<MessageSeal>(*cfg.job_token, service->job_nonce(),
                                                      kSchedulerId, ids));

@@ -103,9 +103,10 @@ class Worker {
   // receiving thread, of each partition (by index) whose result is in
   // `data`. nullopt when this worker cannot send partitions one by one:
   // the caller then stages the whole tensor before submit().
-  virtual std::optional<Pipelined> submit_pipelined(const std::string& name, void* data,
-                                                    size_t count, int dtype, int priority, int root,
-                                                    std::function<void(size_t index)> stored) {
+  virtual std::optional<Pipelined> submit_pipelined(
+      const std::string& name, void* data, size_t count, int dtype, int priority, int root,
+      // NOLINTNEXTLINE(performance-unnecessary-value-param): the overrides keep it
+      std::function<void(size_t index)> stored) {
     return std::nullopt;
   }
   // A push_pull of device memory `data` that this worker sums on the device

@@ -144,7 +144,11 @@ void TcpVan::properties(caravan_van_properties_v2* out) const {
 
 void TcpVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
   Call call(*this);
-  auto [name, where] = plugin::tcp::check_listen(host, port, addr_out);
+  // Not a structured binding: the lambdas below capture `where` (C++17
+  // captures no structured binding).
+  const plugin::tcp::ListenRequest checked = plugin::tcp::check_listen(host, port, addr_out);
+  const std::string& name = checked.host;
+  const std::string& where = checked.where;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (listened_)

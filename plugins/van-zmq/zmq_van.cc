@@ -115,7 +115,11 @@ void ZmqVan::properties(caravan_van_properties_v2* out) const {
 }
 
 void ZmqVan::listen(const char* host, int port, char* addr_out, size_t addr_cap) {
-  auto [name, where] = plugin::tcp::check_listen(host, port, addr_out);
+  // Not a structured binding: the lambdas below capture `where` (C++17
+  // captures no structured binding).
+  const plugin::tcp::ListenRequest checked = plugin::tcp::check_listen(host, port, addr_out);
+  const std::string& name = checked.host;
+  const std::string& where = checked.where;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (closing_) throw Error(CARAVAN_STATUS_CLOSED, "listen on " + where + ": van is closing");

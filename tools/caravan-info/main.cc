@@ -215,7 +215,7 @@ int check() {
     const char* local_size = std::getenv("BYTEPS_LOCAL_SIZE");
     bool sums = c.role == Role::kServer ||
                 (c.role == Role::kWorker &&
-                 (!alone || (local_size && *local_size && std::strcmp(local_size, "1"))));
+                 (!alone || (local_size && *local_size && std::strcmp(local_size, "1") != 0)));
     if (sums)
       load_plugin(CARAVAN_PLUGIN_KIND_REDUCER, CARAVAN_REDUCER_ABI_MAJOR_V1, c.reducer,
                   "CARAVAN_REDUCER=" + c.reducer, c.plugin_path);

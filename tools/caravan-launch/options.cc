@@ -116,7 +116,7 @@ Options ParseArgs(int argc, char** argv) {
         "--timeout",     "--from-env",    "--hostfile",     "--ssh",
         "--min-workers", "--max-workers", "--max-restarts", "--host-discovery-script"};
     if (!kValued.count(name)) {
-      if (arg.rfind("-", 0) == 0) UsageError("unknown option '" + arg + "'");
+      if (arg.rfind('-', 0) == 0) UsageError("unknown option '" + arg + "'");
       UsageError("unexpected argument '" + arg + "': put the command after '--'");
     }
     if (!inline_value) {

@@ -401,11 +401,11 @@ class KVServer : public SimpleApp {
     msg.meta.push = true;
     msg.meta.head = cmd;
     msg.meta.sender = worker_id;
-    CHECK(keys.size()) << "RegisterRecvBuffer without a key";
+    CHECK(!keys.empty()) << "RegisterRecvBuffer without a key";
     msg.meta.key = keys[0];
     msg.AddData(keys);
     msg.AddData(vals);
-    if (lens.size()) msg.AddData(lens);
+    if (!lens.empty()) msg.AddData(lens);
     obj_->postoffice()->van()->RegisterRecvBuffer(msg);
   }
   void RegisterRecvBufferWithRank(int worker_rank, SArray<Key>& keys, const SArray<Val>& vals,
@@ -435,7 +435,7 @@ class KVServer : public SimpleApp {
     meta.val_len = msg.meta.val_len;
     meta.option = 0;
     KVPairs<Val> data;
-    if (msg.data.size()) {
+    if (!msg.data.empty()) {
       CHECK_GE(msg.data.size(), 2u) << "a request with keys but no values";
       data.keys = msg.data[0];
       data.vals = msg.data[1];

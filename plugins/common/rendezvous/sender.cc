@@ -13,7 +13,7 @@ namespace caravan::rendezvous {
 
 using plugin::Error;
 
-Sender::Sender(const Config& cfg, LogFn log, std::string self_name, RegisteredMemory& mem,
+Sender::Sender(const Config& cfg, const LogFn& log, std::string self_name, RegisteredMemory& mem,
                PostQueue& posts, GrantTable& grants, SendCompletions& done)
     : cfg_(cfg),
       log_(log),

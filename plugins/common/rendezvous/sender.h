@@ -30,7 +30,7 @@ namespace caravan::rendezvous {
 
 class Sender {
  public:
-  Sender(const Config& cfg, LogFn log, std::string self_name, RegisteredMemory& mem,
+  Sender(const Config& cfg, const LogFn& log, std::string self_name, RegisteredMemory& mem,
          PostQueue& posts, GrantTable& grants, SendCompletions& done);
   ~Sender();
   Sender(const Sender&) = delete;
