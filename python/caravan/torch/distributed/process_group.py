@@ -188,7 +188,7 @@ class _Completer:
     abandon it (move_on)."""
 
     def __init__(self):
-        self._queue = queue.Queue()
+        self._queue = queue.SimpleQueue()  # put and get only: the C one, no Condition
         self._lock = threading.Lock()
         self.current = None
         self._thread = None
