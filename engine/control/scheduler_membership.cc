@@ -321,9 +321,7 @@ void SchedulerService::admit(int conn, const NodeInfo& n) {
     start_regroup(text);
     // It registered (and with CARAVAN_JOB_TOKEN authenticated) in the
     // generation that just ended: it comes again, as the others do.
-    send_abort(conn, kAbortRegroup, text);
-    returning_[key] = n.describe();
-    unanswered_[conn] = key;
+    tell_to_come_again(conn, n, text);
     // A worker comes again with its counts (and is counted then); a server
     // as one of the last generation, without.
     if (n.role == Role::kServer) ++config_.num_servers;
