@@ -3,6 +3,7 @@
 // and leaving the job: job_calls.cc; failures: api_errors.h.
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,9 +18,12 @@
 
 struct caravan_handle_s {
   std::shared_ptr<caravan::Worker::Op> op;
-  // An allgather of a worker that does not shard (worker.h): a broadcast of
-  // each shard, `op` the first and these the others.
+  // An allgather or all-to-all of a worker that does not shard (worker.h):
+  // a broadcast of each shard or block, `op` the first and these the
+  // others; `then` copies an all-to-all's blocks into place once all are
+  // done (run once, and cleared).
   std::vector<std::shared_ptr<caravan::Worker::Op>> more;
+  std::function<void()> then;
   bool device = false;  // the DeviceStager's op
   // For telemetry (push_pulls only): recorded once, when seen done.
   std::string tensor;
@@ -109,6 +113,65 @@ int start(const char* name, void* data, size_t count, caravan_dtype dtype, int p
   });
 }
 
+// An all-to-all (caravan_alltoall_async).
+int start_alltoall(const char* name, const void* send, void* recv, size_t count,
+                   caravan_dtype dtype, int priority, caravan_handle* out) {
+  return guarded([&]() -> int {
+    if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
+    *out = nullptr;
+    if (int rc = check_tensor(name, recv, count, dtype)) return rc;
+    if (!send)
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                  std::string("send is NULL for tensor '") + name + "'");
+    auto s = state();
+    if (!s) return not_initialized();
+    const size_t size = static_cast<size_t>(s->size());
+    const size_t bytes = count * dtype_size(dtype);
+    if (count % size != 0)
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                  std::string("alltoall of tensor '") + name + "': " + std::to_string(count) +
+                      " elements are no multiple of the job's " + std::to_string(size) +
+                      " workers (one equal block each)");
+    const char* from = static_cast<const char*>(send);
+    char* to = static_cast<char*>(recv);
+    if (from < to + bytes && to < from + bytes)
+      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                  std::string("alltoall of tensor '") + name +
+                      "': send and recv overlap; give it two separate buffers");
+    auto h = std::make_unique<caravan_handle_s>();
+    if (s->worker->shards() && size > 1) {
+      h->op = s->worker->submit_alltoall(name, send, recv, count, dtype, priority);
+      *out = h.release();
+      return 0;
+    }
+    // One worker, or machines of several worker processes: a broadcast of
+    // each worker's whole `send` into a scratch buffer of its own, whose
+    // block for this worker is copied into place once all are done.
+    const size_t me = static_cast<size_t>(s->worker->rank()), block = bytes / size;
+    std::shared_ptr<char[]> scratch(new char[size * bytes]);
+    std::memcpy(scratch.get() + me * bytes, send, bytes);
+    for (size_t r = 0; r < size; ++r) {
+      auto op =
+          s->worker->submit(std::string(name) + "@from" + std::to_string(r),
+                            scratch.get() + r * bytes, count, dtype, priority, static_cast<int>(r));
+      (r == 0 ? h->op : h->more.emplace_back()) = std::move(op);
+    }
+    h->then = [scratch, to, me, block, bytes, size] {
+      for (size_t r = 0; r < size; ++r)
+        std::memcpy(to + r * block, scratch.get() + r * bytes + me * block, block);
+    };
+    *out = h.release();
+    return 0;
+  });
+}
+
+// Runs a handle's `then` once, when it is seen done.
+void settle(caravan_handle_s& h) {
+  if (!h.then) return;
+  h.then();
+  h.then = nullptr;
+}
+
 // The blocking calls: their asynchronous form, then caravan_wait.
 template <class StartAsync>
 int wait_for(StartAsync&& start_async) {
@@ -196,6 +259,18 @@ int caravan_allgather(const char* name, void* data, size_t count, caravan_dtype 
   });
 }
 
+int caravan_alltoall_async(const char* name, const void* send, void* recv, size_t count,
+                           caravan_dtype dtype, int priority, caravan_handle* out) {
+  return start_alltoall(name, send, recv, count, dtype, priority, out);
+}
+
+int caravan_alltoall(const char* name, const void* send, void* recv, size_t count,
+                     caravan_dtype dtype, int priority) {
+  return wait_for([&](caravan_handle* h) {
+    return caravan_alltoall_async(name, send, recv, count, dtype, priority, h);
+  });
+}
+
 int caravan_declare_tensor(const char* name, const char* const* keys, const char* const* values,
                            size_t num_params) {
   return guarded([&]() -> int {
@@ -229,7 +304,10 @@ int caravan_poll(caravan_handle h) {
         h->device ? s->device_stager("").poll(*h->op, &error) : s->worker->poll(*h->op, &error);
     for (size_t i = 0; i < h->more.size() && rc == 1; ++i)
       rc = s->worker->poll(*h->more[i], &error);
-    if (rc == 1) count(*s, *h);
+    if (rc == 1) {
+      settle(*h);
+      count(*s, *h);
+    }
     return rc < 0 ? fail(rc, error) : rc;
   });
 }
@@ -252,7 +330,10 @@ int caravan_wait(caravan_handle h) {
         error = why;
       }
     }
-    if (rc == 0) count(*s, *owned);
+    if (rc == 0) {
+      settle(*owned);
+      count(*s, *owned);
+    }
     return rc < 0 ? fail(rc, error) : 0;
   });
 }

@@ -121,8 +121,16 @@ class RelayKind final : public KeyKind {
     const int rank = q.checked.rank;
     const int root = q.checked.root;
     Round& r = k.round;
+    if (k.dtype < 0) direct_ = q.checked.direct;  // the key's first push
     std::string wrong;
-    if (k.dtype >= 0 && h.dtype != k.dtype)
+    if (q.checked.direct != direct_)
+      wrong = "worker " + std::to_string(rank) + " asks for key " + std::to_string(key) + " as " +
+              relay_name(q.checked.direct) + ", earlier requests as " + relay_name(direct_);
+    else if (direct_ && rank != root && !r.empty() && receiver_of(r, root) >= 0)
+      wrong = "key " + std::to_string(key) + " goes from worker " + std::to_string(root) +
+              " to one worker, but workers " + std::to_string(receiver_of(r, root)) + " and " +
+              std::to_string(rank) + " both ask for it";
+    else if (k.dtype >= 0 && h.dtype != k.dtype)
       wrong = "worker " + std::to_string(rank) + " broadcasts key " + std::to_string(key) + " as " +
               dtype_name(h.dtype) + ", earlier requests as " + dtype_name(k.dtype);
     else if (rank == root && k.bytes != 0 && req.vals.len != k.bytes)
@@ -146,7 +154,7 @@ class RelayKind final : public KeyKind {
       r.values = req.vals;  // kept, not copied, until the last answer is sent
     }
     r.join(rank, Waiter{h, {}});
-    if (!r.complete()) return;
+    if (direct_ ? r.waiting().size() < 2 : !r.complete()) return;
 
     Round done = r.roll_over();
     for (const Waiter& w : done.waiting())
@@ -154,7 +162,18 @@ class RelayKind final : public KeyKind {
   }
 
  private:
+  static const char* relay_name(bool direct) {
+    return direct ? "a relay to one worker (all-to-all)" : "a broadcast";
+  }
+  // The rank of the worker other than `root` waiting in `r`, or -1.
+  static int receiver_of(const Round& r, int root) {
+    for (const Waiter& w : r.waiting())
+      if (w.head.sender != worker_id(root)) return (w.head.sender - worker_id(0)) / 2;
+    return -1;
+  }
+
   KeyContext ctx_;
+  bool direct_ = false;  // fixed by the key's first push
 };
 
 class CompressedKind final : public KeyKind {

@@ -4,6 +4,8 @@
 //     each round, kept without copying), and every worker gets the sum;
 //   - relay (a broadcast): the root's values are kept until every worker
 //     has asked, then the others get them and the root an empty answer;
+//     a direct relay (an all-to-all's block) waits for the root and one
+//     other worker only;
 //   - compressed (byteps_compressor_type): each push decompressed into the
 //     round's sum, the sum compressed once for every worker;
 //   - async (BYTEPS_ENABLE_ASYNC): each push added into the key's running

@@ -75,6 +75,10 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
            " value bytes is not a whole number of elements";
     return false;
   }
+  if ((h.flags & wire::kDirect) && !(h.flags & wire::kBroadcast)) {
+    *why = "a relay to one worker (an all-to-all's block) without the broadcast flag";
+    return false;
+  }
   if (h.flags & wire::kBroadcast) {
     if (h.cmd < 0 || h.cmd >= num_workers) {
       *why = "broadcast from rank " + std::to_string(h.cmd) + " in a job of " +
@@ -92,6 +96,7 @@ bool parse_push_pull_request(const KVMessage& req, int num_workers, PushPullRequ
       return false;
     }
     out->root = h.cmd;
+    out->direct = (h.flags & wire::kDirect) != 0;
   }
   out->rank = rank;
   // The van ABI promises no alignment: a van may hand over segments packed

@@ -16,8 +16,9 @@ struct PushPullRequest {
   int rank = -1;  // the worker's rank
   uint64_t key = 0;
   size_t element_bytes = 0;
-  size_t count = 0;  // elements
-  int root = -1;     // a broadcast's root rank; -1 for a push_pull
+  size_t count = 0;     // elements
+  int root = -1;        // a broadcast's root rank; -1 for a push_pull
+  bool direct = false;  // a broadcast relayed to one worker only (wire::kDirect)
   // A compressed push (wire::kCompressed): the compression parameters as
   // the worker sent them (CompressionSpec::text()); count is the
   // partition's elements, from the same text.

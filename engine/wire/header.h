@@ -83,6 +83,10 @@ enum Flags : uint32_t {
   // ending it (caravan_suspend). Servers and the scheduler stay up and
   // wait for the workers to resume with new counts.
   kSuspend = 1u << 11,
+  // With kBroadcast: relayed to one worker only (a block of an all-to-all).
+  // The round is the root's request and one other worker's; that one gets
+  // the root's values, and the root no values.
+  kDirect = 1u << 12,
 };
 
 struct Header {

@@ -127,8 +127,21 @@ Operation& operation_of(Worker::Op& op) {
 std::shared_ptr<Worker::Op> DistributedWorker::submit(const std::string& name, void* data,
                                                       size_t count, int dtype, int priority,
                                                       int root) {
+  return explained([&] { return client_->submit(name, data, count, dtype, priority, root); });
+}
+
+std::shared_ptr<Worker::Op> DistributedWorker::submit_alltoall(const std::string& name,
+                                                               const void* send, void* recv,
+                                                               size_t count, int dtype,
+                                                               int priority) {
+  return explained(
+      [&] { return client_->submit_alltoall(name, send, recv, count, dtype, priority); });
+}
+
+std::shared_ptr<Worker::Op> DistributedWorker::explained(
+    const std::function<std::shared_ptr<Operation>()>& start) const {
   try {
-    return client_->submit(name, data, count, dtype, priority, root);
+    return start();
   } catch (const Error& e) {
     std::string why = e.what();
     int rc = explain_failure(e.code(), &why);

@@ -40,6 +40,8 @@ class DistributedWorker final : public Worker {
   // Its handles are the client's Operations.
   std::shared_ptr<Op> submit(const std::string& name, void* data, size_t count, int dtype,
                              int priority, int root) override;
+  std::shared_ptr<Op> submit_alltoall(const std::string& name, const void* send, void* recv,
+                                      size_t count, int dtype, int priority) override;
   std::optional<Pipelined> submit_pipelined(const std::string& name, void* data, size_t count,
                                             int dtype, int priority, int root,
                                             std::function<void(size_t index)> stored) override;
@@ -64,6 +66,9 @@ class DistributedWorker final : public Worker {
   int explain_failure(int rc, std::string* error) const;
 
  private:
+  // Starts an operation; a failure up front explained (explain_failure).
+  std::shared_ptr<Op> explained(const std::function<std::shared_ptr<Operation>()>& start) const;
+
   int op_timeout_s_;
   bool elastic_;
   int size_;

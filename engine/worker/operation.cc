@@ -10,9 +10,10 @@ namespace caravan {
 using Then = PartitionFlight::Then;
 
 Operation::Operation(TensorPlan& plan, char* data, int root, int my_rank, int priority,
-                     uint64_t round)
+                     uint64_t round, char* out)
     : plan_(plan),
       data_(data),
+      out_(out),
       root_(root),
       my_rank_(my_rank),
       priority_(priority),
@@ -22,11 +23,17 @@ Operation::Operation(TensorPlan& plan, char* data, int root, int my_rank, int pr
       counted_(plan.partitions.size(), false),
       open_(plan.partitions.size()) {}
 
+char* Operation::at(size_t index) const {
+  // An all-to-all worker sends a block or gets one, never both.
+  return (out_ && gets_values(index) ? out_ : data_) + plan_.partitions[index].offset;
+}
+
 int Operation::source_of(size_t index) const {
   switch (plan_.kind) {
     case OpKind::kBroadcast:
       return root_;
     case OpKind::kAllgather:
+    case OpKind::kAlltoall:
       return plan_.partitions[index].owner;
     default:
       return kSum;
@@ -37,6 +44,7 @@ bool Operation::sends_values(size_t index) const {
   switch (plan_.kind) {
     case OpKind::kBroadcast:
     case OpKind::kAllgather:
+    case OpKind::kAlltoall:
       return source_of(index) == my_rank_;
     default:
       return true;
@@ -47,6 +55,7 @@ bool Operation::gets_values(size_t index) const {
   switch (plan_.kind) {
     case OpKind::kBroadcast:
     case OpKind::kAllgather:
+    case OpKind::kAlltoall:
       return source_of(index) != my_rank_;
     case OpKind::kReduceScatter:
       return plan_.partitions[index].owner == my_rank_;

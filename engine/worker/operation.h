@@ -1,9 +1,8 @@
-// One push_pull (broadcast, reduce-scatter, allgather) in progress: which tensor, the caller's
-// buffer, and the flight of each of its partitions (partition_flight.h).
-// Its state is private and guarded by one mutex, never held while the
-// engine calls out (the van, a handler, an observer). The caller's thread
-// polls or waits; the receiving thread and the sending threads report
-// each partition's events.
+// One push_pull (broadcast, reduce-scatter, allgather, all-to-all) in progress: which tensor, the
+// caller's buffer, and the flight of each of its partitions (partition_flight.h). Its state is
+// private and guarded by one mutex, never held while the engine calls out (the van, a handler, an
+// observer). The caller's thread polls or waits; the receiving thread and the sending threads
+// report each partition's events.
 #pragma once
 
 #include <chrono>
@@ -25,12 +24,17 @@ namespace caravan {
 class Operation final : public Worker::Op {
  public:
   using Clock = std::chrono::steady_clock;
-  Operation(TensorPlan& plan, char* data, int root, int my_rank, int priority, uint64_t round);
+  // `out`: where an all-to-all's received blocks go (its sent ones are read
+  // from `data`); null for every other kind, whose results land in `data`.
+  Operation(TensorPlan& plan, char* data, int root, int my_rank, int priority, uint64_t round,
+            char* out = nullptr);
 
   TensorPlan& tensor() const { return plan_; }
   const Partition& partition(size_t index) const { return plan_.partitions[index]; }
   size_t partitions() const { return flights_.size(); }
   char* data() const { return data_; }
+  // Where partition `index`'s values are read from or its answer goes.
+  char* at(size_t index) const;
   int root() const { return root_; }  // as Worker::submit took it
   OpKind kind() const { return plan_.kind; }
   // Whether this worker sends partition `index`'s values, and gets values
@@ -38,11 +42,13 @@ class Operation final : public Worker::Op {
   // gets none back; the others send none and get the root's. An
   // allgather is a broadcast of each partition from the rank whose shard
   // holds it; a reduce-scatter, a push_pull of each partition whose sum
-  // only that rank gets back.
+  // only that rank gets back; an all-to-all, a broadcast of each block from
+  // its owner to its target alone.
   bool sends_values(size_t index) const;
   bool gets_values(size_t index) const;
   // The rank whose values partition `index` relays (a broadcast's root, or
-  // the owner of an allgather's shard); kSum where it is summed.
+  // the owner of an allgather's shard or an all-to-all's block); kSum where
+  // it is summed.
   int source_of(size_t index) const;
   const char* what() const { return kind_name(plan_.kind); }
   int priority() const { return priority_; }
@@ -106,6 +112,7 @@ class Operation final : public Worker::Op {
  private:
   TensorPlan& plan_;
   char* const data_;
+  char* const out_;
   const int root_;
   const int my_rank_;
   const int priority_;

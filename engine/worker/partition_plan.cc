@@ -1,6 +1,7 @@
 #include "engine/worker/partition_plan.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace caravan {
 
@@ -96,6 +97,32 @@ std::vector<Partition> plan_shards(const std::string& name, size_t total_bytes,
       p.offset += static_cast<size_t>(r) * shard_bytes;
       p.owner = r;
       out.push_back(p);
+    }
+  }
+  return out;
+}
+
+std::vector<Partition> plan_blocks(const std::string& name, size_t total_bytes,
+                                   size_t element_bytes, size_t partition_bytes, int num_servers,
+                                   const std::vector<double>& shares, int num_blocks, int me,
+                                   const std::vector<int>& homes) {
+  const size_t block_bytes = total_bytes / static_cast<size_t>(num_blocks);
+  const std::vector<double> even;
+  std::vector<Partition> out;
+  for (int p = 0; p < num_blocks; ++p) {
+    if (p == me) continue;
+    for (auto [from, to] : {std::pair{me, p}, std::pair{p, me}}) {
+      const int home = homes.empty() ? -1 : homes[static_cast<size_t>(to)];
+      std::vector<Partition> block = plan_partitions(
+          name + "@" + std::to_string(from) + ">" + std::to_string(to), block_bytes, element_bytes,
+          partition_bytes, home >= 0 ? 1 : num_servers, home >= 0 ? even : shares);
+      for (Partition& part : block) {
+        if (home >= 0) part.server = home;
+        part.offset += static_cast<size_t>(p) * block_bytes;
+        part.owner = from;
+        part.target = to;
+        out.push_back(part);
+      }
     }
   }
   return out;

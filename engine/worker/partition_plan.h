@@ -15,7 +15,10 @@ struct Partition {
   int server = 0;     // server rank
   size_t offset = 0;  // bytes from the tensor's start
   size_t bytes = 0;
-  int owner = -1;  // a reduce-scatter's or allgather's: the worker rank whose shard it is in
+  // A reduce-scatter's or allgather's: the worker rank whose shard it is
+  // in; an all-to-all's: the rank that sends it.
+  int owner = -1;
+  int target = -1;  // an all-to-all's: the rank it goes to
 };
 
 // Tensors at least this large are cut into a multiple of the server count,
@@ -61,6 +64,20 @@ std::vector<Partition> plan_partitions(const std::string& name, size_t total_byt
 std::vector<Partition> plan_shards(const std::string& name, size_t total_bytes,
                                    size_t element_bytes, size_t partition_bytes, int num_servers,
                                    const std::vector<double>& shares, int num_shards,
+                                   const std::vector<int>& homes);
+
+// An all-to-all's tensor as worker `me` sees it: `num_blocks` equal
+// blocks, block b of a worker's tensor bound for worker b. Only the blocks
+// `me` sends or gets are planned (none of its own, which never leaves it):
+// for each other rank p, the block me -> p (owner me, target p) and the
+// block p -> me (owner p, target me), both at block p's offset, of the
+// send and the receive buffer. Block s -> t is cut as plan_partitions cuts
+// a tensor named "<name>@<s>><t>", so both ends compute its keys. Where
+// `homes[t]` is a server rank (a server on t's host), the block lies on
+// it whole: it crosses the network once, as a direct send would.
+std::vector<Partition> plan_blocks(const std::string& name, size_t total_bytes,
+                                   size_t element_bytes, size_t partition_bytes, int num_servers,
+                                   const std::vector<double>& shares, int num_blocks, int me,
                                    const std::vector<int>& homes);
 
 // 64-bit FNV-1a followed by a finaliser: stable across builds and hosts.

@@ -36,13 +36,13 @@ class ValuesPayload : public Payload {
  public:
   void fill(const Operation& op, size_t index, KVMessage& push) override {
     const Partition& part = op.partition(index);
-    if (op.sends_values(index)) push.vals = Blob{op.data() + part.offset, part.bytes, nullptr};
+    if (op.sends_values(index)) push.vals = Blob{op.at(index), part.bytes, nullptr};
   }
 
   void store(const Operation& op, size_t index, const KVMessage& answer) override {
     if (!op.gets_values(index)) return;  // e.g. a broadcast's root keeps its own values
     const Partition& part = op.partition(index);
-    char* to = op.data() + part.offset;
+    char* to = op.at(index);
     if (answer.vals.data == to) {
       metrics::registry().in_place_bytes.add(part.bytes);  // the van was lent the place
       return;
@@ -81,7 +81,7 @@ class SlotPayload final : public ValuesPayload {
     const ipc::Slot* slot = slot_of(index);
     if (!slot) return ValuesPayload::fill(op, index, push);
     const Partition& part = op.partition(index);
-    std::memcpy(slot->data, op.data() + part.offset, part.bytes);
+    std::memcpy(slot->data, op.at(index), part.bytes);
     auto where = std::make_shared<std::vector<uint8_t>>(ipc::encode_descriptor(slot->where));
     push.vals = Blob{where->data(), where->size(), where};
     push.head.flags |= wire::kShm;
@@ -111,7 +111,7 @@ class SlotPayload final : public ValuesPayload {
     const ipc::Slot* slot = slot_of(index);
     if (!slot) return ValuesPayload::store(op, index, answer);
     const Partition& part = op.partition(index);
-    std::memcpy(op.data() + part.offset, slot->data, part.bytes);
+    std::memcpy(op.at(index), slot->data, part.bytes);
   }
 
   const char* route(size_t index) const override {
@@ -154,8 +154,8 @@ class CompressedPayload final : public Payload {
   void fill(const Operation& op, size_t index, KVMessage& push) override {
     const Partition& part = op.partition(index);
     std::vector<char>& out = buffers_[index];
-    size_t len = codecs_[index]->compress(op.data() + part.offset, out.data(),
-                                          round_seed(seed_, part.key, op.round()));
+    size_t len =
+        codecs_[index]->compress(op.at(index), out.data(), round_seed(seed_, part.key, op.round()));
     push.vals = Blob{out.data(), len, nullptr};
     push.lens = Blob{params_[index].data(), params_[index].size(), nullptr};
     push.head.flags |= wire::kCompressed;
@@ -173,7 +173,7 @@ class CompressedPayload final : public Payload {
 
   void store(const Operation& op, size_t index, const KVMessage& answer) override {
     const Partition& part = op.partition(index);
-    codecs_[index]->decompress_sum(answer.vals.data, answer.vals.len, op.data() + part.offset,
+    codecs_[index]->decompress_sum(answer.vals.data, answer.vals.len, op.at(index),
                                    round_seed(seed_, part.key, op.round()));
   }
 

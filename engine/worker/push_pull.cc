@@ -1,6 +1,7 @@
 #include "engine/worker/push_pull.h"
 
 #include <chrono>
+#include <cstring>
 #include <optional>
 
 #include "engine/base/dtype.h"
@@ -85,6 +86,9 @@ std::unique_ptr<TensorPlan> PushPullClient::plan(const std::string& name, size_t
   if (kind == OpKind::kReduceScatter || kind == OpKind::kAllgather)
     plan->partitions = plan_shards(name, bytes, dtype_size(dtype), partition_bytes_, num_servers,
                                    shares_, num_workers_, homes_);
+  else if (kind == OpKind::kAlltoall)
+    plan->partitions = plan_blocks(name, bytes, dtype_size(dtype), partition_bytes_, num_servers,
+                                   shares_, num_workers_, rank_, homes_);
   else
     plan->partitions = plan_partitions(name, bytes, dtype_size(dtype),
                                        compressed ? compressed_partition_bytes_ : partition_bytes_,
@@ -125,27 +129,48 @@ std::shared_ptr<Operation> PushPullClient::submit(const std::string& name, void*
       std::make_shared<Operation>(plan, static_cast<char*>(data), root, rank_, priority, round);
   op->on_done = std::move(on_done);
   op->stored = std::move(stored);
+  launch(op, staged);
+  return op;
+}
+
+std::shared_ptr<Operation> PushPullClient::submit_alltoall(const std::string& name,
+                                                           const void* send, void* recv,
+                                                           size_t count, int dtype, int priority) {
+  uint64_t round = 0;
+  TensorPlan& plan = tensors_.start(name, count, dtype, OpKind::kAlltoall, &round);
+  // Sent blocks are only ever read from `send`.
+  char* from = const_cast<char*>(static_cast<const char*>(send));
+  char* to = static_cast<char*>(recv);
+  auto op = std::make_shared<Operation>(plan, from, kExchangeBlocks, rank_, priority, round, to);
+  const size_t block = count / static_cast<size_t>(num_workers_) * dtype_size(dtype);
+  const size_t mine = static_cast<size_t>(rank_) * block;
+  std::memcpy(to + mine, from + mine, block);
+  launch(op, false);
+  return op;
+}
+
+void PushPullClient::launch(const std::shared_ptr<Operation>& op, bool staged) {
   for (OperationObserver* o : observers_) o->submitted(*op);
   // Outside every lock: placing in shared memory may wait for a server's
   // answer, which the receiving thread delivers.
   try {
-    plan.payload->prepare();
+    op->tensor().payload->prepare();
   } catch (...) {
     withdraw(*op);
     throw;
   }
-  if (staged) return op;
-  // An allgather's requests for the others' shards go before this worker's
-  // own values: a server answers a partition once every worker asked for
-  // it, and requests queued behind a shard's upload on the same connection
-  // held every download until every upload was over (0.72 of the links'
-  // bound with dedicated servers, bench/cluster/run.sh --workloads ag64M).
-  const bool requests_first = op->kind() == OpKind::kAllgather;
+  if (staged) return;
+  // An allgather's and an all-to-all's requests for the others' values go
+  // before this worker's own: a server answers a partition once every
+  // worker that takes part asked for it, and requests queued behind a
+  // shard's upload on the same connection held every download until every
+  // upload was over (0.72 of the links' bound with dedicated servers,
+  // bench/cluster/run.sh --workloads ag64M).
+  const bool requests_first = op->kind() == OpKind::kAllgather || op->kind() == OpKind::kAlltoall;
   for (int pass = requests_first ? 0 : 1; pass < 2; ++pass)
     for (size_t i = 0; i < op->partitions(); ++i)
       if (!requests_first || op->sends_values(i) == (pass == 1)) queue(op, i);
   pump();
-  return op;
 }
 
 void PushPullClient::release(const std::shared_ptr<Operation>& op, size_t index) {
@@ -189,7 +214,7 @@ void PushPullClient::send(const std::shared_ptr<Operation>& op, size_t index) {
   const bool pull = op->gets_values(index) || op->kind() != OpKind::kReduceScatter;
   msg.head.flags = wire::kPush | (pull ? wire::kPull : 0u) | (sample ? wire::kSample : 0u);
   if (int source = op->source_of(index); source != kSum) {
-    msg.head.flags |= wire::kBroadcast;
+    msg.head.flags |= wire::kBroadcast | (op->kind() == OpKind::kAlltoall ? wire::kDirect : 0u);
     msg.head.cmd = source;
   }
   msg.head.priority = op->priority();
@@ -204,14 +229,14 @@ void PushPullClient::send(const std::shared_ptr<Operation>& op, size_t index) {
                   << op->partitions() << " (key " << part.key << ", " << part.bytes
                   << " B, priority " << op->priority() << ") to " << server.name << " "
                   << plan.payload->route(index);
-  CARAVAN_SAMPLE_LOG(sample) << "sample '" << plan.name << "' partition " << index << " push: "
-                             << sample_values(op->data() + part.offset, part.bytes, plan.dtype);
+  CARAVAN_SAMPLE_LOG(sample) << "sample '" << plan.name << "' partition " << index
+                             << " push: " << sample_values(op->at(index), part.bytes, plan.dtype);
   // A large answer lands in the tensor itself where the van can put it
   // there, saving a copy; a small one costs less to copy than to arrange.
   bool lent = false;
   if (plan.payload->lendable(*op, index)) {
     try {
-      lent = kv_.lend_values(part.key, op->data() + part.offset, part.bytes);
+      lent = kv_.lend_values(part.key, op->at(index), part.bytes);
     } catch (const Error& e) {
       return end_unsent(*op, index, e.code(), e.what());
     }
@@ -274,7 +299,7 @@ void PushPullClient::store(Operation& op, size_t index, const KVMessage& r) {
   const Partition& part = op.partition(index);
   // The lend is settled here: used, or (the answer landed elsewhere, or
   // none was made) taken back, so nothing lands in the tensor later.
-  if (op.settle_lend(index) && r.vals.data != op.data() + part.offset) kv_.unlend_values(part.key);
+  if (op.settle_lend(index) && r.vals.data != op.at(index)) kv_.unlend_values(part.key);
   try {
     payload.store(op, index, r);
   } catch (const Error& e) {
@@ -282,7 +307,7 @@ void PushPullClient::store(Operation& op, size_t index, const KVMessage& r) {
   }
   CARAVAN_SAMPLE_LOG(r.head.flags & wire::kSample)
       << "sample '" << op.tensor().name << "' partition " << index
-      << " pull: " << sample_values(op.data() + part.offset, part.bytes, op.tensor().dtype);
+      << " pull: " << sample_values(op.at(index), part.bytes, op.tensor().dtype);
   if (op.stored) op.stored(index);
   for (OperationObserver* o : observers_) o->stored(op, index);
   finish(op, index);

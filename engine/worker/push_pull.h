@@ -7,7 +7,8 @@
 // reduce-scatter and an allgather cut the tensor into one shard a worker
 // (plan_shards); each partition of a reduce-scatter is summed as a
 // push_pull's but only its shard's worker gets the sum back, and each of an
-// allgather is broadcast from its shard's worker.
+// allgather is broadcast from its shard's worker. An all-to-all's blocks
+// are each relayed from their sender to their one receiver (plan_blocks).
 //
 // A partition's life is its PartitionFlight (partition_flight.h), kept by
 // its Operation (operation.h); the timeline and the metrics watch the
@@ -67,6 +68,11 @@ class PushPullClient {
                                     int priority, int root, std::function<void()> on_done = {},
                                     bool staged = false,
                                     std::function<void(size_t index)> stored = {});
+  // An all-to-all (Worker::submit_alltoall) in a job of several workers;
+  // `count` a multiple of the workers, the buffers apart (all checked by
+  // the caller).
+  std::shared_ptr<Operation> submit_alltoall(const std::string& name, const void* send, void* recv,
+                                             size_t count, int dtype, int priority);
   // Sends partition `index` of a staged operation.
   void release(const std::shared_ptr<Operation>& op, size_t index);
   // For a staged operation that the timeline traces: events of the
@@ -89,6 +95,9 @@ class PushPullClient {
   // A tensor's plan at its first use (TensorTable::Planner).
   std::unique_ptr<TensorPlan> plan(const std::string& name, size_t count, int dtype, OpKind kind,
                                    const CompressionSpec* spec);
+  // Prepares a submitted operation's payload and, unless `staged`, queues
+  // its partitions.
+  void launch(const std::shared_ptr<Operation>& op, bool staged);
   void queue(const std::shared_ptr<Operation>& op, size_t index);
   // Runs every send the queue lets go now, on the calling thread.
   void pump();

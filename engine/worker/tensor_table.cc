@@ -20,6 +20,8 @@ const char* kind_name(OpKind kind) {
       return "reduce_scatter";
     case OpKind::kAllgather:
       return "allgather";
+    case OpKind::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }

@@ -26,16 +26,21 @@ class DeviceMemory;
 constexpr int kSum = -1;           // push_pull: every worker gets the sum
 constexpr int kSumShards = -2;     // every worker gets its own shard of the sum
 constexpr int kGatherShards = -3;  // every worker gives its shard and gets the others'
+// An all-to-all (submit_alltoall): block b of what a worker sends goes to
+// worker b alone, relayed by a server.
+constexpr int kExchangeBlocks = -4;
 
 // What a `root` asks for; a tensor name is used for one kind only.
-enum class OpKind { kPushPull, kBroadcast, kReduceScatter, kAllgather };
+enum class OpKind { kPushPull, kBroadcast, kReduceScatter, kAllgather, kAlltoall };
 inline OpKind kind_of(int root) {
-  return root >= 0               ? OpKind::kBroadcast
-         : root == kSumShards    ? OpKind::kReduceScatter
-         : root == kGatherShards ? OpKind::kAllgather
-                                 : OpKind::kPushPull;
+  return root >= 0                 ? OpKind::kBroadcast
+         : root == kSumShards      ? OpKind::kReduceScatter
+         : root == kGatherShards   ? OpKind::kAllgather
+         : root == kExchangeBlocks ? OpKind::kAlltoall
+                                   : OpKind::kPushPull;
 }
-// "push_pull", "broadcast", "reduce_scatter", "allgather": the C API's words.
+// "push_pull", "broadcast", "reduce_scatter", "allgather", "alltoall": the
+// C API's words.
 const char* kind_name(OpKind kind);
 
 class Worker {
@@ -122,9 +127,18 @@ class Worker {
   // worker, where the sum is the data itself): device memory needs no
   // staging then.
   virtual bool moves_values() const { return true; }
-  // Whether submit() takes kSumShards and kGatherShards; where not, the C
-  // API makes them of a push_pull of the whole tensor.
+  // Whether submit() takes kSumShards and kGatherShards, and
+  // submit_alltoall() works; where not, the C API makes them of a push_pull
+  // of the whole tensor and of broadcasts.
   virtual bool shards() const { return false; }
+  // An all-to-all of size() equal blocks (count a multiple of size(),
+  // checked by the caller): block b of `send` goes to worker b, and block r
+  // of `recv` comes from worker r, this worker's own copied across; the two
+  // do not overlap (checked by the caller). nullptr where !shards().
+  virtual std::shared_ptr<Op> submit_alltoall(const std::string& name, const void* send, void* recv,
+                                              size_t count, int dtype, int priority) {
+    return nullptr;
+  }
 
   virtual int rank() const = 0;
   virtual int size() const = 0;

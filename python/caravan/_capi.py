@@ -62,6 +62,8 @@ _SIGNATURES = {
     "caravan_suspend": ([], 5),
     "caravan_resume": ([_c_int, _c_int, _c_int], 5),
     "caravan_rejoin": ([], 6),
+    "caravan_alltoall": ([_c_str, _c_ptr, _c_ptr, _c_size, _c_int, _c_int], 7),
+    "caravan_alltoall_async": ([_c_str, _c_ptr, _c_ptr, _c_size, _c_int, _c_int, _c_handle_p], 7),
 }
 
 

@@ -89,6 +89,12 @@ TEST(JobTest, ShardedMisuseReturnsErrorsAndTheJobCarriesOn) {
   EXPECT_NE(r.output.find("'summed.then.gathered' was first used for push_pull, now for allgather"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("alltoall of tensor 'a2a.overlap': send and recv overlap"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("'summed.then.gathered' was first used for push_pull, now for alltoall"),
+            std::string::npos)
+      << r.output;
 }
 
 // Asynchronous training's servers relay broadcasts too (BytePS starts an

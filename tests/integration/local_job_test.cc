@@ -256,8 +256,9 @@ TEST(LocalBroadcast, EveryLocalRankOfEveryMachineGetsTheRootsBytes) {
 }
 
 // Machines of several worker processes reduce-scatter as a push_pull of the
-// whole tensor and allgather as a broadcast of each shard (caravan.h): the
-// same results, every shard's bytes exact.
+// whole tensor, allgather as a broadcast of each shard and all-to-all as a
+// broadcast of each worker's tensor (caravan.h): the same results, every
+// shard's and block's bytes exact.
 TEST(LocalSharded, EveryLocalRankGetsItsShardSummedAndEveryShardGathered) {
   ServerSide job(2, 1);
   std::vector<std::unique_ptr<RunningProcess>> workers;
@@ -272,7 +273,7 @@ TEST(LocalSharded, EveryLocalRankGetsItsShardSummedAndEveryShardGathered) {
   for (size_t i = 0; i < workers.size(); ++i)
     expect_success_saying(workers[i]->wait(90),
                           {"worker " + std::to_string(i) + " of 4: 2 rounds of " +
-                           "32 reduce_scatters and allgathers, every value right"});
+                           "32 reduce_scatters, allgathers and alltoalls, every value right"});
   job.expect_clean_exit(30);
 }
 

@@ -1,15 +1,25 @@
-// Reduce-scatter and allgather through the servers (C API 1.4): how their
-// tensors are cut into shards and placed (plan_shards, home_servers), and
-// the data path in one process (tests/support/in_process_job.h): the sums
-// and shards each worker ends with, and what each worker gets back.
+// Reduce-scatter and allgather through the servers (C API 1.4) and
+// all-to-all (1.7): how their tensors are cut into shards or blocks and
+// placed (plan_shards, plan_blocks, home_servers), and the data path in one
+// process (tests/support/in_process_job.h): the sums, shards and blocks
+// each worker ends with, and what each worker gets back.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "caravan/caravan.h"
 #include "engine/base/error.h"
 #include "engine/control/node_info.h"
+#include "engine/server/push_pull_request.h"
+#include "engine/wire/header.h"
 #include "engine/worker/distributed_worker.h"
 #include "engine/worker/partition_plan.h"
 #include "tests/support/in_process_job.h"
@@ -75,6 +85,59 @@ TEST(ShardPlan, KeysDifferFromAPushPullsOfTheSameName) {
   auto whole = plan_partitions("grad", 2 * 4096, 4, 8192, 1);
   for (const Partition& s : shards)
     for (const Partition& w : whole) EXPECT_NE(s.key, w.key);
+}
+
+TEST(BlockPlan, AWorkerPlansTheBlocksItSendsAndGetsAtTheirPeersOffsets) {
+  const size_t block = 40000;  // bytes, 10000 floats
+  for (int me = 0; me < 3; ++me) {
+    auto parts = plan_blocks("x", 3 * block, 4, 8192, 2, {}, 3, me, {});
+    std::vector<size_t> sent(3, 0), got(3, 0);
+    for (const Partition& p : parts) {
+      ASSERT_TRUE((p.owner == me) != (p.target == me)) << "one end is this worker";
+      const int peer = p.owner == me ? p.target : p.owner;
+      EXPECT_NE(peer, me);
+      // Within the peer's block, of the send or the receive buffer.
+      EXPECT_EQ(p.offset / block, static_cast<size_t>(peer));
+      EXPECT_EQ((p.offset + p.bytes - 1) / block, static_cast<size_t>(peer));
+      (p.owner == me ? sent : got)[static_cast<size_t>(peer)] += p.bytes;
+    }
+    for (int peer = 0; peer < 3; ++peer) {
+      const size_t want = peer == me ? 0 : block;
+      EXPECT_EQ(sent[static_cast<size_t>(peer)], want) << me << " -> " << peer;
+      EXPECT_EQ(got[static_cast<size_t>(peer)], want) << peer << " -> " << me;
+    }
+  }
+  // Both ends of a block compute its keys alike, and one block's keys are
+  // no other's.
+  auto of_0 = plan_blocks("x", 3 * block, 4, 8192, 2, {}, 3, 0, {});
+  auto of_2 = plan_blocks("x", 3 * block, 4, 8192, 2, {}, 3, 2, {});
+  std::vector<uint64_t> zero_to_two, at_two;
+  for (const Partition& p : of_0)
+    if (p.owner == 0 && p.target == 2) zero_to_two.push_back(p.key);
+  for (const Partition& p : of_2)
+    if (p.owner == 0 && p.target == 2) at_two.push_back(p.key);
+  EXPECT_FALSE(zero_to_two.empty());
+  EXPECT_EQ(zero_to_two, at_two);
+  for (const Partition& p : of_0) {
+    if (p.owner == 0 && p.target == 2) continue;
+    for (uint64_t k : zero_to_two) EXPECT_NE(p.key, k);
+  }
+}
+
+TEST(BlockPlan, ABlockLiesWholeOnItsReceiversHomeServer) {
+  auto parts = plan_blocks("x", 3 * 40000, 4, 8192, 2, {}, 3, 0, {1, 0, -1});
+  std::vector<int> to_two(2, 0);
+  for (const Partition& p : parts) {
+    if (p.target == 0) {
+      EXPECT_EQ(p.server, 1) << "worker 0's home";
+    }
+    if (p.target == 1) {
+      EXPECT_EQ(p.server, 0) << "worker 1's home";
+    }
+    if (p.target == 2) ++to_two[static_cast<size_t>(p.server)];
+  }
+  EXPECT_GT(to_two[0], 0) << "a block for a worker without a home spreads";
+  EXPECT_GT(to_two[1], 0) << "a block for a worker without a home spreads";
 }
 
 NodeInfo node(Role role, int rank, const std::string& host) {
@@ -146,6 +209,38 @@ TEST_P(Sharded, AllgatherGivesEveryWorkerEveryShard) {
   }
 }
 
+TEST_P(Sharded, AlltoallGivesEachWorkerItsBlockFromEveryOther) {
+  const int workers = 3;
+  const size_t count = 3 * 5000, block = count / workers;
+  InProcessJob job(workers, 2, with(4096), GetParam());
+  for (int round = 0; round < 3; ++round) {
+    // Worker w's element i goes to worker i / block.
+    std::vector<std::vector<float>> send(workers, std::vector<float>(count));
+    std::vector<std::vector<float>> recv(workers, std::vector<float>(count, -1.0f));
+    for (int w = 0; w < workers; ++w)
+      for (size_t i = 0; i < count; ++i) send[w][i] = value(w, i) + static_cast<float>(round);
+    std::vector<std::shared_ptr<Operation>> ops;
+    for (int w = 0; w < workers; ++w)
+      ops.push_back(job.worker(w).submit_alltoall("a2a", send[w].data(), recv[w].data(), count,
+                                                  CARAVAN_FLOAT32, 0));
+    for (int w = 0; w < workers; ++w) {
+      std::string error;
+      ASSERT_EQ(job.worker(w).wait(*ops[static_cast<size_t>(w)], &error), 0) << error;
+    }
+    for (int w = 0; w < workers; ++w)
+      for (size_t i = 0; i < count; ++i) {
+        // Block r of worker w's result: worker r's block for w.
+        const int from = static_cast<int>(i / block);
+        const size_t there = static_cast<size_t>(w) * block + i % block;
+        ASSERT_EQ(recv[w][i], value(from, there) + static_cast<float>(round))
+            << "worker " << w << " element " << i << " round " << round;
+      }
+    for (int w = 0; w < workers; ++w)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(send[w][i], value(w, i) + static_cast<float>(round)) << "send is only read";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Homes, Sharded,
                          ::testing::Values(std::vector<int>{}, std::vector<int>{0, 1, -1}),
                          [](const auto& param_info) {
@@ -166,6 +261,92 @@ TEST(ShardedInProcess, ANameKeepsItsKind) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Requests made by hand: what no PushPullClient sends, a server refuses.
+// The answers outlive it (a refused key's waiters are told later).
+class RawRequests {
+ public:
+  explicit RawRequests(InProcessJob& job) : job_(job) {}
+
+  void ask(int worker, uint64_t key, uint32_t flags, int root) {
+    {
+      std::lock_guard<std::mutex> lock(told_->mu);
+      told_->answers.erase(worker);
+    }
+    auto k = std::make_shared<uint64_t>(key);
+    KVMessage m;
+    m.head.flags = wire::kPush | wire::kPull | flags;
+    m.head.cmd = root;
+    m.head.dtype = CARAVAN_FLOAT32;
+    m.keys = Blob{k.get(), sizeof key, k};
+    job_.worker_kv(worker).request(
+        server_id(0), std::move(m),
+        [told = told_, worker](KVMessage&& r) {
+          std::lock_guard<std::mutex> lock(told->mu);
+          told->answers[worker] = {r.head.status, r.is_error() ? r.error_text() : ""};
+          told->cv.notify_all();
+        },
+        [](caravan_status) {});
+  }
+  // The answer to worker `worker`'s last request: status, error text.
+  std::pair<int, std::string> answer_of(int worker) {
+    std::unique_lock<std::mutex> lock(told_->mu);
+    EXPECT_TRUE(told_->cv.wait_for(lock, std::chrono::seconds(10),
+                                   [&] { return told_->answers.count(worker) > 0; }))
+        << "no answer for worker " << worker;
+    return told_->answers[worker];
+  }
+
+ private:
+  struct Told {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<int, std::pair<int, std::string>> answers;  // by worker
+  };
+  InProcessJob& job_;
+  std::shared_ptr<Told> told_ = std::make_shared<Told>();
+};
+
+TEST(ShardedInProcess, ABlockGoesToOneWorkerOnly) {
+  InProcessJob job(3, 1, with(4096));
+  RawRequests raw(job);
+  // Workers 1 and 2 both ask for a block that worker 0 sends to one worker.
+  raw.ask(1, 77, wire::kBroadcast | wire::kDirect, 0);
+  raw.ask(2, 77, wire::kBroadcast | wire::kDirect, 0);
+  auto [status, text] = raw.answer_of(2);
+  EXPECT_EQ(status, CARAVAN_ERR_MISMATCH);
+  EXPECT_NE(
+      text.find("key 77 goes from worker 0 to one worker, but workers 1 and 2 both ask for it"),
+      std::string::npos)
+      << text;
+  // A key relayed to one worker is no broadcast.
+  raw.ask(1, 78, wire::kBroadcast | wire::kDirect, 0);
+  raw.ask(2, 78, wire::kBroadcast, 0);
+  std::tie(status, text) = raw.answer_of(2);
+  EXPECT_EQ(status, CARAVAN_ERR_MISMATCH);
+  EXPECT_NE(text.find("worker 2 asks for key 78 as a broadcast, earlier requests as a relay to "
+                      "one worker (all-to-all)"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ShardedInProcess, ARelayToOneWorkerIsABroadcastsKind) {
+  KVMessage m;
+  m.head.sender = worker_id(0);
+  m.head.flags = wire::kPush | wire::kPull | wire::kDirect;
+  uint64_t key = 5;
+  m.keys = Blob{&key, sizeof key, nullptr};
+  m.head.dtype = CARAVAN_FLOAT32;
+  PushPullRequest req;
+  std::string why;
+  EXPECT_FALSE(parse_push_pull_request(m, 2, &req, &why));
+  EXPECT_NE(why.find("without the broadcast flag"), std::string::npos) << why;
+  m.head.flags |= wire::kBroadcast;
+  m.head.cmd = 1;
+  ASSERT_TRUE(parse_push_pull_request(m, 2, &req, &why)) << why;
+  EXPECT_TRUE(req.direct);
+  EXPECT_EQ(req.root, 1);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ extern "C" {
 #endif
 
 #define CARAVAN_API_VERSION_MAJOR 1
-#define CARAVAN_API_VERSION_MINOR 6
+#define CARAVAN_API_VERSION_MINOR 7
 
 /* Error codes (negative). */
 enum {
@@ -295,6 +295,28 @@ int caravan_resume(int num_workers, int num_servers, int rank);
  * STATE when the job has not regrouped; otherwise errors as
  * caravan_init(). */
 int caravan_rejoin(void);
+
+/* ---- Since 1.7: all-to-all through the servers ---- */
+
+/* `send` and `recv` each hold caravan_size() equal blocks of
+ * count / caravan_size() elements: block p of `send` goes to worker p, and
+ * block r of `recv` comes from worker r (this worker's own block is copied
+ * across), byte for byte, any dtype. Each block is relayed by one server
+ * to its one receiver, so each worker sends and receives each byte once;
+ * where a server runs on the receiver's host, the block goes to that
+ * server and crosses the network once, as a direct send would. Every
+ * worker calls with the same name, count and dtype; a name is used for one
+ * kind of operation only. `send` is only read; the two buffers must not
+ * overlap. A job whose machines run several worker processes
+ * (BYTEPS_LOCAL_SIZE > 1) makes it of a broadcast of each worker's whole
+ * `send`, with caravan_size() times `send`'s bytes held meanwhile: the same
+ * results, more bytes. Errors as caravan_push_pull(), and
+ * INVALID_ARGUMENT when count is no multiple of the size, `send` is NULL,
+ * or the buffers overlap. */
+int caravan_alltoall_async(const char* name, const void* send, void* recv, size_t count,
+                           caravan_dtype dtype, int priority, caravan_handle* out);
+int caravan_alltoall(const char* name, const void* send, void* recv, size_t count,
+                     caravan_dtype dtype, int priority);
 
 /* A message for an error code: the details of the most recent failure on
  * this thread when it had that code, otherwise a generic text. The string
