@@ -48,6 +48,9 @@ class _Channel:
     def sharded(self, kind, tensor, part):
         return ops.sharded_async_inplace(kind, tensor, self.base + part)
 
+    def alltoall(self, send, recv, part):
+        return ops.alltoall_async_into(send, recv, self.base + part)
+
 
 class PlanHandle(ops.Handle):
     """The handle of a collective made of several operations: poll() and

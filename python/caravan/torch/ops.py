@@ -567,6 +567,35 @@ def sharded_async_inplace(kind, tensor, name, priority=0):
                   dtype, count)
 
 
+def alltoall_async_into(send, recv, name, priority=0):
+    """Starts an all-to-all through the servers (C API 1.7): block p of
+    `send` (size() equal blocks of its bytes) goes to worker p alone, and
+    block r of `recv` (as many bytes) comes from worker r. Both contiguous,
+    apart, in CPU memory (no device form yet); any dtype, as bytes."""
+    what = "alltoall of tensor '%s'" % name
+    _check_tensor(recv, what, name)
+    _require_init(what)
+    if send.is_cuda or recv.is_cuda:
+        raise UnsupportedTensorError("%s: CUDA tensors have no all-to-all through the servers "
+                                     "yet; use broadcast" % what)
+    nbytes = recv.numel() * recv.element_size()
+    if not (send.is_contiguous() and recv.is_contiguous()) or \
+            send.numel() * send.element_size() != nbytes:
+        raise ValueError("%s: send and recv must be contiguous and of the same size in bytes "
+                         "(%d and %d)" % (what, send.numel() * send.element_size(), nbytes))
+    handle = Handle(name, what, recv, recv, None, 1)
+    handle._send = send  # read by the engine until the handle is done
+    if nbytes == 0:
+        handle._done = True
+        return handle
+    handle._c = _capi.start("caravan_alltoall_async", name.encode("utf-8"), send.data_ptr(),
+                            recv.data_ptr(), nbytes, _capi.UINT8, int(priority), what=what,
+                            tensor_name=name)
+    with _session.lock:
+        _session.in_flight.add(handle)
+    return handle
+
+
 def broadcast_async(tensor, root_rank, name=None, priority=0):
     """Starts copying worker `root_rank`'s `tensor` to every worker, into a
     new tensor; returns a handle. Every worker calls it with the same name

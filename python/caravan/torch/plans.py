@@ -14,7 +14,8 @@ thread, a polling driver).
 A channel names the operations of one call: `channel.broadcast(tensor,
 root, part)`, `channel.push_pull(tensor, average, part)` and
 `channel.sharded(kind, tensor, part)` (a reduce-scatter or allgather through
-the servers) start them in place and return their handles; `part` tells the operations of one call
+the servers) start them in place and return their handles, as does
+`channel.alltoall(send, recv, part)` (an all-to-all through the servers); `part` tells the operations of one call
 apart ("/meta", "/from2", ...). A name keeps one element count and dtype
 for the whole job, so a part whose size may change from call to call
 carries its size.
@@ -227,9 +228,11 @@ def alltoall(channel, tensor, splits, what):
     """Horovod's alltoall: rank r sends rows splits[p] (in order along the
     first dimension) to rank p; returns (what this rank received, in rank
     order, and how many rows from each). `splits` None: the first
-    dimension in equal parts. Every rank's rows reach every rank (one
-    broadcast from each), each keeping its own: N times the bytes of a
-    point-to-point exchange."""
+    dimension in equal parts. Every rank's splits first (one push_pull);
+    then, in host memory, one all-to-all through the servers of blocks as
+    large as the largest split (each rank's rows for p reach p alone: a
+    point-to-point exchange's bytes when the splits are even), else one
+    broadcast of each rank's rows to every rank, each keeping its own."""
     n = channel.size
     if tensor.dim() == 0:
         raise ValueError("%s: a 0-d tensor has no first dimension to split" % what)
@@ -250,6 +253,18 @@ def alltoall(channel, tensor, splits, what):
     rows = yield from exchange(channel, describe(tensor, splits))
     check_agree(rows, what, free_first=True)
     trailing = tuple(tensor.shape[1:])
+    received = [row[_WIDTH + channel.rank] for row in rows]
+    if shardable(tensor):
+        block = max(max(row[_WIDTH:]) for row in rows)  # rows; the same on every rank
+        pad = any(k < block for k in splits)
+        send = (torch.zeros if pad else torch.empty)((n, block) + trailing, dtype=tensor.dtype)
+        start = 0
+        for p, k in enumerate(splits):
+            send[p, :k] = tensor.narrow(0, start, k)
+            start += k
+        recv = torch.empty_like(send)
+        yield [channel.alltoall(send, recv, "/blocks")]
+        return torch.cat([recv[r, :received[r]] for r in range(n)]), received
     sent = [sum(r[_WIDTH:]) for r in rows]
     inputs = []
     for r in range(n):
@@ -261,12 +276,10 @@ def alltoall(channel, tensor, splits, what):
     handles = [channel.broadcast(inputs[r], r, "/from%d/%d" % (r, inputs[r].numel()))
                for r in range(n)]
     yield handles
-    received, pieces = [], []
+    pieces = []
     for r in range(n):
         theirs = rows[r][_WIDTH:]
-        start = sum(theirs[:channel.rank])
-        received.append(theirs[channel.rank])
-        pieces.append(inputs[r].narrow(0, start, theirs[channel.rank]))
+        pieces.append(inputs[r].narrow(0, sum(theirs[:channel.rank]), received[r]))
     return torch.cat(pieces), received
 
 

@@ -15,14 +15,20 @@ How each collective travels:
                           an all_gather, then the reduction here: correct,
                           and N times the bytes of a SUM
   broadcast               the engine's broadcast (the root's bytes, relayed)
-  all_gather(_into_tensor), gather
-                          one broadcast from each rank
-  reduce_scatter(_tensor), reduce
-                          an all_reduce, each rank keeping its part
-  all_to_all(_single), scatter
-                          broadcasts from each rank, each keeping its part
-                          (all_to_all: every rank's splits first, in one
-                          push_pull)
+  all_gather(_into_tensor)
+                          host tensors: one allgather through the servers;
+                          CUDA tensors: one broadcast from each rank
+  gather                  one broadcast from each rank
+  reduce_scatter(_tensor) host tensors: one reduce-scatter through the
+                          servers; CUDA tensors: an all_reduce, each rank
+                          keeping its part
+  reduce                  an all_reduce
+  all_to_all(_single)     every rank's splits first (one push_pull); host
+                          tensors: one all-to-all through the servers, each
+                          rank's rows for p relayed to p alone (blocks as
+                          large as the largest split); CUDA tensors: a
+                          broadcast from each rank, each keeping its part
+  scatter                 a broadcast of each of the root's parts
   barrier                 a push_pull of one element
   monitored_barrier       through torch's store: rank 0 names the ranks
                           that did not arrive in time
@@ -153,6 +159,9 @@ class _Channel:
 
     def sharded(self, kind, tensor, part):
         return ops.sharded_async_inplace(kind, tensor, self._name(part, tensor))
+
+    def alltoall(self, send, recv, part):
+        return ops.alltoall_async_into(send, recv, self._name(part, recv))
 
 
 def _shape(tensor, free_first=False):
