@@ -1,8 +1,8 @@
 // caravan-cluster-worker: the Caravan side of the emulated-cluster benchmark
-// (bench/cluster/run.sh). Each iteration push_pulls (or reduce-scatters or
-// allgathers: workload.h) every tensor of the workload, in backward order with BytePS priorities
-// (layers nearer the input higher), waits for all, and checks every element; rank 0 prints the
-// median step time. Run as every worker of a job.
+// (bench/cluster/run.sh). Each iteration push_pulls (or reduce-scatters,
+// allgathers or all-to-alls: workload.h) every tensor of the workload, in backward order with
+// BytePS priorities (layers nearer the input higher), waits for all, and checks every element; rank
+// 0 prints the median step time. Run as every worker of a job.
 // --compress key=value,... declares every tensor with those compression
 // parameters (docs/compression.md): the values are then gradient-like and
 // the results only checked to be finite.
@@ -43,10 +43,12 @@ int main(int argc, char** argv) {
   if (compress.on())
     for (auto& l : o.layers)
       must(caravan_bench::declare(compress, l.name), "caravan_declare_tensor");
-  std::vector<std::vector<float>> grads;
+  std::vector<std::vector<float>> grads, received;  // received: an all-to-all's results
+  const bool alltoall = o.collective == Collective::kAlltoall;
   double bytes = 0;
   for (auto& l : o.layers) {
     grads.emplace_back(l.elements);
+    if (alltoall) received.emplace_back(l.elements);
     bytes += static_cast<double>(l.elements) * sizeof(float);
   }
   std::vector<size_t> sizes;
@@ -76,8 +78,12 @@ int main(int argc, char** argv) {
       auto start = o.collective == Collective::kReduceScatter ? caravan_reduce_scatter_async
                    : o.collective == Collective::kAllgather   ? caravan_allgather_async
                                                               : caravan_push_pull_async;
-      must(start(o.layers[i].name.c_str(), grads[i].data(), grads[i].size(), CARAVAN_FLOAT32,
-                 static_cast<int>(i), &handles[i]),
+      const char* name = o.layers[i].name.c_str();
+      must(alltoall
+               ? caravan_alltoall_async(name, grads[i].data(), received[i].data(), grads[i].size(),
+                                        CARAVAN_FLOAT32, static_cast<int>(i), &handles[i])
+               : start(name, grads[i].data(), grads[i].size(), CARAVAN_FLOAT32, static_cast<int>(i),
+                       &handles[i]),
            "starting the step's operation");
     }
     for (auto& h : handles) must(caravan_wait(h), "caravan_wait");
@@ -85,8 +91,8 @@ int main(int argc, char** argv) {
     prep0 = Window::thread_cpu();
     for (size_t i = 0; i < o.layers.size(); ++i) {
       if (!compress.on()) {
-        check_for(o.collective, kProg, grads[i].data(), grads[i].size(), o.layers[i].name, rank,
-                  workers, it);
+        check_for(o.collective, kProg, (alltoall ? received : grads)[i].data(), grads[i].size(),
+                  o.layers[i].name, rank, workers, it);
         continue;
       }
       for (float v : grads[i])  // an approximation of the sum: finite is what can be checked

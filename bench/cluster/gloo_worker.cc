@@ -8,6 +8,7 @@
 //   caravan-gloo-ring --rank R --size N --store DIR --iface IF --workload W
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
@@ -73,6 +74,8 @@ int main(int argc, char** argv) {
     size_t elements = 0;
     for (auto& l : o.layers) elements += l.elements;
     std::vector<float> buf(elements);
+    // An all-to-all's results; the others work in place.
+    std::vector<float> out(o.collective == Collective::kAlltoall ? elements : 0);
     std::vector<double> seconds;
     using Clock = std::chrono::steady_clock;
     Window window;
@@ -87,7 +90,13 @@ int main(int argc, char** argv) {
         gloo::barrier(barrier);
       }
       auto t0 = Clock::now();
-      if (o.collective == Collective::kAllgather) {
+      if (o.collective == Collective::kAlltoall) {
+        gloo::AlltoallOptions opts(context);
+        opts.setInput(buf.data(), buf.size());
+        opts.setOutput(out.data(), out.size());
+        opts.setTag(static_cast<uint32_t>(it));
+        gloo::alltoall(opts);
+      } else if (o.collective == Collective::kAllgather) {
         Shard mine = shard_of(buf.size(), rank, size);
         gloo::AllgatherOptions opts(context);
         opts.setInput(buf.data() + mine.begin, mine.end - mine.begin);
@@ -117,7 +126,8 @@ int main(int argc, char** argv) {
         Shard mine = shard_of(buf.size(), rank, size);
         std::memmove(buf.data() + mine.begin, buf.data(), (mine.end - mine.begin) * sizeof(float));
       }
-      check_for(o.collective, kProg, buf.data(), buf.size(), o.workload, rank, size, it);
+      check_for(o.collective, kProg, (out.empty() ? buf : out).data(), buf.size(), o.workload, rank,
+                size, it);
       if (it >= o.warmup) {
         window.prep_cpu_s += Window::thread_cpu() - prep0;
         seconds.push_back(s);

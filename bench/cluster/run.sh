@@ -3,7 +3,7 @@
 # the same shaped links, in one invocation (docs/cluster-bench.md).
 #
 # usage: bench/cluster/run.sh [--hosts N] [--rates 1gbit[,500mbit...]]
-#          [--workloads 4M,64M,resnet50,bert-large,mlp,rs64M,ag64M]
+#          [--workloads 4M,64M,resnet50,bert-large,mlp,rs64M,ag64M,a2a64M]
 #          [--modes dedicated,colocated,mixedK]
 #          [--iters N] [--warmup N] [--bin DIR] [--env VAR=VALUE]... [--trace DIR]
 #          [--keep-logs DIR] [--sysctl KEY=VALUE]... [--plot FILE.png] [--aligned]
@@ -438,15 +438,18 @@ for rate in "${rate_list[@]}"; do
       bert-large) wb=1340567552 ;;
       mlp*) wb=$(( 6 * ($(mlp_width "$w") + 1) * $(mlp_width "$w") * 4 )) ;;
       rs*|ag*) t=${w:2}; wb=$(( ${t%M} * 1048576 )) ;;
+      a2a*) t=${w:3}; wb=$(( ${t%M} * 1048576 )) ;;
       *) wb=$(( ${w%M} * 1048576 )) ;;
     esac
     # A ring's reduce-scatter or allgather sends and receives (N-1)/N of the
     # tensor per rank, as do colocated servers holding each worker's shard
     # on its host; dedicated servers' allgather too, but their reduce-scatter
-    # sends the whole tensor from each worker (caravan.h).
+    # sends the whole tensor from each worker (caravan.h). An all-to-all
+    # sends and receives (N-1)/N per rank too, its blocks relayed by a
+    # server on the receiver's host or, dedicated, by one off both hosts.
     gloo_bound=$(awk -v b="$bps" -v s="$ring_share" 'BEGIN { print b * s }')
     sharded=""
-    case $w in rs*|ag*) sharded=${w:0:2}
+    case $w in rs*|ag*|a2a*) sharded=${w:0:2}
       gloo_bound=$(awk -v b="$bps" -v n="$n" 'BEGIN { print b * n / (n - 1) }') ;;
     esac
     deadline=$(awk -v b="$wb" -v r="$bps" -v k="$((iters + warmup))" 'BEGIN { printf "%d", 60 + 8 * k * 2 * b / r }')
@@ -465,7 +468,7 @@ for rate in "${rate_list[@]}"; do
         bound=$(awk -v b="$bps" -v l="$(mixed_load "$n" "${BASH_REMATCH[1]}")" 'BEGIN { print b / l }')
       if [ -n "$sharded" ]; then
         [[ $m =~ ^mixed ]] && die "--workloads $w: mixed modes are for allreduces"
-        [ "$m" = colocated ] || [ "$sharded" = ag ] && bound=$gloo_bound
+        [ "$m" = colocated ] || [ "$sharded" != rs ] && bound=$gloo_bound
       fi
       plain=""
       train_ddp=""

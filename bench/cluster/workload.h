@@ -17,12 +17,13 @@ namespace cluster_bench {
 
 // What each step does with the workload: an allreduce (push_pull), or,
 // for a workload named rsNM or agNM, a reduce-scatter or an allgather of
-// one tensor of N MiB in one equal shard a rank (C API 1.4).
-enum class Collective { kAllreduce, kReduceScatter, kAllgather };
+// one tensor of N MiB in one equal shard a rank (C API 1.4), or for a2aNM
+// an all-to-all of N MiB in one equal block a rank (C API 1.7).
+enum class Collective { kAllreduce, kReduceScatter, kAllgather, kAlltoall };
 
 struct Options {
   std::string
-      workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large", "rs64M", "ag64M"
+      workload;  // "4M", "64M" (MiB, one tensor), "resnet50", "bert-large", "rs64M", "a2a64M"
   Collective collective = Collective::kAllreduce;
   int iters = 5, warmup = 1;
   // --aligned 1: every step starts once all ranks are ready (a barrier,
@@ -32,8 +33,8 @@ struct Options {
 };
 
 inline const char* kWorkloads =
-    "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large; rsNM and agNM: a "
-    "reduce-scatter or an allgather of N MiB";
+    "4M, 64M or any N M (one float32 tensor of N MiB), resnet50, bert-large; rsNM, agNM and a2aNM: "
+    "a reduce-scatter, an allgather or an all-to-all of N MiB";
 
 [[noreturn]] inline void usage_error(const char* prog, const std::string& why) {
   std::fprintf(stderr, "%s: %s\nusage: %s --workload W [--iters N] [--warmup N] ...\n  W: %s\n",
@@ -83,11 +84,13 @@ Options parse(const char* prog, int argc, char** argv, Extra extra) {
   if (o.workload.empty()) usage_error(prog, "--workload is required");
   if (o.iters < 1) usage_error(prog, "--iters must be at least 1");
   std::string tensor = o.workload;
-  if (tensor.rfind("rs", 0) == 0 || tensor.rfind("ag", 0) == 0) {
-    o.collective = tensor[0] == 'r' ? Collective::kReduceScatter : Collective::kAllgather;
-    tensor = tensor.substr(2);
+  if (tensor.rfind("rs", 0) == 0 || tensor.rfind("ag", 0) == 0 || tensor.rfind("a2a", 0) == 0) {
+    o.collective = tensor[0] == 'r'   ? Collective::kReduceScatter
+                   : tensor[1] == 'g' ? Collective::kAllgather
+                                      : Collective::kAlltoall;
+    tensor = tensor.substr(o.collective == Collective::kAlltoall ? 3 : 2);
     if (tensor == "resnet50" || tensor == "bert-large")
-      usage_error(prog, "--workload '" + o.workload + "': shard one tensor (rsNM, agNM)");
+      usage_error(prog, "--workload '" + o.workload + "': shard one tensor (rsNM, agNM, a2aNM)");
   }
   o.layers = workload_layers(prog, tensor);
   return o;
@@ -124,10 +127,23 @@ inline Shard shard_of(size_t n, int rank, int workers) {
   return {each * static_cast<size_t>(rank), each * static_cast<size_t>(rank + 1)};
 }
 
+// An all-to-all's block from rank `from` to rank `to`: exact in float32.
+inline float block_value(int from, int to, int iter) {
+  return static_cast<float>(from * 1024 + to) + static_cast<float>(iter % 3) * 1048576.0f;
+}
+
 // Before a step: an allreduce's and a reduce-scatter's every element is the
 // rank's contribution; an allgather's own shard is, the rest a value no
-// rank contributes.
+// rank contributes; an all-to-all's block r (of what it sends) is its
+// block_value for rank r.
 inline void fill_for(Collective c, float* v, size_t n, int rank, int workers, int iter) {
+  if (c == Collective::kAlltoall) {
+    for (int r = 0; r < workers; ++r) {
+      Shard s = shard_of(n, r, workers);
+      std::fill(v + s.begin, v + s.end, block_value(rank, r, iter));
+    }
+    return;
+  }
   if (c != Collective::kAllgather) return fill(v, n, rank, iter);
   std::fill(v, v + n, -1.0f);
   Shard s = shard_of(n, rank, workers);
@@ -135,14 +151,15 @@ inline void fill_for(Collective c, float* v, size_t n, int rank, int workers, in
 }
 
 // After a step: an allreduce's every element is the sum, a reduce-scatter's
-// own shard; each shard of an allgather is its rank's contribution.
+// own shard; each shard of an allgather is its rank's contribution; block
+// r of an all-to-all's result (`v`: what it received) rank r's for this one.
 inline void check_for(Collective c, const char* prog, const float* v, size_t n,
                       const std::string& name, int rank, int workers, int iter) {
   if (c == Collective::kAllreduce) return check(prog, v, n, name, rank, workers, iter);
   for (int r = 0; r < workers; ++r) {
     if (c == Collective::kReduceScatter && r != rank) continue;
     Shard s = shard_of(n, r, workers);
-    float want = contribution(r, iter);
+    float want = c == Collective::kAlltoall ? block_value(r, rank, iter) : contribution(r, iter);
     if (c == Collective::kReduceScatter) {
       want = 0;
       for (int w = 0; w < workers; ++w) want += contribution(w, iter);
