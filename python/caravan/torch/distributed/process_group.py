@@ -44,6 +44,7 @@ collectives at the same point (another shape or dtype) are named by the
 watch (_Watch) instead of waiting for the timeout.
 """
 import datetime
+import os
 import queue
 import sys
 import threading
@@ -64,29 +65,42 @@ _SLOTS = 64  # collectives in flight before a slot (and its names) comes back
 
 class _Work(dist._Work):
     """A collective in flight: waiting raises its error, get_future() is
-    what DDP's comm hooks chain on."""
+    what DDP's comm hooks chain on. `completer`: the group's, which may let
+    wait() finish the collective on the waiting thread (_Completer)."""
 
-    def __init__(self, future):
+    def __init__(self, future, completer=None):
         super().__init__()
         self._future = future
+        self._completer = completer
+
+    def _handed(self):
+        """Anything but wait() leaves the collective to the completion thread."""
+        if self._completer is not None:
+            self._completer.flush()
 
     def wait(self, timeout=None):
+        if self._completer is not None and not self._future.done():
+            self._completer.finish_here(self._future)
         self._future.wait()  # raises the collective's error
         return True
 
     def get_future(self):
+        self._handed()
         return self._future
 
     def result(self):
         # The collective's tensors, as torch's own Works give them: DDP's join
         # hook reads the flag it all_reduced with work.result() (the base
         # class's raises "result() not implemented").
+        self._handed()
         return self._future.value()
 
     def is_completed(self):
+        self._handed()
         return self._future.done()
 
     def is_success(self):
+        self._handed()
         if not self._future.done():
             return False
         try:
@@ -194,17 +208,75 @@ class _Completer:
     takes each plan forward, waiting for its Caravan operations (without
     the GIL), and fulfils its future. `current` is the collective it waits
     for (seq, signature, since when, future), for the watch, which may
-    abandon it (move_on)."""
+    abandon it (move_on).
+
+    A small collective that nothing unsettled precedes is held back
+    (deferred) for its waiter to finish on its own thread (finish_here):
+    the hand-off to this thread and back cost about 60 us of a 4 KB
+    all_reduce's round trip on a loaded 2-core machine, more than the rest
+    of the layer (bench/python/overhead_bench.py --c10d). The waiter polls
+    its operations for at most INLINE_S, far below the watch's
+    SUSPECT_AFTER_S, then hands it over; so does the next collective, and
+    every Work call but wait() (DDP's hooks take get_future() at once)."""
+
+    INLINE_S = 0.001
+    INLINE_BYTES = 1 << 20  # larger collectives take longer than INLINE_S anyway
 
     def __init__(self):
         self._queue = queue.SimpleQueue()  # put and get only: the C one, no Condition
         self._lock = threading.Lock()
         self.current = None
         self._thread = None
+        self._deferred = None  # (plan, future, seq, signature) held back for its waiter
+        self._unsettled = 0  # collectives added and not yet settled (or abandoned)
         self.move_on(None)
 
-    def add(self, plan, future, seq, signature):
-        self._queue.put((plan, future, seq, signature))
+    def add(self, plan, future, seq, signature, inline=False):
+        """Queues a collective; `inline`: it may be deferred (see the class)."""
+        item = (plan, future, seq, signature)
+        with self._lock:
+            self._flush_locked()
+            self._unsettled += 1
+            if inline and self._unsettled == 1:
+                self._deferred = item
+                return
+        self._queue.put(item)
+
+    def flush(self):
+        """Hands a deferred collective to the thread."""
+        if self._deferred is not None:
+            with self._lock:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        if self._deferred is not None:
+            self._queue.put(self._deferred)
+            self._deferred = None
+
+    def finish_here(self, future):
+        """Called by a waiter of `future`: when it is the deferred
+        collective, polls its operations on this thread for up to INLINE_S
+        and settles it, or hands it to the thread once that time is up."""
+        with self._lock:
+            item = self._deferred
+            if item is None or item[1] is not future:
+                return
+            self._deferred = None
+        plan, error = item[0], None
+        deadline = time.monotonic() + self.INLINE_S
+        try:
+            while not plan.step_if_ready():
+                if time.monotonic() >= deadline:
+                    self._queue.put(item)
+                    return
+                # The engine's threads (and, on one machine, the server's)
+                # may need this core to finish it.
+                os.sched_yield()
+        except Exception as e:  # noqa: BLE001 - handed to the waiter
+            error = e
+        with self._lock:
+            self._unsettled -= 1
+        _settle(future, result=plan.result, error=error)
 
     def move_on(self, current):
         """Leaves collective `current` (failed by the watch: its operations
@@ -214,6 +286,8 @@ class _Completer:
         with self._lock:
             if current is not None and self.current is not current:
                 return  # finished meanwhile
+            if current is not None:
+                self._unsettled -= 1  # settled by the watch
             self.current = None
             self._thread = threading.Thread(target=self._run, name="caravan-c10d", daemon=True)
             self._thread.start()
@@ -247,6 +321,7 @@ class _Completer:
                 if self._thread is not me:
                     return  # abandoned while it waited
                 self.current = None
+                self._unsettled -= 1
             _settle(future, result=plan.result, error=error)
             if self._thread is not me:
                 return  # a callback handed the collectives over (hand_over)
@@ -402,6 +477,7 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         whether their first dimension may differ) is what the ranks compare
         when it is slow to finish."""
         self._completer.hand_over()  # before waiting for the slot: see hand_over
+        self._completer.flush()  # what a slot waits for is never held back
         with self._lock:
             seq = self._seq
             self._seq += 1
@@ -420,13 +496,20 @@ class ProcessGroupCaravan(dist.ProcessGroup):
             except Exception as e:
                 _settle(future, error=e)
                 raise
-            self._completer.add(plan, future, seq, signature)
+            small = sum(t.numel() * t.element_size() for t in signature[1]) <= \
+                _Completer.INLINE_BYTES
+            self._completer.add(plan, future, seq, signature,
+                                inline=small and isinstance(plan, plans.Started))
         return future
 
-    @staticmethod
-    def _work(future):
+    def _work(self, future):
         # Frame 2: whoever called the collective method that calls this.
-        return _work_for(future, sys._getframe(2))
+        work = _work_for(future, sys._getframe(2))
+        if isinstance(work, _Work):
+            work._completer = self._completer
+        else:
+            self._completer.flush()  # torch's Work waits on the future alone
+        return work
 
     # ---- collectives ------------------------------------------------------
 
