@@ -1,13 +1,22 @@
 #include "engine/worker/operation.h"
 
+#include <thread>
 #include <utility>
 
 #include "caravan/caravan.h"
+#include "engine/base/dtype.h"
 #include "engine/base/timeline.h"
 
 namespace caravan {
 
 using Then = PartitionFlight::Then;
+
+namespace {
+// wait() polls before it blocks for operations of at most kPollBytes, for
+// at most kPollFor.
+constexpr size_t kPollBytes = 64 * 1024;
+constexpr auto kPollFor = std::chrono::milliseconds(1);
+}  // namespace
 
 Operation::Operation(TensorPlan& plan, char* data, int root, int my_rank, int priority,
                      uint64_t round, char* out)
@@ -152,6 +161,7 @@ void Operation::complete() {
     std::lock_guard<std::mutex> lock(mu_);
     done_ = true;
   }
+  finished_.store(true, std::memory_order_release);
   cv_.notify_all();
 }
 
@@ -172,6 +182,16 @@ int Operation::poll(std::string* error) const {
 
 int Operation::wait(std::chrono::seconds timeout, std::string* error,
                     const std::function<std::string(const std::map<int, int>&)>& describe) {
+  // A small operation's answer lands within a millisecond or so; waking a
+  // thread blocked on the condition variable then costs tens of
+  // microseconds on a busy machine, so its waiter polls first, yielding
+  // the core to the threads that finish it (the receiving thread, and on
+  // one machine the server's). A large one's waiter blocks at once: its
+  // polling took cycles from those threads and slowed it (docs/benchmarks.md).
+  if (plan_.count * dtype_size(plan_.dtype) <= kPollBytes)
+    for (const auto until = Clock::now() + kPollFor;
+         !finished_.load(std::memory_order_acquire) && Clock::now() < until;)
+      std::this_thread::yield();
   std::unique_lock<std::mutex> lock(mu_);
   if (!cv_.wait_for(lock, timeout, [&] { return done_; })) {
     abandoned_ = true;

@@ -5,6 +5,7 @@
 // report each partition's events.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -128,6 +129,7 @@ class Operation final : public Worker::Op {
   int code_ = 0;
   std::string error_;
   bool done_ = false;
+  std::atomic<bool> finished_{false};  // done_, read without the lock by wait()'s polling
   bool abandoned_ = false;
 };
 
