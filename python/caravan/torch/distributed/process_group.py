@@ -412,9 +412,23 @@ def _poll_store(store, key, seconds):
     return True
 
 
+_OP_NAMES = {}  # ReduceOp -> its name, where ReduceOp hashes by its value
+
+
 def _op_name(op):
+    try:
+        return _OP_NAMES[op]  # the loop below costs every collective about 15 us
+    except (KeyError, TypeError):
+        pass
     for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"):
         if hasattr(dist.ReduceOp, name) and op == getattr(dist.ReduceOp, name):
+            # PREMUL_SUM carries a factor; and a torch whose ReduceOp hashes
+            # by identity would fill the table: it stays small.
+            if name != "PREMUL_SUM" and len(_OP_NAMES) < 16:
+                try:
+                    _OP_NAMES[op] = name
+                except TypeError:  # unhashable in this torch
+                    pass
             return name
     return str(op)
 
