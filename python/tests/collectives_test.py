@@ -80,6 +80,18 @@ def alltoall(rank, size):
         check_equal(out, torch.cat(pieces), "alltoall with splits %s" % d)
         check_equal(received, torch.tensor([rank + r for r in range(size)], dtype=torch.int32),
                     "alltoall's received splits (%s)" % d)
+    # Skewed: rank 0 sends all its rows to the last rank, the others nothing
+    # (padded blocks would move more than broadcasts: those carry it).
+    splits = [0] * size
+    if rank == 0:
+        splits[size - 1] = 3
+    t = values(rank, (3, 2), torch.float32, seed=2)
+    out, received = bps.alltoall(t, splits=splits, name="a2a.skewed")
+    want = values(0, (3, 2), torch.float32, seed=2) if rank == size - 1 else t[:0]
+    check_equal(out, want, "skewed alltoall")
+    check_equal(received, torch.tensor([3 if (r == 0 and rank == size - 1) else 0
+                                        for r in range(size)], dtype=torch.int32),
+                "skewed alltoall's received splits")
     # splits as a tensor: the received splits in its dtype; the async form
     # gives both.
     splits = torch.tensor([1] * size, dtype=torch.int64)

@@ -231,7 +231,9 @@ def alltoall(channel, tensor, splits, what):
     dimension in equal parts. Every rank's splits first (one push_pull);
     then, in host memory, one all-to-all through the servers of blocks as
     large as the largest split (each rank's rows for p reach p alone: a
-    point-to-point exchange's bytes when the splits are even), else one
+    point-to-point exchange's bytes when the splits are even), unless
+    that padding would move more rows than broadcasts (splits so skewed
+    that N blocks hold more than every rank's rows together); else one
     broadcast of each rank's rows to every rank, each keeping its own."""
     n = channel.size
     if tensor.dim() == 0:
@@ -254,8 +256,10 @@ def alltoall(channel, tensor, splits, what):
     check_agree(rows, what, free_first=True)
     trailing = tuple(tensor.shape[1:])
     received = [row[_WIDTH + channel.rank] for row in rows]
-    if shardable(tensor):
-        block = max(max(row[_WIDTH:]) for row in rows)  # rows; the same on every rank
+    sent = [sum(r[_WIDTH:]) for r in rows]
+    block = max(max(row[_WIDTH:]) for row in rows)  # rows; the same on every rank
+    # Per rank, N padded blocks against every rank's rows: the same choice everywhere.
+    if shardable(tensor) and n * block <= sum(sent):
         pad = any(k < block for k in splits)
         send = (torch.zeros if pad else torch.empty)((n, block) + trailing, dtype=tensor.dtype)
         start = 0
@@ -265,7 +269,6 @@ def alltoall(channel, tensor, splits, what):
         recv = torch.empty_like(send)
         yield [channel.alltoall(send, recv, "/blocks")]
         return torch.cat([recv[r, :received[r]] for r in range(n)]), received
-    sent = [sum(r[_WIDTH:]) for r in rows]
     inputs = []
     for r in range(n):
         if r == channel.rank:
