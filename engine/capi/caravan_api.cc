@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "caravan/caravan.h"
@@ -119,10 +120,12 @@ int start_alltoall(const char* name, const void* send, void* recv, size_t count,
   return guarded([&]() -> int {
     if (!out) return fail(CARAVAN_ERR_INVALID_ARGUMENT, "out handle pointer is NULL");
     *out = nullptr;
+    // Which buffer is NULL, before check_tensor's words for one ("data").
+    for (auto [what, buffer] : {std::pair<const char*, const void*>{"send", send}, {"recv", recv}})
+      if (name && *name && !buffer)
+        return fail(CARAVAN_ERR_INVALID_ARGUMENT,
+                    std::string(what) + " is NULL for tensor '" + name + "'");
     if (int rc = check_tensor(name, recv, count, dtype)) return rc;
-    if (!send)
-      return fail(CARAVAN_ERR_INVALID_ARGUMENT,
-                  std::string("send is NULL for tensor '") + name + "'");
     auto s = state();
     if (!s) return not_initialized();
     const size_t size = static_cast<size_t>(s->size());

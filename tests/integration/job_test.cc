@@ -95,6 +95,7 @@ TEST(JobTest, ShardedMisuseReturnsErrorsAndTheJobCarriesOn) {
   EXPECT_NE(r.output.find("'summed.then.gathered' was first used for push_pull, now for alltoall"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("recv is NULL for tensor 'a2a.null'"), std::string::npos) << r.output;
 }
 
 // Asynchronous training's servers relay broadcasts too (BytePS starts an

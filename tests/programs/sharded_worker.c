@@ -62,6 +62,17 @@ static int misuse(int rank, int size) {
   } else {
     printf("ok alltoall kind mismatch: %s\n", caravan_strerror(rc));
   }
+  const char* which[] = {"send", "recv"};
+  for (int k = 0; k < 2; ++k) {
+    rc = caravan_alltoall("a2a.null", k == 0 ? NULL : v, k == 1 ? NULL : g_spare, 8,
+                          CARAVAN_FLOAT32, 0);
+    if (rc != CARAVAN_ERR_INVALID_ARGUMENT || !strstr(caravan_strerror(rc), which[k])) {
+      printf("FAIL alltoall with a NULL %s: rc %d, %s\n", which[k], rc, caravan_strerror(rc));
+      ++failures;
+    } else {
+      printf("ok NULL %s: %s\n", which[k], caravan_strerror(rc));
+    }
+  }
   /* The job carries on: a good allgather after the errors. */
   float g[64];
   size_t n = (size_t)size * 8;

@@ -65,13 +65,14 @@ _SLOTS = 64  # collectives in flight before a slot (and its names) comes back
 
 class _Work(dist._Work):
     """A collective in flight: waiting raises its error, get_future() is
-    what DDP's comm hooks chain on. `completer`: the group's, which may let
-    wait() finish the collective on the waiting thread (_Completer)."""
+    what DDP's comm hooks chain on. The group sets `_completer` (its own),
+    which may let wait() finish the collective on the waiting thread
+    (_Completer)."""
 
-    def __init__(self, future, completer=None):
+    def __init__(self, future):
         super().__init__()
         self._future = future
-        self._completer = completer
+        self._completer = None
 
     def _handed(self):
         """Anything but wait() leaves the collective to the completion thread."""
