@@ -151,6 +151,11 @@ def _work_for(future, caller):
 
 
 
+def _collective_name(kind, tensor, slot):
+    """The name of a collective's operation on `tensor` (see the module's words)."""
+    return "c10d/0/%s/%s/%d/%d" % (kind, str(tensor.dtype)[6:], tensor.numel(), slot)
+
+
 class _Channel:
     """The operations of one collective (a plan's channel, plans.py): named
     by the group, the collective's kind, the part, the dtype and element
@@ -158,12 +163,11 @@ class _Channel:
 
     def __init__(self, group, kind, seq):
         self.rank, self.size = group._rank, group._size
-        self._prefix = "c10d/0/" + kind
+        self._kind = kind
         self._slot = seq % _SLOTS
 
     def _name(self, part, tensor):
-        return "%s%s/%s/%d/%d" % (self._prefix, part, str(tensor.dtype)[6:], tensor.numel(),
-                                  self._slot)
+        return _collective_name(self._kind + part, tensor, self._slot)
 
     def broadcast(self, tensor, root, part):
         return ops.broadcast_async_inplace(tensor, root, name=self._name(part, tensor))
@@ -535,14 +539,14 @@ class ProcessGroupCaravan(dist.ProcessGroup):
         10-20 us less of a 4 KB all_reduce's round trip in paired runs here
         (bench/python/overhead_bench.py --c10d), where every line of Python
         right after a round trip costs several times its cost in a loop.
-        The same name as _Channel's, so either way agrees."""
+        The same names as _Channel's, so either way agrees."""
         key = (tensor.dtype, tensor.numel())
         names = self._names.get(key)
         if names is None:
             if len(self._names) >= 256:  # shapes without end: start again
                 self._names.clear()
-            prefix = "c10d/0/allreduce/%s/%d/" % (str(tensor.dtype)[6:], tensor.numel())
-            names = self._names[key] = [prefix + str(slot) for slot in range(_SLOTS)]
+            names = self._names[key] = [_collective_name("allreduce", tensor, slot)
+                                        for slot in range(_SLOTS)]
 
         def start(seq):
             return plans.Started([ops.push_pull_async_inplace(
