@@ -16,6 +16,12 @@ unsigned char* allocate(size_t bytes) {
   return static_cast<unsigned char*>(std::aligned_alloc(kAlign, round_up(bytes ? bytes : 1)));
 }
 
+// A segment at least this large that UCX has put together from eager
+// fragments stays in UCX's buffer: copying 4 MB out cost as much as its
+// transfer on loopback. Smaller ones are copied, so that messages the engine
+// holds long (a round's pushes) do not hold UCX's receive buffers.
+constexpr size_t kKeepBytes = 256 * 1024;
+
 // How long unlend waits for a receive into the lent memory before it
 // cancels it: UCX finds a dead peer well before (its keepalive).
 constexpr auto kTakeBackWait = std::chrono::seconds(30);
@@ -23,6 +29,7 @@ constexpr auto kTakeBackWait = std::chrono::seconds(30);
 }  // namespace
 
 Incoming::~Incoming() {
+  if (kept) ucp_am_data_release(worker, kept);
   std::free(memory);
   std::free(moved);
 }
@@ -50,6 +57,15 @@ void Inbox::shutdown(std::chrono::milliseconds wait) {
     host_.log(CARAVAN_LOG_WARNING, "closing: receives UCX did not cancel within " +
                                        std::to_string(wait.count()) + " ms are left");
   closed_ = true;
+  // The records stay (a receive UCX did not cancel still points at its
+  // own), their UCX buffers go back while the worker is there.
+  auto give_back = [&](Incoming& in) {
+    if (in.kept) ucp_am_data_release(worker_, in.kept);
+    in.kept = nullptr;
+  };
+  for (auto& [id, stream] : streams_)
+    for (auto& [seq, in] : stream.waiting) give_back(*in);
+  for (auto& in : ready_) give_back(*in);
 }
 
 bool Inbox::check(const WireHead& head, size_t header_length, size_t length,
@@ -132,18 +148,27 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
   std::memcpy(in->lens, head.lens, sizeof(uint64_t) * head.num_segments);
   stream.waiting.emplace(head.seq, std::move(owned));
   ucs_status_t answer = UCS_OK;
-  if (!place(*in, &why)) {
+  const bool keepable = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
+                        head.data_segment != kEverySegment && length >= kKeepBytes;
+  if (!place(*in, keepable ? head.data_segment : kEverySegment, &why)) {
     host_.log(CARAVAN_LOG_WARNING, "dropped a message of " + std::to_string(length) +
                                        " bytes from " + stream.name + ": " + why);
     in->failed = true;
   } else if (!rndv) {
     copy_from_header(*in, head, header);
-    const auto* from = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < in->num_segments; ++i)
-      if (in_data(head, i) && in->lens[i]) {
-        std::memcpy(in->where[i], from, in->lens[i]);
-        from += in->lens[i];
-      }
+    if (keepable && !in->where[head.data_segment]) {
+      in->where[head.data_segment] = static_cast<unsigned char*>(data);
+      in->kept = data;
+      in->worker = worker_;
+      answer = UCS_INPROGRESS;  // the van owns UCX's buffer until release()
+    } else {
+      const auto* from = static_cast<const unsigned char*>(data);
+      for (size_t i = 0; i < in->num_segments; ++i)
+        if (in_data(head, i) && in->lens[i]) {
+          std::memcpy(in->where[i], from, in->lens[i]);
+          from += in->lens[i];
+        }
+    }
     in->complete = true;
   } else {
     copy_from_header(*in, head, header);
@@ -208,7 +233,7 @@ void Inbox::copy_from_header(Incoming& in, const WireHead& head, const void* hea
     }
 }
 
-bool Inbox::place(Incoming& in, std::string* why) {
+bool Inbox::place(Incoming& in, size_t keep, std::string* why) {
   in.inbox = this;
   auto it = lends_.find(in.slot);
   if (in.slot != 0 && it != lends_.end()) {
@@ -219,9 +244,13 @@ bool Inbox::place(Incoming& in, std::string* why) {
       in.lent_segment = l.segment;
     }
   }
+  // A message with a lend is received whole into memory it owns, so that
+  // dropping it (take) never has a UCX buffer to give back.
+  if (in.lend) keep = kEverySegment;
+  auto own = [&](size_t i) { return !(in.lend && i == in.lent_segment) && i != keep; };
   size_t total = 0;
   for (size_t i = 0; i < in.num_segments; ++i)
-    if (!(in.lend && i == in.lent_segment)) total += round_up(in.lens[i]);
+    if (own(i)) total += round_up(in.lens[i]);
   in.memory = allocate(total);
   if (!in.memory) {
     unclaim(in);
@@ -231,7 +260,7 @@ bool Inbox::place(Incoming& in, std::string* why) {
   for (size_t i = 0; i < in.num_segments; ++i) {
     if (in.lend && i == in.lent_segment) {
       in.where[i] = in.lend->buf;
-    } else {
+    } else if (own(i)) {
       in.where[i] = in.memory + offset;
       offset += round_up(in.lens[i]);
     }

@@ -7,9 +7,12 @@
 //
 // A small message arrives whole in its handler and is copied out (into the
 // lent memory when its slot has a lend of the right length). A large one
-// arrives as a rendezvous descriptor: the handler starts a receive straight
-// into its segments' memory, and the message is whole when UCX completes
-// that receive.
+// arrives either as a rendezvous descriptor (the handler starts a receive
+// straight into its segments' memory, and the message is whole when UCX
+// completes that receive) or, over TCP, as eager fragments UCX has already
+// put together in a buffer of its own: unless a lend takes it, the message's
+// large segment is handed to the engine there, and the buffer goes back to
+// UCX at release().
 #ifndef CARAVAN_VAN_UCX_INBOX_H
 #define CARAVAN_VAN_UCX_INBOX_H
 
@@ -44,8 +47,11 @@ struct Lend {
 
 // One message being received or received: its segments in one allocation
 // of the van's (each at a 64-byte boundary, as the engine sums in place
-// with vector loads), but for a segment received into a lend.
+// with vector loads), but for a segment received into a lend or kept in
+// UCX's buffer (any alignment: van_v2.h promises none).
 struct Incoming {
+  // Gives a kept buffer back to UCX: under the van's UCX lock, before the
+  // worker goes.
   ~Incoming();
   uint64_t stream = 0;
   uint64_t seq = 0;
@@ -60,6 +66,8 @@ struct Incoming {
   bool complete = false;    // every byte is in
   bool failed = false;      // the receive failed: dropped in its turn
   void* request = nullptr;  // the rendezvous receive in flight
+  void* kept = nullptr;     // UCX's buffer a segment is in, of `worker`
+  ucp_worker_h worker = nullptr;
   ucp_dt_iov_t iov[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   std::string peer;
   Inbox* inbox = nullptr;
@@ -86,7 +94,8 @@ class Inbox {
   uint64_t hellos() const { return hellos_; }
 
   // Cancels the receives in flight and waits up to `wait` for UCX to end
-  // them; then handlers do nothing more (finalize).
+  // them, and gives back the buffers of messages not handed out; then
+  // handlers do nothing more (finalize).
   void shutdown(std::chrono::milliseconds wait);
 
   void lend(uint64_t slot, size_t segment, void* buf, size_t len);
@@ -101,8 +110,9 @@ class Inbox {
 
   static void received(void* request, ucs_status_t status, size_t length, void* user_data);
   bool check(const WireHead& head, size_t header_length, size_t length, std::string* why) const;
-  // Allocates the van's memory of a message and takes the lend it matches.
-  bool place(Incoming& in, std::string* why);
+  // Allocates the van's memory of a message and takes the lend it matches;
+  // leaves segment `keep` without memory unless the lend is for it.
+  bool place(Incoming& in, size_t keep, std::string* why);
   // Whether the message's data (not its header) holds the segment (wire.h).
   static bool in_data(const WireHead& head, size_t segment);
   // Copies the segments the header carries to their places.

@@ -301,6 +301,7 @@ UcxVan::~UcxVan() {
   finalizing_ = true;  // endpoints failing now are not tried again
   settle_incoming();
   inbox_->shutdown(std::chrono::milliseconds(close_timeout_ms_));
+  held_.clear();  // messages not released: their UCX buffers go back before the worker
   // Endpoints without peer failure detection (shared memory) are closed
   // first: ucp_worker_destroy, purging the sends still queued on such an
   // endpoint, aborts inside UCX 1.13 (stubs.c:102), where a forced close
@@ -823,7 +824,12 @@ caravan_status UcxVan::poll(int timeout_ms, caravan_van_event_v2* events, size_t
   }
 }
 
-void UcxVan::release(const caravan_van_message_v2* message) { held_.take_back(message); }
+void UcxVan::release(const caravan_van_message_v2* message) {
+  std::unique_ptr<Incoming> in = held_.take_back(message);
+  if (!in->kept) return;
+  std::lock_guard<std::mutex> lock(ucx_mu_);  // UCX's buffer goes back to its worker
+  in.reset();
+}
 
 void UcxVan::interrupt() {
   interrupted_ = true;
