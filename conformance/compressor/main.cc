@@ -37,13 +37,11 @@ int main(int argc, char** argv) {
       paths.push_back(argv[++i]);
     } else if (a == "--param") {
       std::string kv = argv[++i];
-      size_t eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) {
+      if (!caravan::conformance::add_param(kv, &params)) {
         std::fprintf(stderr, "caravan-compressor-check: --param '%s' is not key=value\n%s",
                      kv.c_str(), kUsage);
         return 2;
       }
-      params[kv.substr(0, eq)] = kv.substr(eq + 1);
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

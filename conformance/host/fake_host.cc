@@ -63,4 +63,11 @@ std::string FakeHost::find_line(const std::string& start) const {
   return "";
 }
 
+bool add_param(const std::string& name_value, Params* params) {
+  size_t eq = name_value.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  (*params)[name_value.substr(0, eq)] = name_value.substr(eq + 1);
+  return true;
+}
+
 }  // namespace caravan::conformance

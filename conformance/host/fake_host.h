@@ -15,6 +15,10 @@ namespace caravan::conformance {
 
 using Params = std::map<std::string, std::string>;
 
+// Adds a check program's `--param NAME=VALUE` to `params`; false when the
+// text is not NAME=VALUE.
+bool add_param(const std::string& name_value, Params* params);
+
 class FakeHost {
  public:
   // `name` prefixes the lines echoed to stderr. `env`, when given, is all

@@ -8,16 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "conformance/host/fake_host.h"
 #include "kit/van_plugin.h"
 #include "van_under_test.h"
 
 namespace {
 
 const char kUsage[] =
-    "usage: caravan-van-check --van NAME|PATH [--launcher PATH --worker PATH] [gtest flags]\n"
+    "usage: caravan-van-check --van NAME|PATH [--param NAME=VALUE ...] [--launcher PATH --worker "
+    "PATH] [gtest flags]\n"
     "  --van NAME       libcaravan-van-NAME.so from CARAVAN_PLUGIN_PATH, then "
     "<bindir>/../lib/caravan\n"
     "  --van PATH       a van plugin file, taken as is\n"
+    "  --param N=V      the van's parameter N (as CARAVAN_VAN_<VAN>_N) for every instance\n"
     "  --launcher PATH  caravan-launch, for the whole-job test (skipped without it)\n"
     "  --worker PATH    sum_check_worker, for the whole-job test\n";
 
@@ -45,9 +48,17 @@ int main(int argc, char** argv) {
   std::string choice;
   vc::JobPrograms programs;
   bool help = false;
+  caravan::conformance::Params params;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (take_option("--van", argc, argv, &i, &choice)) continue;
+    std::string param;
+    if (take_option("--param", argc, argv, &i, &param)) {
+      if (caravan::conformance::add_param(param, &params)) continue;
+      std::fprintf(stderr, "caravan-van-check: --param '%s' is not NAME=VALUE\n%s", param.c_str(),
+                   kUsage);
+      return 2;
+    }
     if (take_option("--launcher", argc, argv, &i, &programs.launcher)) continue;
     if (take_option("--worker", argc, argv, &i, &programs.worker)) continue;
     if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -74,6 +85,7 @@ int main(int argc, char** argv) {
   }
   std::printf("caravan-van-check: van '%s' %s from %s\n", plugin.descriptor->name,
               plugin.descriptor->version ? plugin.descriptor->version : "?", plugin.path.c_str());
+  plugin.params = std::move(params);
   vc::set_van(std::move(plugin));
   vc::set_job_programs(std::move(programs));
   // A van whose hardware is missing here (init says UNAVAILABLE) is checked

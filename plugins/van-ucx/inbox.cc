@@ -68,10 +68,10 @@ void Inbox::shutdown(std::chrono::milliseconds wait) {
   for (auto& in : ready_) give_back(*in);
 }
 
-bool Inbox::check(const WireHead& head, size_t header_length, size_t length,
+bool Inbox::check(const WireHead& head, uint64_t offset, size_t header_length, size_t length,
                   std::string* why) const {
   if (head.magic != kWireMagic) return *why = "not a Caravan ucx van message (wrong magic)", false;
-  if (head.kind != Kind::kHello && head.kind != Kind::kData)
+  if (head.kind != Kind::kHello && head.kind != Kind::kData && head.kind != Kind::kPiece)
     return *why = "unknown kind " + std::to_string(static_cast<uint32_t>(head.kind)), false;
   if (head.num_segments > CARAVAN_VAN_MAX_SEGMENTS_V2)
     return *why = std::to_string(head.num_segments) + " segments", false;
@@ -95,6 +95,16 @@ bool Inbox::check(const WireHead& head, size_t header_length, size_t length,
   }
   uint64_t in_data = every ? total : head.lens[head.data_segment];
   uint64_t in_header = wire_head_bytes(head.num_segments) + (total - in_data);
+  if (head.kind == Kind::kPiece) {
+    if (every) return *why = "a piece of no data segment", false;
+    if (length == 0 || offset > in_data || length > in_data - offset)
+      return *why = "a piece of " + std::to_string(length) + " bytes at " + std::to_string(offset) +
+                    " of " + std::to_string(in_data),
+             false;
+    // Only the first piece carries the small segments.
+    in_data = length;
+    in_header = offset ? piece_head_bytes(head.num_segments) : in_header + sizeof offset;
+  }
   if (in_data != length || in_header != header_length)
     return *why = "segments of " + std::to_string(total) + " bytes in a header of " +
                   std::to_string(header_length) + " and data of " + std::to_string(length) +
@@ -107,17 +117,23 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
                             const ucp_am_recv_param_t* param) {
   const bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   WireHead head{};
+  uint64_t offset = 0;  // a piece's
   std::string why;
   if (header_length < offsetof(WireHead, lens)) {
     why = "header of " + std::to_string(header_length) + " bytes";
   } else {
     std::memcpy(&head, header, offsetof(WireHead, lens));
     size_t n = std::min<size_t>(head.num_segments, CARAVAN_VAN_MAX_SEGMENTS_V2);
-    if (header_length < wire_head_bytes(n))
+    size_t head_bytes = head.kind == Kind::kPiece ? piece_head_bytes(n) : wire_head_bytes(n);
+    if (header_length < head_bytes)
       why = "header of " + std::to_string(header_length) + " bytes";
     else
       std::memcpy(&head, header, wire_head_bytes(n));
-    if (why.empty()) check(head, header_length, length, &why);
+    if (why.empty() && head.kind == Kind::kPiece)
+      std::memcpy(&offset, static_cast<const unsigned char*>(header) + wire_head_bytes(n),
+                  sizeof offset);
+    if (why.empty()) check(head, offset, header_length, length, &why);
+    if (why.empty() && rndv && head.kind == Kind::kPiece) why = "a piece sent by rendezvous";
   }
   if (!why.empty()) {
     // Without a trustworthy stream and sequence it cannot take its turn;
@@ -134,19 +150,13 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
     advance(head.stream);
     return UCS_OK;
   }
+  if (head.kind == Kind::kPiece) return piece(head, offset, header, data, length);
   if (head.seq < stream.next_seq || stream.waiting.count(head.seq)) {
     host_.log(CARAVAN_LOG_WARNING, "dropped message " + std::to_string(head.seq) + " from " +
                                        stream.name + ": received twice");
     return UCS_OK;
   }
-  auto owned = std::make_unique<Incoming>();
-  Incoming* in = owned.get();
-  in->stream = head.stream;
-  in->seq = head.seq;
-  in->slot = head.slot;
-  in->num_segments = head.num_segments;
-  std::memcpy(in->lens, head.lens, sizeof(uint64_t) * head.num_segments);
-  stream.waiting.emplace(head.seq, std::move(owned));
+  Incoming* in = open(stream, head);
   ucs_status_t answer = UCS_OK;
   const bool keepable = !rndv && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) &&
                         head.data_segment != kEverySegment && length >= kKeepBytes;
@@ -203,6 +213,57 @@ ucs_status_t Inbox::arrived(const void* header, size_t header_length, void* data
   return answer;
 }
 
+Incoming* Inbox::open(Stream& stream, const WireHead& head) {
+  auto owned = std::make_unique<Incoming>();
+  Incoming* in = owned.get();
+  in->stream = head.stream;
+  in->seq = head.seq;
+  in->slot = head.slot;
+  in->num_segments = head.num_segments;
+  std::memcpy(in->lens, head.lens, sizeof(uint64_t) * head.num_segments);
+  stream.waiting.emplace(head.seq, std::move(owned));
+  return in;
+}
+
+ucs_status_t Inbox::piece(const WireHead& head, uint64_t offset, const void* header,
+                          const void* data, size_t length) {
+  Stream& stream = streams_[head.stream];
+  const size_t d = head.data_segment;
+  auto drop = [&](const std::string& why) {
+    host_.log(CARAVAN_LOG_WARNING,
+              "dropped message " + std::to_string(head.seq) + " from " + stream.name + ": " + why);
+  };
+  if (head.seq < stream.next_seq) return drop("a piece of it came after its end"), UCS_OK;
+  auto it = stream.waiting.find(head.seq);
+  Incoming* in = nullptr;
+  std::string why;
+  if (it == stream.waiting.end()) {
+    in = open(stream, head);
+    in->missing = head.lens[d];
+    if (!place(*in, kEverySegment, &why)) {
+      drop("no room for its pieces: " + why);
+      in->failed = true;
+    }
+  } else {
+    in = it->second.get();
+    if (in->num_segments != head.num_segments ||
+        std::memcmp(in->lens, head.lens, sizeof(uint64_t) * head.num_segments) != 0 ||
+        length > in->missing) {
+      if (!in->failed) drop("its pieces disagree on its segments");
+      in->failed = true;
+      in->missing = length;  // dropped in its turn, with this piece
+    }
+  }
+  if (!in->failed) {
+    std::memcpy(in->where[d] + offset, data, length);
+    if (offset == 0) copy_from_header(*in, head, header);
+  }
+  in->missing -= length;
+  if (!in->missing && !in->failed) in->complete = true;
+  advance(head.stream);
+  return UCS_OK;
+}
+
 void Inbox::received(void* request, ucs_status_t status, size_t, void* user_data) {
   auto* in = static_cast<Incoming*>(user_data);
   ucp_request_free(request);
@@ -225,7 +286,9 @@ bool Inbox::in_data(const WireHead& head, size_t segment) {
 }
 
 void Inbox::copy_from_header(Incoming& in, const WireHead& head, const void* header) {
-  const auto* from = static_cast<const unsigned char*>(header) + wire_head_bytes(in.num_segments);
+  const size_t n = in.num_segments;
+  const auto* from = static_cast<const unsigned char*>(header) +
+                     (head.kind == Kind::kPiece ? piece_head_bytes(n) : wire_head_bytes(n));
   for (size_t i = 0; i < in.num_segments; ++i)
     if (!in_data(head, i) && in.lens[i]) {
       std::memcpy(in.where[i], from, in.lens[i]);
@@ -238,6 +301,12 @@ bool Inbox::place(Incoming& in, size_t keep, std::string* why) {
   auto it = lends_.find(in.slot);
   if (in.slot != 0 && it != lends_.end()) {
     Lend& l = *it->second;
+    // A message of another stream still waiting for pieces gives the lend
+    // up (its bytes move to the van's memory): its sender may be gone, and
+    // nothing in UCX tells the receiver so.
+    if (l.taker && l.taker->missing && l.taker->stream != in.stream &&
+        l.segment < in.num_segments && in.lens[l.segment] == l.len)
+      take_back(l);
     if (!l.taker && l.segment < in.num_segments && in.lens[l.segment] == l.len) {
       l.taker = &in;
       in.lend = &l;
@@ -279,7 +348,8 @@ void Inbox::advance(uint64_t stream_id) {
   while (!stream.waiting.empty()) {
     auto first = stream.waiting.begin();
     Incoming& in = *first->second;
-    if (first->first != stream.next_seq || !(in.complete || in.failed)) break;
+    // A message dropped while its pieces arrive waits for the last one.
+    if (first->first != stream.next_seq || !(in.complete || in.failed) || in.missing) break;
     ++stream.next_seq;
     in.peer = stream.name;
     if (in.failed) {

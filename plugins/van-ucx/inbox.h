@@ -5,8 +5,9 @@
 // only calls holding that lock; the one exception is Incoming's memory,
 // which the engine holds (and frees by release()) without it.
 //
-// A small message arrives whole in its handler and is copied out (into the
-// lent memory when its slot has a lend of the right length). A large one
+// A small message, and each piece of a large one (wire.h), arrives whole in
+// its handler and is copied out (into the lent memory when its slot has a
+// lend of the right length). A large one
 // arrives either as a rendezvous descriptor (the handler starts a receive
 // straight into its segments' memory, and the message is whole when UCX
 // completes that receive) or, over TCP, as eager fragments UCX has already
@@ -63,6 +64,7 @@ struct Incoming {
   unsigned char* moved = nullptr;   // where unlend moved the lent segment
   Lend* lend = nullptr;             // the lend it took, until handed out
   size_t lent_segment = 0;
+  uint64_t missing = 0;     // bytes of its pieces still to come (wire.h)
   bool complete = false;    // every byte is in
   bool failed = false;      // the receive failed: dropped in its turn
   void* request = nullptr;  // the rendezvous receive in flight
@@ -109,7 +111,16 @@ class Inbox {
   };
 
   static void received(void* request, ucs_status_t status, size_t length, void* user_data);
-  bool check(const WireHead& head, size_t header_length, size_t length, std::string* why) const;
+  // Whether the header and data lengths agree with the message's (a
+  // piece's with its offset); else says why.
+  bool check(const WireHead& head, uint64_t offset, size_t header_length, size_t length,
+             std::string* why) const;
+  // A record for the stream's message, waiting for its bytes.
+  Incoming* open(Stream& stream, const WireHead& head);
+  // A piece of a message (wire.h): copied to its place; the message is
+  // whole with its last bytes.
+  ucs_status_t piece(const WireHead& head, uint64_t offset, const void* header, const void* data,
+                     size_t length);
   // Allocates the van's memory of a message and takes the lend it matches;
   // leaves segment `keep` without memory unless the lend is for it.
   bool place(Incoming& in, size_t keep, std::string* why);

@@ -22,8 +22,13 @@ inline constexpr plugin::Param kPeerFailure{
     "1: UCX reports a dead peer (its PEER error mode; transports without it, such as shared "
     "memory, are not used); 0: it does not, shared memory may be used and the engine's "
     "heartbeats find dead peers; auto: 1, else 0 where no transport has it"};
+inline constexpr plugin::Param kPieceBytes{
+    "PIECE_BYTES", "262144",
+    "to a peer reached over TCP alone, a message's large segment above this many bytes goes "
+    "as pieces of at most this size, each one zero-copy UCX send (UCX 1.13 sends larger eager "
+    "messages through bounce buffers and puts them together in one of its own); 0: whole"};
 inline constexpr caravan_param_info kList[] = {kRetryMs.info, kPeerFailure.info,
-                                               kCloseTimeoutMs.info};
+                                               kCloseTimeoutMs.info, kPieceBytes.info};
 
 }  // namespace caravan::van_ucx::params
 

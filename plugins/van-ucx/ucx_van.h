@@ -56,6 +56,10 @@ struct SendOp {
   size_t num_segments = 0;  // in iov: the segments the data holds
   ucp_dt_iov_t iov[CARAVAN_VAN_MAX_SEGMENTS_V2] = {};
   std::string text;  // a HELLO's data
+  // Sent as pieces (wire.h): each piece's header, kept until UCX is done.
+  std::vector<std::vector<unsigned char>> piece_headers;
+  int unfinished = 0;            // UCX sends not completed
+  ucs_status_t status = UCS_OK;  // the first that failed, else OK
 };
 
 // An endpoint and what its error callback must find (it outlives the
@@ -69,6 +73,7 @@ struct EndpointOwner {
   uint64_t next_seq = 1;
   std::string name;          // for logs: "peer 3 at ucx://..." or "connection from ..."
   bool peer_failure = true;  // made in UCX's PEER error mode
+  size_t piece_bytes = 0;    // a large segment goes in pieces of this size; 0: whole
   bool failed = false;
   ucs_status_t status = UCS_OK;  // why it failed
   bool closed = false;
@@ -109,6 +114,11 @@ class UcxVan {
   void link_up(const std::shared_ptr<Link>& link);
   void link_lost(Link& link, const std::string& why);
   void post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> op);
+  // Posts one UCX send of the op (a piece, or the whole message).
+  void post_send(SendOp& op, ucp_ep_h ep, const std::vector<unsigned char>& header,
+                 const void* buffer, size_t count, ucp_datatype_t datatype, uint32_t flags);
+  // One of the op's UCX sends is over; the last reports the op.
+  void send_done(SendOp& op, ucs_status_t status);
   void fail_queue(Link& link, caravan_status status);
   void progress();
   std::string open_ucx(const std::string& net_devices);
@@ -130,7 +140,7 @@ class UcxVan {
   std::string transport_;          // properties()' text
   bool peer_failure_ = true;       // endpoints in PEER error mode (PEER_FAILURE)
   bool peer_failure_auto_ = true;  // falls back to none where the transports lack it
-  std::string transports_;         // what UCX offers here, for properties()
+  size_t piece_bytes_ = 0;         // PIECE_BYTES
 
   // Instance state: closing, calls.
   std::mutex mu_;

@@ -15,6 +15,12 @@
 // sent, as van_v2.h guarantees. A stream's first message (sequence 0) is a
 // HELLO whose data is the sender's listening address, the name its
 // messages carry in logs.
+//
+// To a peer reached over TCP alone, a message whose large segment exceeds
+// the van's piece size goes as several active messages of kind PIECE
+// (UcxVan::post says why): each header is the message's own, followed by
+// the piece's offset in the large segment, and only the piece at offset 0
+// carries the small segments. Any piece may arrive first.
 #ifndef CARAVAN_VAN_UCX_WIRE_H
 #define CARAVAN_VAN_UCX_WIRE_H
 
@@ -28,7 +34,7 @@ namespace caravan::van_ucx {
 constexpr uint32_t kWireMagic = 0x32585543u;  // "CUX2"
 constexpr unsigned kAmId = 17;                // the van's one active message handler
 
-enum class Kind : uint32_t { kHello = 1, kData = 2 };
+enum class Kind : uint32_t { kHello = 1, kData = 2, kPiece = 3 };
 
 struct WireHead {
   uint32_t magic;
@@ -54,6 +60,9 @@ constexpr size_t kMostInlineBytes = 1024;
 constexpr size_t wire_head_bytes(size_t n) {
   return offsetof(WireHead, lens) + n * sizeof(uint64_t);
 }
+
+// A PIECE's header: the message's, then the piece's offset (a uint64_t).
+constexpr size_t piece_head_bytes(size_t n) { return wire_head_bytes(n) + sizeof(uint64_t); }
 
 }  // namespace caravan::van_ucx
 

@@ -11,8 +11,18 @@ constexpr size_t kEvents = 32;
 
 }  // namespace
 
+namespace {
+
+Params with_defaults(const VanPlugin& plugin, Params params) {
+  params.insert(plugin.params.begin(), plugin.params.end());  // keeps the test's own
+  return params;
+}
+
+}  // namespace
+
 VanInstance::VanInstance(const VanPlugin& plugin, Params params, std::optional<Params> env)
-    : plugin_(plugin), host_(plugin.descriptor->name, std::move(params), std::move(env)) {
+    : plugin_(plugin),
+      host_(plugin.descriptor->name, with_defaults(plugin, std::move(params)), std::move(env)) {
   init_status_ = plugin.major == CARAVAN_VAN_ABI_MAJOR_V1
                      ? open_lifted_van_v1(plugin.ops_v1, host_.table(), &ctx_)
                      : ops().init(host_.table(), &ctx_);

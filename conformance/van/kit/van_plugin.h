@@ -2,6 +2,7 @@
 // opened, and its descriptor checked before any test drives it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct VanPlugin {
   // What VanInstance drives: ops_v2, or the engine's lift over ops_v1
   // (engine/van/van_v1_lift.h), as the engine drives an ABI 1 van.
   const caravan_van_ops_v2* driven = nullptr;
+  // Plugin parameters every instance gets (--param NAME=VALUE), below those
+  // a test gives its own instance.
+  std::map<std::string, std::string> params;
 };
 
 // Where a bare name is looked for: CARAVAN_PLUGIN_PATH, then the plugin
