@@ -227,11 +227,8 @@ bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& pe
     return false;
   }
   if (h.flags & wire::kWantAck) {
-    wire::Header ack = h;
-    ack.type = wire::Type::kAck;
-    ack.seg_len[0] = ack.seg_len[1] = ack.seg_len[2] = 0;
     try {
-      send_header(h.sender, ack, nullptr);
+      send_header(h.sender, ack_of(h), nullptr);
     } catch (const Error& e) {
       CARAVAN_LOG(DEBUG) << "kv: acknowledging message " << h.timestamp << " to node " << h.sender
                          << " failed: " << e.what();
@@ -242,14 +239,8 @@ bool KVEndpoint::reliability_filter(const wire::Header& h, const std::string& pe
       return false;
     }
   }
-  if (!(h.flags & (wire::kRequest | wire::kRouted))) {
-    // A response acknowledges its request.
-    wire::Header request = h;
-    request.sender = h.recipient;
-    request.recipient = h.sender;
-    request.flags = wire::kRequest;
-    reliability_->acknowledged(signature_of(request));
-  }
+  if (!(h.flags & (wire::kRequest | wire::kRouted)))
+    reliability_->acknowledged(request_signature_of(h));  // a response acknowledges its request
   return true;
 }
 

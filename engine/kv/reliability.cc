@@ -24,6 +24,21 @@ Signature signature_of(const wire::Header& h) {
                    h.customer_id, h.timestamp, h.flags & kKindFlags};
 }
 
+Signature request_signature_of(const wire::Header& response) {
+  wire::Header request = response;
+  request.sender = response.recipient;
+  request.recipient = response.sender;
+  request.flags = wire::kRequest;
+  return signature_of(request);
+}
+
+wire::Header ack_of(const wire::Header& h) {
+  wire::Header ack = h;
+  ack.type = wire::Type::kAck;
+  ack.seg_len[0] = ack.seg_len[1] = ack.seg_len[2] = 0;
+  return ack;
+}
+
 Reliability::Reliability(int resend_timeout_ms, int drop_percent)
     : timeout_(resend_timeout_ms),
       drop_percent_(drop_percent),

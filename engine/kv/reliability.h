@@ -33,6 +33,10 @@ struct Signature {
   }
 };
 Signature signature_of(const wire::Header& h);
+// The signature of the request a response answers.
+Signature request_signature_of(const wire::Header& response);
+// The acknowledgement of a received message: its header, echoed, no segments.
+wire::Header ack_of(const wire::Header& h);
 
 class Reliability {
  public:
