@@ -79,12 +79,7 @@ void Member::fail(const std::string& why) {
   notify_customers();
 }
 
-void Member::notify_customers() {
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  // Adding no response to no request only wakes the waiters, which then
-  // see failure().
-  for (auto& [k, c] : customers_) c->AddResponse(-1, 0);
-}
+void Member::notify_customers() { customers_.wake_all(); }
 
 void Member::start(int rank, bool do_barrier) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -318,38 +313,18 @@ void Member::finalize(bool do_barrier, bool with_idle_siblings) {
   if (!error.empty()) throw ps_error("ps::Finalize: " + error);
 }
 
-void Member::add_customer(ps::Customer* c) {
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  auto key = std::make_pair(c->app_id(), c->customer_id());
-  if (customers_.count(key))
-    throw ps_error("ps: customer (app " + std::to_string(key.first) + ", customer " +
-                   std::to_string(key.second) + ") already exists on this node");
-  customers_[key] = c;
-  auto it = early_.find(key);
-  if (it == early_.end()) return;
-  for (auto& m : it->second) c->Accept(m);
-  early_.erase(it);
-  claimed_.notify_all();
-}
+void Member::add_customer(ps::Customer* c) { customers_.add(c); }
 
 void Member::remove_customer(ps::Customer* c) {
-  {
-    std::lock_guard<std::mutex> lock(customers_mu_);
-    customers_.erase(std::make_pair(c->app_id(), c->customer_id()));
-  }
+  customers_.remove(c);
   Runtime::get().node_changed();
 }
 
 ps::Customer* Member::customer(int app_id, int customer_id) const {
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  auto it = customers_.find(std::make_pair(app_id, customer_id));
-  return it == customers_.end() ? nullptr : it->second;
+  return customers_.find(app_id, customer_id);
 }
 
-bool Member::has_customers() const {
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  return !customers_.empty();
-}
+bool Member::has_customers() const { return !customers_.empty(); }
 
 const std::vector<int>& Member::node_ids(int id_or_group) const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -18,6 +18,7 @@
 
 #include "engine/control/scheduler_service.h"
 #include "engine/node/node.h"
+#include "engine/pslite/ps_customers.h"
 #include "engine/pslite/ps_shm.h"
 #include "ps/internal/customer.h"
 #include "ps/internal/postoffice.h"
@@ -119,14 +120,7 @@ class Member final : public ps::Van {
   };
   std::map<int, std::shared_ptr<BarrierRound>> barriers_;
 
-  // Guards customers_, early_ and receive_into_, and is held while a
-  // message is handed to a customer: ~Customer removes itself under it, so
-  // it is never freed in the middle of Accept. Taken before a customer's
-  // own lock, never after.
-  mutable std::mutex customers_mu_;
-  std::map<std::pair<int, int>, ps::Customer*> customers_;
-  std::map<std::pair<int, int>, std::vector<ps::Message>> early_;
-  std::condition_variable claimed_;  // early_ lost an entry
+  Customers customers_;
   // BYTEPS_ENABLE_IPC: a worker's lanes to the servers of its host, a
   // server's view of those workers' memory. Set before the node runs;
   // kept until the process ends (an application may still hold a view).
@@ -142,9 +136,6 @@ class Member final : public ps::Van {
   void receive_through_shm(const KVMessage& km, ps::Message& msg);
   // A server's answer to an attach request (kShm, not routed).
   void attach(KVMessage&& req);
-
-  // RegisterRecvBuffer: (sender node, key) -> where its pushes land.
-  std::map<std::pair<int, uint64_t>, ps::SArray<char>> receive_into_;
 };
 
 }  // namespace caravan::psl

@@ -159,9 +159,7 @@ void Member::receive_through_shm(const KVMessage& km, ps::Message& msg) {
 void Member::RegisterRecvBuffer(ps::Message& msg) {
   if (msg.data.size() < 2 || msg.data[0].size() < sizeof(ps::Key))
     throw ps_error("ps::KVServer::RegisterRecvBuffer: give keys and values");
-  auto key = std::make_pair(msg.meta.sender, msg.meta.key);
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  receive_into_[key] = msg.data[1];
+  customers_.register_buffer(msg.meta.sender, msg.meta.key, msg.data[1]);
 }
 
 void Member::route(KVMessage&& km) {
@@ -207,29 +205,15 @@ void Member::route(KVMessage&& km) {
   // the scheduler run one customer per app, whose id is the app id.
   auto key = std::make_pair(h.app_id, worker ? h.customer_id : h.app_id);
   if (msg.meta.request && msg.meta.push && msg.data.size() > 1) receive_into_registered(msg);
-  std::lock_guard<std::mutex> lock(customers_mu_);
-  auto it = customers_.find(key);
-  if (it == customers_.end()) {
-    auto& waiting = early_[key];
-    if (waiting.empty()) {
-      int sender = h.sender;
-      std::thread([this, key, sender] { watch_unclaimed(key, sender); }).detach();
-    }
-    waiting.push_back(std::move(msg));
-    return;
+  if (customers_.deliver(key, std::move(msg))) {
+    int sender = h.sender;
+    std::thread([this, key, sender] { watch_unclaimed(key, sender); }).detach();
   }
-  it->second->Accept(msg);
 }
 
 void Member::receive_into_registered(ps::Message& msg) {
   ps::SArray<char> into;
-  {
-    std::lock_guard<std::mutex> lock(customers_mu_);
-    if (receive_into_.empty()) return;
-    auto it = receive_into_.find(std::make_pair(msg.meta.sender, msg.meta.key));
-    if (it == receive_into_.end()) return;
-    into = it->second;
-  }
+  if (!customers_.registered(msg.meta.sender, msg.meta.key, &into)) return;
   ps::SArray<char>& vals = msg.data[1];
   if (into.size() != vals.size()) {
     // Delivered where the van put it: the handler sees the values, and
@@ -259,11 +243,7 @@ void Member::watch_unclaimed(std::pair<int, int> key, int sender) {
   // Half of CARAVAN_OP_TIMEOUT when shorter, so this says why before the
   // waits of the job run out and say only that they did.
   const int seconds = std::max(1, std::min(kUnclaimedSeconds, op_timeout_s() / 2));
-  std::unique_lock<std::mutex> lock(customers_mu_);
-  if (claimed_.wait_for(lock, std::chrono::seconds(seconds),
-                        [&] { return early_.count(key) == 0; }))
-    return;
-  lock.unlock();
+  if (customers_.claimed_within(key, std::chrono::seconds(seconds))) return;
   {
     std::lock_guard<std::mutex> done(mu_);
     if (stage_ == 4) return;  // left the job: nothing is waiting on this node
