@@ -1,13 +1,16 @@
-// A POSIX shared-memory segment (a name in /dev/shm) mapped into this
-// process: created by a worker, opened by a server on the same host. The
-// segment starts with a header naming its maker, so a server that opens a
-// name can tell the worker's segment from anything else that carries it.
+// A worker's shared-memory segment for a server of its host (a
+// SharedSegment under a name in /dev/shm): created by the worker, opened by
+// the server. The segment starts with a header naming its maker, so a
+// server that opens a name can tell the worker's segment from anything
+// else that carries it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "engine/ipc/shared_segment.h"
 
 namespace caravan::ipc {
 
@@ -43,17 +46,16 @@ class MappedSegment {
   // removed (by the server) is not an error.
   void unlink_name();
 
-  char* base() const { return base_; }
-  size_t size() const { return size_; }
+  char* base() const { return memory_.data(); }
+  size_t size() const { return memory_.size(); }
   const std::string& name() const { return name_; }
 
  private:
-  MappedSegment(std::string name, char* base, size_t size, bool named)
-      : name_(std::move(name)), base_(base), size_(size), named_(named) {}
+  MappedSegment(std::string name, SharedSegment memory, bool named)
+      : name_(std::move(name)), memory_(std::move(memory)), named_(named) {}
 
-  std::string name_;
-  char* base_;
-  size_t size_;
+  std::string name_;  // shm_open's form: "/caravan-ipc-..."
+  SharedSegment memory_;
   bool named_;  // this process created the name and has not removed it
 };
 

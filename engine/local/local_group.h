@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "engine/base/error.h"
+#include "engine/ipc/shared_segment.h"
 #include "engine/local/doorbell.h"
 #include "engine/local/peer_watch.h"
-#include "engine/local/shm_segment.h"
 
 namespace caravan {
 

@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/ipc/shared_segment.h"
 #include "engine/local/local_group.h"
-#include "engine/local/shm_segment.h"
 
 namespace caravan {
 

@@ -1,4 +1,4 @@
-#include "engine/local/shm_segment.h"
+#include "engine/ipc/shared_segment.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -44,7 +44,16 @@ std::vector<std::string> segments_named(const std::string& prefix) {
   return out;
 }
 
-SharedSegment SharedSegment::create(size_t bytes, const std::string& what) {
+namespace {
+
+void* map(int fd, size_t bytes, bool populate) {
+  return ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+                fd, 0);
+}
+
+}  // namespace
+
+SharedSegment SharedSegment::create(size_t bytes, const std::string& what, bool populate) {
   SharedSegment s;
   // O_TMPFILE: the segment has no name until publish(), so a crash before
   // then leaves nothing behind in /dev/shm.
@@ -60,7 +69,7 @@ SharedSegment SharedSegment::create(size_t bytes, const std::string& what) {
                                    : ""));
   }
   s.size_ = bytes;
-  s.base_ = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_, 0);
+  s.base_ = map(s.fd_, bytes, populate);
   if (s.base_ == MAP_FAILED) {
     s.base_ = nullptr;
     throw shm_error("cannot map " + std::to_string(bytes) + " bytes of shared memory", errno);
@@ -68,7 +77,7 @@ SharedSegment SharedSegment::create(size_t bytes, const std::string& what) {
   return s;
 }
 
-std::optional<SharedSegment> SharedSegment::open(const std::string& name) {
+std::optional<SharedSegment> SharedSegment::open(const std::string& name, bool populate) {
   SharedSegment s;
   s.fd_ = ::open(segment_path(name).c_str(), O_RDWR | O_CLOEXEC);
   if (s.fd_ < 0) {
@@ -81,7 +90,7 @@ std::optional<SharedSegment> SharedSegment::open(const std::string& name) {
   s.ino_ = st.st_ino;
   s.size_ = static_cast<size_t>(st.st_size);
   if (s.size_ == 0) return s;
-  s.base_ = ::mmap(nullptr, s.size_, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_, 0);
+  s.base_ = map(s.fd_, s.size_, populate);
   if (s.base_ == MAP_FAILED) {
     s.base_ = nullptr;
     throw shm_error("cannot map " + segment_path(name), errno);
@@ -150,8 +159,9 @@ SegmentDirectoryWatch::~SegmentDirectoryWatch() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void SegmentDirectoryWatch::wait_until(SteadyClock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+void SegmentDirectoryWatch::wait_until(std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
   if (left.count() <= 0) return;
   pollfd p{fd_, POLLIN, 0};
   int timeout_ms = static_cast<int>(std::min<int64_t>(left.count() + 1, INT32_MAX));

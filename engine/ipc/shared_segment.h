@@ -1,16 +1,18 @@
 // POSIX shared memory objects (the files of /dev/shm) mapped into this
 // process, published under their name only once they are filled in, and a
-// way to sleep until names appear there.
+// way to sleep until names appear there. The one segment class of the
+// engine: the local group's control and tensor segments (local/) and the
+// worker's segments for the servers of its host (MappedSegment) are made of
+// it.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "engine/local/doorbell.h"
 
 namespace caravan {
 
@@ -19,9 +21,11 @@ class SharedSegment {
   // A new segment of `bytes`, zero-filled and without a name yet. The
   // memory is reserved now, so a full /dev/shm is an error here and not a
   // SIGBUS at first touch. `what` says what it is for, for that error.
-  static SharedSegment create(size_t bytes, const std::string& what);
+  // `populate`: its pages mapped now, so that their faults do not land in
+  // the first operations that use it.
+  static SharedSegment create(size_t bytes, const std::string& what, bool populate = false);
   // The segment called `name`, or nothing when there is none.
-  static std::optional<SharedSegment> open(const std::string& name);
+  static std::optional<SharedSegment> open(const std::string& name, bool populate = false);
   // No segment (yet).
   SharedSegment() = default;
 
@@ -65,7 +69,7 @@ class SegmentDirectoryWatch {
   SegmentDirectoryWatch(const SegmentDirectoryWatch&) = delete;
   SegmentDirectoryWatch& operator=(const SegmentDirectoryWatch&) = delete;
   // Returns after the next change, or at `deadline`.
-  void wait_until(SteadyClock::time_point deadline);
+  void wait_until(std::chrono::steady_clock::time_point deadline);
 
  private:
   int fd_ = -1;
