@@ -37,17 +37,7 @@ constexpr plugin::Param kMinBytesPerThread{
     "bytes of output each thread must get before a sum is split"};
 
 class CpuReducer {
- public:
-  static constexpr const char* kName = "cpu reducer";
-  explicit CpuReducer(const caravan_host_v1* host);
-  const Host& host() const { return host_; }
-  caravan_reducer_properties_v1 properties() const;
-  void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
-  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
-            void* stream);
-  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
-                caravan_dtype dtype, void* stream);
-  void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
+  CARAVAN_REDUCER_V1_CLASS(CpuReducer, "cpu reducer")
 
  private:
   void split(size_t count, size_t elem, const std::function<void(size_t, size_t)>& body);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "caravan/plugin/plugin_cxx.hpp"
+#include "caravan/plugin/reducer_cxx.hpp"
 #include "caravan/plugin/reducer_v1.h"
 #include "kernels.h"
 
@@ -18,17 +19,7 @@ using plugin::Error;
 using plugin::Host;
 
 class GpuReducer {
- public:
-  static constexpr const char* kName = "gpu reducer";
-  explicit GpuReducer(const caravan_host_v1* host);
-  const Host& host() const { return host_; }
-  caravan_reducer_properties_v1 properties() const;
-  void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream);
-  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,
-            void* stream);
-  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,
-                caravan_dtype dtype, void* stream);
-  void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
+  CARAVAN_REDUCER_V1_CLASS(GpuReducer, "gpu reducer")
 #if CARAVAN_REDUCER_GPU_NCCL
   void local_id(void* id_out, size_t* id_len);
   void* local_join(const void* id, size_t id_len, int local_rank, int local_size);

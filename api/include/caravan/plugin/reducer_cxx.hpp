@@ -4,7 +4,8 @@
 // the properties copied into the caller's (possibly smaller) struct, and
 // exceptions turned into status codes and set_error text.
 //
-// The class R provides:
+// The class R provides (CARAVAN_REDUCER_V1_CLASS, below, declares the first
+// eight):
 //   static constexpr const char* kName;        // "cpu reducer": starts the checks' error text
 //   explicit R(const caravan_host_v1* host);    // may throw plugin::Error
 //   const caravan::plugin::Host& host() const;
@@ -61,6 +62,23 @@
 #include "caravan/plugin/reducer_v1.h"
 
 namespace caravan::plugin {
+
+// Inside the class body of a reducer R: declares kName (its text), its
+// constructor (init), host() and the five operations every reducer has, all
+// public, for the reducer's source to define; R keeps its Host in a member
+// named host_. The optional groups above are declared by hand after it.
+#define CARAVAN_REDUCER_V1_CLASS(R, NAME)                                                  \
+ public:                                                                                 \
+  static constexpr const char* kName = NAME;                                             \
+  explicit R(const caravan_host_v1* host);                                               \
+  const ::caravan::plugin::Host& host() const { return host_; }                          \
+  caravan_reducer_properties_v1 properties() const;                                      \
+  void sum(void* dst, const void* src, size_t count, caravan_dtype dtype, void* stream); \
+  void sum2(void* dst, const void* a, const void* b, size_t count, caravan_dtype dtype,  \
+            void* stream);                                                               \
+  void sum_many(void* dst, const void* const* srcs, size_t num_srcs, size_t count,       \
+                caravan_dtype dtype, void* stream);                                      \
+  void scale(void* data, size_t count, caravan_dtype dtype, double factor, void* stream);
 
 template <class R, class = void>
 struct HasLocalGroup : std::false_type {};
