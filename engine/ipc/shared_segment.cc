@@ -25,6 +25,11 @@ Error shm_error(const std::string& what, int err) {
   return Error(CARAVAN_ERR_INTERNAL, what + ": " + os_error(err));
 }
 
+void* map(int fd, size_t bytes, bool populate) {
+  return ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+                fd, 0);
+}
+
 }  // namespace
 
 std::string segment_path(const std::string& name) { return std::string(kShmDir) + "/" + name; }
@@ -43,15 +48,6 @@ std::vector<std::string> segments_named(const std::string& prefix) {
   ::closedir(dir);
   return out;
 }
-
-namespace {
-
-void* map(int fd, size_t bytes, bool populate) {
-  return ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
-                fd, 0);
-}
-
-}  // namespace
 
 SharedSegment SharedSegment::create(size_t bytes, const std::string& what, bool populate) {
   SharedSegment s;

@@ -696,7 +696,9 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
     const size_t len = op->iov[0].length, head_bytes = wire_head_bytes(op->head.num_segments);
     op->head.kind = Kind::kPiece;
     std::memcpy(op->header.data(), &op->head, head_bytes);
-    for (uint64_t at = 0; at < len; at += piece) {
+    // UCX reads each header until its send completes: its bytes live in
+    // their own vector, which growing piece_headers moves without copying.
+    for (uint64_t at = 0; at < len && op->status == UCS_OK; at += piece) {
       // The first piece's header carries the small segments after its offset.
       std::vector<unsigned char>& h = op->piece_headers.emplace_back(
           at ? piece_head_bytes(op->head.num_segments) : op->header.size() + sizeof at);
@@ -705,11 +707,9 @@ void UcxVan::post(const std::shared_ptr<Link>& link, std::unique_ptr<SendOp> own
       if (!at)
         std::memcpy(h.data() + head_bytes + sizeof at, op->header.data() + head_bytes,
                     op->header.size() - head_bytes);
+      post_send(*op, ep, h, data + at, std::min(piece, len - at), ucp_dt_make_contig(1),
+                UCP_AM_SEND_FLAG_EAGER);
     }
-    size_t i = 0;
-    for (uint64_t at = 0; at < len && op->status == UCS_OK; at += piece)
-      post_send(*op, ep, op->piece_headers[i++], data + at, std::min(piece, len - at),
-                ucp_dt_make_contig(1), UCP_AM_SEND_FLAG_EAGER);
   } else if (op->num_segments <= 1) {
     // One segment goes as contiguous memory, which every UCX protocol
     // takes (its zero-copy ones included); several as an I/O vector.

@@ -9,10 +9,6 @@ namespace {
 // Events taken per poll() call.
 constexpr size_t kEvents = 32;
 
-}  // namespace
-
-namespace {
-
 Params with_defaults(const VanPlugin& plugin, Params params) {
   params.insert(plugin.params.begin(), plugin.params.end());  // keeps the test's own
   return params;
